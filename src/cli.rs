@@ -1,0 +1,116 @@
+//! Command-line definitions (clap derive). Parsing only; the work is in `commands`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ABOUT: &str = "Score every commit of a branch or pull request as one iteration of the \
+work, and decide: accept it, iterate again (with a revision prompt an agent can act on), or \
+call a human.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  itergate decide --history examples/history.yml      decide from a recorded history
+  itergate analytics --history examples/history.yml   quality over iterations, as a chart
+  itergate analytics --history h.json --format csv    export for a spreadsheet
+
+Configuration is read from .itergate.yml (or .github/itergate.yml) in the repository;
+every key and its default is listed in config/default.itergate.yml.
+
+Exit status: 0 on success, 2 on a usage, configuration or input error, 1 on any other failure.";
+
+#[derive(Debug, Parser)]
+#[command(name = "itergate", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Run as if started in DIR (like `git -C`).
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub directory: Option<PathBuf>,
+    /// Configuration file to use instead of the repository's .itergate.yml.
+    #[arg(long, value_name = "FILE", global = true, env = "ITERGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, env = "ITERGATE_COLOR")]
+    pub color: ColorChoice,
+    /// More log output (-v info, -vv debug, -vvv trace) on stderr.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decide whether a task needs another iteration, from its recorded history.
+    ///
+    /// The history is a JSON or YAML list of iteration records, oldest first (see
+    /// examples/history.yml). Prints the decision: the recommendation (iterate, accept,
+    /// escalate, abort), the triggers, the strategy, the budget and the next steps.
+    Decide(DecideArgs),
+    /// Show quality over iterations: a bar per iteration, the deltas, the stopping reason
+    /// and the per-dimension breakdown; or export it as JSON or CSV.
+    Analytics(AnalyticsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// JSON or YAML list of iteration records, oldest first ("-" reads standard input).
+    #[arg(long, value_name = "FILE")]
+    pub history: PathBuf,
+    /// Name of the task (branch or pull request) in the output.
+    #[arg(long, value_name = "ID", default_value = "task")]
+    pub task: String,
+    /// A record to compare against, e.g. the base branch's score (JSON or YAML).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Decide as of this time (RFC 3339) instead of now; makes output reproducible.
+    #[arg(long, value_name = "TIME", env = "ITERGATE_NOW")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    #[command(flatten)]
+    pub history: HistoryArgs,
+    /// Output format: a text summary, or the decision report as YAML or JSON.
+    #[arg(long, value_enum, default_value_t = DecideFormat::Text)]
+    pub format: DecideFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DecideFormat {
+    Text,
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyticsArgs {
+    #[command(flatten)]
+    pub history: HistoryArgs,
+    /// Output format: the text report, or the analytics result as JSON or CSV.
+    #[arg(long, value_enum, default_value_t = AnalyticsFormat::Text)]
+    pub format: AnalyticsFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnalyticsFormat {
+    Text,
+    Json,
+    Csv,
+}

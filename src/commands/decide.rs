@@ -1,0 +1,98 @@
+//! `itergate decide` and `itergate analytics` over a history file.
+
+use std::io::Write;
+
+use chrono::Utc;
+
+use crate::analytics;
+use crate::cli::{AnalyticsArgs, AnalyticsFormat, DecideArgs, DecideFormat, HistoryArgs};
+use crate::engine::{self, DecideInput, Decision, DecisionReport, Feedback};
+use crate::history::file;
+use crate::model::IterationRecord;
+use crate::summary;
+
+use super::{user, Env, Failure};
+
+struct Loaded {
+    history: Vec<IterationRecord>,
+    baseline: Option<IterationRecord>,
+    decision: Decision,
+}
+
+fn load_and_decide(env: &Env, args: &HistoryArgs) -> Result<Loaded, Failure> {
+    let history = file::load_history(&env.path(&args.history)).map_err(user)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(file::load_record(&env.path(path)).map_err(user)?),
+        None => None,
+    };
+    let decision = engine::decide(&DecideInput {
+        task_id: &args.task,
+        config: &env.config,
+        history: &history,
+        feedback: &Feedback::default(),
+        baseline: baseline.as_ref(),
+        now: args.now.unwrap_or_else(Utc::now),
+    })
+    .map_err(|e| user(format!("{}: {e}", args.history.display())))?;
+    Ok(Loaded {
+        history,
+        baseline,
+        decision,
+    })
+}
+
+fn print(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .or_else(|e| match e.kind() {
+            // A closed pipe (`| head`) is not an error worth reporting.
+            std::io::ErrorKind::BrokenPipe => Ok(()),
+            _ => Err(e),
+        })
+        .map_err(|e| Failure::Internal(e.into()))
+}
+
+pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
+    let loaded = load_and_decide(env, &args.history)?;
+    let text = match args.format {
+        DecideFormat::Text => {
+            let view = summary::decision_view(&env.config, &loaded.history, &loaded.decision);
+            env.renderer()?
+                .render("decision.txt.tera", &view)
+                .map_err(user)?
+        }
+        DecideFormat::Yaml => serde_yaml::to_string(&DecisionReport {
+            iteration_decision: loaded.decision,
+        })
+        .map_err(|e| Failure::Internal(e.into()))?,
+        DecideFormat::Json => {
+            let report = DecisionReport {
+                iteration_decision: loaded.decision,
+            };
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::Internal(e.into()))? + "\n"
+        }
+    };
+    print(&text)
+}
+
+pub fn analytics(env: &Env, args: &AnalyticsArgs) -> Result<(), Failure> {
+    let loaded = load_and_decide(env, &args.history)?;
+    let result = analytics::build(
+        &env.config,
+        &loaded.history,
+        &loaded.decision,
+        loaded.baseline.as_ref(),
+    );
+    let text = match args.format {
+        AnalyticsFormat::Text => env
+            .renderer()?
+            .render("analytics.txt.tera", &analytics::text_view(&result))
+            .map_err(user)?,
+        AnalyticsFormat::Json => {
+            serde_json::to_string_pretty(&result).map_err(|e| Failure::Internal(e.into()))? + "\n"
+        }
+        AnalyticsFormat::Csv => analytics::to_csv(&result)?,
+    };
+    print(&text)
+}

@@ -1,0 +1,98 @@
+//! The commands behind the CLI. Each returns `Failure::User` for what a person can fix
+//! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
+
+mod decide;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Cli, ColorChoice, Command, GlobalArgs};
+use crate::config::Config;
+use crate::render::Renderer;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Bad usage, configuration or input: the message says what to change.
+    #[error("{0}")]
+    User(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::User(_) => 2,
+            Failure::Internal(_) => 1,
+        }
+    }
+}
+
+pub fn user(e: impl std::fmt::Display) -> Failure {
+    Failure::User(e.to_string())
+}
+
+/// What every command gets: where it runs, the configuration, how to print.
+pub struct Env {
+    pub root: PathBuf,
+    pub config: Config,
+    pub color: bool,
+}
+
+impl Env {
+    pub fn load(global: &GlobalArgs) -> Result<Env, Failure> {
+        let root = match &global.directory {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|e| Failure::Internal(e.into()))?,
+        };
+        if !root.is_dir() {
+            return Err(user(format!("-C {}: not a directory", root.display())));
+        }
+        let config = match &global.config {
+            Some(path) => Config::load(&resolve(&root, path)).map_err(user)?,
+            None => Config::discover(&root).map_err(user)?.0,
+        };
+        let color = match global.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
+        Ok(Env {
+            root,
+            config,
+            color,
+        })
+    }
+
+    pub fn renderer(&self) -> Result<Renderer, Failure> {
+        let dir = self
+            .config
+            .templates
+            .dir
+            .as_ref()
+            .map(|d| resolve(&self.root, d));
+        Renderer::new(dir.as_deref(), self.color).map_err(user)
+    }
+
+    pub fn path(&self, path: &Path) -> PathBuf {
+        resolve(&self.root, path)
+    }
+}
+
+fn resolve(root: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() || path.as_os_str() == "-" {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    }
+}
+
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    let env = Env::load(&cli.global)?;
+    match cli.command {
+        Command::Decide(args) => decide::decide(&env, &args),
+        Command::Analytics(args) => decide::analytics(&env, &args),
+    }
+}

@@ -1,0 +1,121 @@
+//! `.itergate.yml`: where it is found, how it is read, and what a bad one says.
+//!
+//! The file is optional; without one every default applies. A file that does not parse,
+//! names an unknown key or holds a bad value is refused with one error naming the file,
+//! the line and column, the key path and what was expected (plus a "did you mean" for a
+//! near-miss key). Defaults are documented in `config/default.itergate.yml`.
+
+mod schema;
+mod values;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use schema::*;
+pub use values::{Fraction, Metric, NonNegative, QualityWeights};
+
+/// The commented default configuration; `itergate init` starts from it.
+pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../config/default.itergate.yml");
+
+/// Where a repository's configuration is looked for, first match wins.
+pub const CONFIG_LOCATIONS: [&str; 2] = [".itergate.yml", ".github/itergate.yml"];
+
+/// A configuration file that cannot be used, with the place and the expectation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    /// Dotted key path, e.g. `stopping_criteria.quality_threshold.value`.
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let (Some(line), Some(column)) = (self.line, self.column) {
+            write!(f, ":{line}:{column}")?;
+        }
+        write!(f, ": ")?;
+        if let Some(key) = &self.key {
+            write!(f, "`{key}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl Config {
+    /// Parses configuration text; `file` is only used to name the source in errors.
+    pub fn from_yaml(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let de = serde_yaml::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|err| {
+            let key = Some(err.path().to_string()).filter(|p| p != ".");
+            let inner = err.into_inner();
+            let location = inner.location();
+            ConfigError {
+                file: file.to_path_buf(),
+                line: location.as_ref().map(|l| l.line()),
+                column: location.as_ref().map(|l| l.column()),
+                key,
+                message: explain(&inner.to_string()),
+            }
+        })
+    }
+
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            line: None,
+            column: None,
+            key: None,
+            message: format!("cannot read the file: {e}"),
+        })?;
+        Config::from_yaml(&text, path)
+    }
+
+    /// The configuration of the repository at `root`, or the defaults when it has none.
+    /// Returns the file used, if any.
+    pub fn discover(root: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        for name in CONFIG_LOCATIONS {
+            let path = root.join(name);
+            if path.is_file() {
+                return Config::load(&path).map(|c| (c, Some(path)));
+            }
+        }
+        Ok((Config::default(), None))
+    }
+}
+
+/// Rewrites serde_yaml's message: drops its trailing position (we print our own) and adds
+/// a "did you mean" to unknown-field errors.
+fn explain(raw: &str) -> String {
+    let message = match raw.rfind(" at line ") {
+        Some(at) => &raw[..at],
+        None => raw,
+    };
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((unknown, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let candidates = expected.split('`').skip(1).step_by(2).collect::<Vec<_>>();
+    match did_you_mean(unknown, candidates.iter().copied()) {
+        Some(best) => format!("{message}; did you mean `{best}`?"),
+        None => message.to_string(),
+    }
+}
+
+/// The closest candidate to a misspelt name, if any is close enough to be a likely typo.
+pub fn did_you_mean<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (c, strsim::jaro_winkler(name, c)))
+        .filter(|(_, score)| *score >= 0.8)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}

@@ -1,0 +1,389 @@
+//! The shape of `.itergate.yml`. Key names follow the iteration analytics schema
+//! (`quality_weights`, `stopping_criteria.*`); defaults live in the `Default` impls here
+//! and are written out, with comments, in `config/default.itergate.yml` (a test keeps the
+//! two equal).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::values::{Fraction, QualityWeights};
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub quality_weights: QualityWeights,
+    pub stopping_criteria: StoppingCriteria,
+    pub detection: Detection,
+    pub revision: Revision,
+    pub requirements: Vec<Requirement>,
+    pub checks: BTreeMap<String, Check>,
+    pub hook: Hook,
+    pub github: Github,
+    pub templates: Templates,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoppingCriteria {
+    pub quality_threshold: Threshold,
+    pub improvement_threshold: ImprovementThreshold,
+    pub iteration_limits: IterationLimits,
+    pub plateau_detection: PlateauDetection,
+    pub regression_protection: RegressionProtection,
+    pub budget_limits: BudgetLimits,
+    pub exploration_quota: ExplorationQuota,
+}
+
+/// Stop (accept) once quality reaches `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Threshold {
+    pub value: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for Threshold {
+    fn default() -> Self {
+        Threshold {
+            value: Fraction::new_const(0.95),
+            enabled: true,
+        }
+    }
+}
+
+/// An iteration that improves quality by less than `value` is a flat cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImprovementThreshold {
+    pub value: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for ImprovementThreshold {
+    fn default() -> Self {
+        ImprovementThreshold {
+            value: Fraction::new_const(0.05),
+            enabled: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, try_from = "RawIterationLimits")]
+pub struct IterationLimits {
+    pub min: u32,
+    pub max: u32,
+}
+
+impl Default for IterationLimits {
+    fn default() -> Self {
+        IterationLimits { min: 2, max: 10 }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawIterationLimits {
+    min: u32,
+    max: u32,
+}
+
+impl Default for RawIterationLimits {
+    fn default() -> Self {
+        let d = IterationLimits::default();
+        RawIterationLimits {
+            min: d.min,
+            max: d.max,
+        }
+    }
+}
+
+impl TryFrom<RawIterationLimits> for IterationLimits {
+    type Error = String;
+    fn try_from(raw: RawIterationLimits) -> Result<Self, String> {
+        if raw.max == 0 {
+            return Err("`max` must be at least 1".into());
+        }
+        if raw.min > raw.max {
+            return Err(format!(
+                "`min` ({}) is greater than `max` ({}); expected min <= max",
+                raw.min, raw.max
+            ));
+        }
+        Ok(IterationLimits {
+            min: raw.min,
+            max: raw.max,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlateauDetection {
+    /// Iterations to look back over.
+    pub window: u32,
+    /// Minimum average improvement per iteration over the window.
+    pub threshold: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for PlateauDetection {
+    fn default() -> Self {
+        PlateauDetection {
+            window: 3,
+            threshold: Fraction::new_const(0.03),
+            enabled: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegressionProtection {
+    pub allow_regression: bool,
+    pub max_regressions: u32,
+    pub enabled: bool,
+}
+
+impl Default for RegressionProtection {
+    fn default() -> Self {
+        RegressionProtection {
+            allow_regression: false,
+            max_regressions: 2,
+            enabled: true,
+        }
+    }
+}
+
+/// Hard ceilings. A dimension left out is not limited; a declared one stops the loop when
+/// exhausted, and is reported as unobservable when no iteration reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetLimits {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_clock_minutes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend_usd: Option<super::values::NonNegative>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
+    /// When true, a budget that the next iteration is projected to overrun (at the average
+    /// cost per iteration so far) stops the loop too; when false that is only a warning.
+    pub rate_caps_are_hard_stops: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FlatCycleAction {
+    /// Ask for a structurally different attempt; stop when that one is flat too.
+    #[default]
+    StructuralVariant,
+    /// Stop and keep the best iteration so far.
+    StopWithBestOutput,
+    /// Call a human.
+    HumanReview,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorationQuota {
+    pub enabled: bool,
+    /// Flat cycles allowed before a structural variant or a stop is required.
+    pub k: u32,
+    pub flat_cycle_action: FlatCycleAction,
+}
+
+impl Default for ExplorationQuota {
+    fn default() -> Self {
+        ExplorationQuota {
+            enabled: true,
+            k: 3,
+            flat_cycle_action: FlatCycleAction::StructuralVariant,
+        }
+    }
+}
+
+/// Thresholds for trigger detection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Detection {
+    /// A `Confidence:` trailer below this raises `low_confidence`.
+    pub min_confidence: Fraction,
+}
+
+impl Default for Detection {
+    fn default() -> Self {
+        Detection {
+            min_confidence: Fraction::new_const(0.75),
+        }
+    }
+}
+
+/// The check-revise-escalate loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Revision {
+    pub max_iterations: u32,
+}
+
+impl Default for Revision {
+    fn default() -> Self {
+        Revision { max_iterations: 3 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RequirementPriority {
+    #[default]
+    Required,
+    Preferred,
+}
+
+/// A measurable requirement, e.g. `{metric: coverage, min: 0.8}` or `{metric: lint.errors, max: 0}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requirement {
+    pub metric: super::values::Metric,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub priority: RequirementPriority,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Details reach agent-visible output.
+    #[default]
+    Full,
+    /// Holdout: only pass/total is visible to agents; details go to a private path.
+    AggregateOnly,
+}
+
+/// Where a check's report is read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSource {
+    /// A report format name (`junit`, `lcov`, `sarif`, ...).
+    pub format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// `stdout` to read the report from the command's standard output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// A named command whose report feeds one or more scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Shell command; absent when the check only ingests a report an earlier step wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<ReportSource>,
+    /// Seconds before the command is stopped.
+    #[serde(default = "default_check_timeout_s")]
+    pub timeout: u64,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<PathBuf>,
+    #[serde(default)]
+    pub visibility: Visibility,
+    #[serde(default)]
+    pub void_on_violation: bool,
+}
+
+fn default_check_timeout_s() -> u64 {
+    600
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gate {
+    /// Never block a push.
+    #[default]
+    Warn,
+    BlockOnEscalate,
+    BlockOnIterate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    #[default]
+    Allow,
+    Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreMode {
+    /// Score only the pushed tip.
+    #[default]
+    Tip,
+    /// Score every new commit, oldest first.
+    Each,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Hook {
+    /// Base branch; default: the remote's HEAD branch, else `main`, else `master`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    pub gate: Gate,
+    pub on_error: OnError,
+    pub score: ScoreMode,
+    pub notes_ref: String,
+    /// Score pushed tags too.
+    pub tags: bool,
+}
+
+impl Default for Hook {
+    fn default() -> Self {
+        Hook {
+            base: None,
+            gate: Gate::Warn,
+            on_error: OnError::Allow,
+            score: ScoreMode::Tip,
+            notes_ref: "refs/notes/itergate".into(),
+            tags: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Github {
+    /// Label added on escalation.
+    pub label: String,
+}
+
+impl Default for Github {
+    fn default() -> Self {
+        Github {
+            label: "needs-human-review".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Templates {
+    /// Directory whose `*.tera` files override the built-in templates of the same name,
+    /// relative to the repository root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
+}

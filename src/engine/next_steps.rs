@@ -1,0 +1,111 @@
+//! Next steps: short imperative lines a person or an agent can act on.
+
+use crate::model::{IterationRecord, Severity};
+
+use super::decision::{Budget, Modification, Recommendation, Strategy};
+
+/// Issues listed one by one before the rest are summarised.
+const MAX_LISTED_ISSUES: usize = 5;
+
+pub struct Context<'a> {
+    pub recommendation: Recommendation,
+    pub strategy: Option<&'a Strategy>,
+    pub latest: &'a IterationRecord,
+    pub best: Option<u32>,
+    pub budget: &'a Budget,
+}
+
+pub fn build(ctx: &Context) -> Vec<String> {
+    let mut steps = Vec::new();
+    match ctx.recommendation {
+        Recommendation::Accept => {
+            steps.push(format!(
+                "Accept iteration {}: nothing more is required",
+                ctx.latest.iteration
+            ));
+        }
+        Recommendation::Abort => {
+            steps.push("No iteration could be scored: fix the checks configuration".into());
+        }
+        Recommendation::Escalate => {
+            if let Some(best) = ctx.best.filter(|b| *b != ctx.latest.iteration) {
+                steps.push(format!("Review iteration {best}, the best output so far"));
+            }
+            steps.push("A human decides: `/iterate accept` to proceed with the remaining issues, or `/iterate adjust <guidance>` to change the approach".into());
+        }
+        Recommendation::Iterate => {
+            steps.extend(modification_steps(ctx.strategy));
+            steps.extend(issue_steps(ctx.latest));
+        }
+    }
+    steps.extend(ctx.budget.warnings.iter().map(|w| format!("Budget: {w}")));
+    steps
+}
+
+fn modification_steps(strategy: Option<&Strategy>) -> Vec<String> {
+    let Some(strategy) = strategy else {
+        return vec![];
+    };
+    strategy
+        .modifications
+        .iter()
+        .filter_map(|m| match m {
+            Modification::AddressFeedback { feedback } => Some(format!(
+                "Address the reviewer feedback ({} comment{})",
+                feedback.len(),
+                if feedback.len() == 1 { "" } else { "s" }
+            )),
+            Modification::StructuralVariant { .. } => Some(
+                "Try a structurally different approach and name it in a `Structural-Variant:` commit trailer".into(),
+            ),
+            Modification::RevertTo { iteration } => Some(format!(
+                "Start again from iteration {iteration}, the best so far: the latest iteration regressed"
+            )),
+            Modification::RequestEvidence { .. } => {
+                Some("Add tests or evidence for the parts you are unsure of".into())
+            }
+            Modification::RequireVerification => {
+                Some("Check that every name you use exists (modules, functions, types, crates)".into())
+            }
+            Modification::ReduceComplexity { .. } => {
+                Some("Simplify the functions whose complexity rose".into())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn issue_steps(record: &IterationRecord) -> Vec<String> {
+    let mut ordered: Vec<_> = record
+        .issues
+        .iter()
+        .filter(|i| i.severity.counts_for_revision())
+        .collect();
+    ordered.sort_by_key(|i| i.severity);
+    let mut steps: Vec<String> = ordered
+        .iter()
+        .take(MAX_LISTED_ISSUES)
+        .map(|i| {
+            let verb = if i.severity == Severity::Blocker {
+                "Fix"
+            } else {
+                "Address"
+            };
+            match &i.affected_field {
+                Some(at) => format!("{verb} {}: {} ({at})", i.dimension, first_line(&i.finding)),
+                None => format!("{verb} {}: {}", i.dimension, first_line(&i.finding)),
+            }
+        })
+        .collect();
+    if ordered.len() > MAX_LISTED_ISSUES {
+        steps.push(format!(
+            "... and {} more issues (see the revision prompt)",
+            ordered.len() - MAX_LISTED_ISSUES
+        ));
+    }
+    steps
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}

@@ -1,0 +1,305 @@
+//! The stopping flow: the analytics schema's nine steps merged with the revision loop and
+//! the improvement assessment, in this order (first match wins):
+//!
+//! 1. a person decided (`/iterate accept`, `/iterate escalate`);
+//! 2. hard limits — max iterations (steps 1 and 4), declared budgets (step 2) — stop with
+//!    the best output;
+//! 3. revision-loop limits — more than `revision.max_iterations` rounds with issues, or an
+//!    issue count that did not fall — escalate;
+//! 4. the latest iteration is clean (no trigger, no BLOCKER/WARNING, status pass, quality
+//!    at or above the threshold: step 5) — accept;
+//! 5. fewer than `iteration_limits.min` iterations (step 3) — continue;
+//! 6. improvement below threshold (step 6) or plateau (step 7) — within the exploration
+//!    quota continue; at `k` flat cycles apply `flat_cycle_action`; without a quota stop;
+//! 7. regression protection (step 8) — stop past `max_regressions`, else ask to revert;
+//! 8. the assessment — plateauing with no upward trend or mostly unfixable triggers
+//!    escalate; an expected gain too small to matter accepts when no issue is left and
+//!    quality meets the threshold, and escalates when quality is below it (the stricter
+//!    reading of "accept: not worth iterating");
+//! 9. continue (step 9).
+//!
+//! Limits always win over anything that would iterate again. "Stop with the best output"
+//! accepts only when the latest iteration is clean; otherwise a human is called (escalate),
+//! or the task is aborted when no iteration could be scored at all.
+
+use crate::config::{Config, FlatCycleAction};
+use crate::model::{IterationRecord, Status, Trigger};
+
+use super::assessment::{Potential, MIN_EXPECTED_GAIN, MIN_FIXABILITY, MIN_TREND};
+use super::budget::BudgetStatus;
+use super::decision::{Modification, Recommendation, StopCode, StoppingReason};
+use super::revision::RevisionState;
+use super::trajectory::Trajectory;
+use super::Feedback;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Continue {
+        modifications: Vec<Modification>,
+    },
+    Stop {
+        recommendation: Recommendation,
+        reason: StoppingReason,
+    },
+}
+
+pub struct StopContext<'a> {
+    pub config: &'a Config,
+    pub trajectory: &'a Trajectory,
+    pub budget: &'a BudgetStatus,
+    pub revision: &'a RevisionState,
+    pub potential: &'a Potential,
+    pub latest: &'a IterationRecord,
+    pub triggers: &'a [Trigger],
+    pub feedback: &'a Feedback,
+}
+
+impl StopContext<'_> {
+    fn clean(&self) -> bool {
+        self.triggers.is_empty() && !self.revision.has_issues && self.latest.status == Status::Pass
+    }
+
+    fn stop(&self, recommendation: Recommendation, code: StopCode, summary: String) -> Outcome {
+        Outcome::Stop {
+            recommendation,
+            reason: StoppingReason { code, summary },
+        }
+    }
+
+    /// Stop and keep the best output: accept a clean latest iteration, else call a human.
+    fn stop_with_best(&self, code: StopCode, summary: String) -> Outcome {
+        let recommendation = if self.clean() {
+            Recommendation::Accept
+        } else if self.trajectory.best.is_none() {
+            Recommendation::Abort
+        } else {
+            Recommendation::Escalate
+        };
+        self.stop(recommendation, code, summary)
+    }
+}
+
+pub fn evaluate(ctx: &StopContext) -> Outcome {
+    human(ctx)
+        .or_else(|| limits(ctx))
+        .or_else(|| revision_loop(ctx))
+        .or_else(|| clean_or_too_early(ctx))
+        .or_else(|| improvement(ctx))
+        .or_else(|| regression(ctx))
+        .or_else(|| assessment(ctx))
+        .unwrap_or(Outcome::Continue {
+            modifications: vec![],
+        })
+}
+
+fn human(ctx: &StopContext) -> Option<Outcome> {
+    if ctx.feedback.accepted {
+        return Some(ctx.stop(
+            Recommendation::Accept,
+            StopCode::AcceptedByHuman,
+            "Accepted by a maintainer (`/iterate accept`)".into(),
+        ));
+    }
+    let reason = ctx.feedback.escalation.as_ref()?;
+    Some(ctx.stop(
+        Recommendation::Escalate,
+        StopCode::EscalatedByHuman,
+        if reason.is_empty() {
+            "Escalated by a maintainer".into()
+        } else {
+            format!("Escalated by a maintainer: {reason}")
+        },
+    ))
+}
+
+fn limits(ctx: &StopContext) -> Option<Outcome> {
+    let budget = &ctx.budget.budget;
+    if budget.current_iteration >= budget.max_iterations {
+        return Some(ctx.stop_with_best(
+            StopCode::MaxIterationsReached,
+            format!(
+                "Max iterations reached ({}/{})",
+                budget.current_iteration, budget.max_iterations
+            ),
+        ));
+    }
+    let hard = ctx
+        .config
+        .stopping_criteria
+        .budget_limits
+        .rate_caps_are_hard_stops;
+    let reason = ctx.budget.stop_reason(hard)?;
+    Some(ctx.stop_with_best(
+        StopCode::BudgetExhausted,
+        format!("Budget exhausted: {reason}"),
+    ))
+}
+
+fn revision_loop(ctx: &StopContext) -> Option<Outcome> {
+    let state = ctx.revision;
+    let p = &state.progress;
+    if state.limit_exceeded {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::RevisionLimitReached,
+            format!(
+                "Issues remain after {} revision attempts ({} blockers, {} warnings)",
+                p.max_iterations, p.blockers, p.warnings
+            ),
+        ));
+    }
+    if state.stalled {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::RevisionStalled,
+            format!(
+                "Revision loop stalled (issue count not decreasing: {} -> {})",
+                p.previous_count.unwrap_or(0),
+                p.blockers + p.warnings
+            ),
+        ));
+    }
+    None
+}
+
+fn clean_or_too_early(ctx: &StopContext) -> Option<Outcome> {
+    if ctx.clean() {
+        let quality = ctx.trajectory.latest().and_then(|p| p.quality);
+        let summary = match quality {
+            Some(q) => format!("Quality {q:.2} meets the bar with no blocking issues"),
+            None => "No issues and no triggers".into(),
+        };
+        return Some(ctx.stop(
+            Recommendation::Accept,
+            StopCode::QualityThresholdReached,
+            summary,
+        ));
+    }
+    let min = ctx.config.stopping_criteria.iteration_limits.min;
+    (ctx.budget.budget.current_iteration < min).then(|| Outcome::Continue {
+        modifications: vec![],
+    })
+}
+
+fn improvement(ctx: &StopContext) -> Option<Outcome> {
+    let point = ctx.trajectory.latest()?;
+    if !(point.flat || point.plateau) {
+        return None;
+    }
+    let criteria = &ctx.config.stopping_criteria;
+    let (code, summary) = if point.flat {
+        let gain = point.delta.quality.unwrap_or(0.0);
+        (
+            StopCode::ImprovementBelowThreshold,
+            format!(
+                "Improvement below threshold ({gain:.2} < {:.2})",
+                criteria.improvement_threshold.value.get()
+            ),
+        )
+    } else {
+        (
+            StopCode::Plateau,
+            format!(
+                "Plateau: average improvement over the last {} iterations below {:.2}",
+                criteria.plateau_detection.window,
+                criteria.plateau_detection.threshold.get()
+            ),
+        )
+    };
+    let quota = &criteria.exploration_quota;
+    if !quota.enabled {
+        return Some(ctx.stop_with_best(code, summary));
+    }
+    let flat_cycles = point.cumulative.flat_cycle_count;
+    if flat_cycles < quota.k {
+        return None;
+    }
+    let summary = format!("{summary}; {flat_cycles} flat cycles reached the exploration quota");
+    Some(match quota.flat_cycle_action {
+        FlatCycleAction::StopWithBestOutput => {
+            ctx.stop_with_best(StopCode::FlatCycleQuota, summary)
+        }
+        FlatCycleAction::HumanReview => {
+            ctx.stop(Recommendation::Escalate, StopCode::FlatCycleQuota, summary)
+        }
+        FlatCycleAction::StructuralVariant => match &ctx.latest.experiment.structural_variant {
+            Some(variant) => ctx.stop_with_best(
+                StopCode::FlatCycleQuota,
+                format!("{summary}; the structural variant `{variant}` did not improve either"),
+            ),
+            None => Outcome::Continue {
+                modifications: vec![Modification::StructuralVariant { reason: summary }],
+            },
+        },
+    })
+}
+
+fn regression(ctx: &StopContext) -> Option<Outcome> {
+    let protection = &ctx.config.stopping_criteria.regression_protection;
+    if !protection.enabled || protection.allow_regression {
+        return None;
+    }
+    let point = ctx.trajectory.latest()?;
+    let best = ctx.trajectory.best_point()?;
+    let count = point.cumulative.regression_count;
+    if count > protection.max_regressions {
+        return Some(ctx.stop_with_best(
+            StopCode::RegressionLimit,
+            format!(
+                "{count} regressions (max {}); the best output is iteration {}",
+                protection.max_regressions, best.iteration
+            ),
+        ));
+    }
+    point.regression.then(|| Outcome::Continue {
+        modifications: vec![Modification::RevertTo {
+            iteration: best.iteration,
+        }],
+    })
+}
+
+fn assessment(ctx: &StopContext) -> Option<Outcome> {
+    let p = ctx.potential;
+    if p.plateauing && p.trend < MIN_TREND {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::NotImproving,
+            format!(
+                "Not improving: quality is flat over the last iterations (trend {:+.3} per iteration)",
+                p.trend
+            ),
+        ));
+    }
+    if p.fixability < MIN_FIXABILITY {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::Unfixable,
+            format!(
+                "Most triggers cannot be fixed by iterating ({:.0}% fixable)",
+                p.fixability * 100.0
+            ),
+        ));
+    }
+    let gain = p.assessment.expected_gain;
+    if gain >= MIN_EXPECTED_GAIN || ctx.revision.has_issues || ctx.latest.status != Status::Pass {
+        return None;
+    }
+    // The detector would accept here; below the quality bar a human makes that call.
+    let threshold = &ctx.config.stopping_criteria.quality_threshold;
+    let meets_bar = !threshold.enabled
+        || ctx
+            .trajectory
+            .latest()
+            .and_then(|p| p.quality)
+            .is_some_and(|q| q >= threshold.value.get());
+    let summary = format!("Expected gain {gain:.2} is too small to be worth another iteration");
+    Some(if meets_bar {
+        ctx.stop(Recommendation::Accept, StopCode::NotWorthIterating, summary)
+    } else {
+        ctx.stop(
+            Recommendation::Escalate,
+            StopCode::NotWorthIterating,
+            format!("{summary}, and quality is below the bar"),
+        )
+    })
+}

@@ -1,0 +1,218 @@
+//! Quality over iterations: the weighted quality of each record, its delta against the
+//! previous scored iteration, the running totals (improvement, plateaus, regressions, flat
+//! cycles) and the best iteration. One pass, O(n).
+//!
+//! VOID and error iterations carry no trustworthy score: they are skipped when deltas are
+//! taken and fenced out of best-output selection.
+
+use crate::config::{Config, QualityWeights};
+use crate::model::{Cumulative, Delta, Dimension, IterationRecord, Scores};
+
+/// Scores within this distance are equal; guards against float noise deciding a regression.
+pub const EPSILON: f64 = 1e-9;
+
+/// Weighted quality renormalised over the observed dimensions; `None` when nothing with a
+/// positive weight was observed.
+pub fn weighted_quality(scores: &Scores, weights: &QualityWeights) -> Option<f64> {
+    let (sum, weight) = scores
+        .observed()
+        .map(|(d, v)| (v.clamp(0.0, 1.0), weights.get(d)))
+        .filter(|(_, w)| *w > 0.0)
+        .fold((0.0, 0.0), |(s, tw), (v, w)| (s + v * w, tw + w));
+    (weight > 0.0).then(|| (sum / weight).clamp(0.0, 1.0))
+}
+
+/// A record's quality: from its scores with the configured weights, else the quality it
+/// carries (a hand-written history may only have that).
+pub fn quality_of(record: &IterationRecord, weights: &QualityWeights) -> Option<f64> {
+    weighted_quality(&record.scores, weights)
+        .or(record.quality)
+        .filter(|q| q.is_finite())
+        .map(|q| q.clamp(0.0, 1.0))
+}
+
+/// One iteration as the trajectory sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub iteration: u32,
+    /// Quality when the iteration is scored (not VOID/error) and anything was observed.
+    pub quality: Option<f64>,
+    pub delta: Delta,
+    pub cumulative: Cumulative,
+    /// Improvement over the previous scored iteration fell below the improvement threshold.
+    pub flat: bool,
+    /// Quality fell below the best so far.
+    pub regression: bool,
+    /// Average improvement over the plateau window fell below its threshold.
+    pub plateau: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trajectory {
+    pub points: Vec<Point>,
+    /// Index into `points` of the best scored iteration (ties go to the later one).
+    pub best: Option<usize>,
+}
+
+impl Trajectory {
+    pub fn build(config: &Config, records: &[IterationRecord]) -> Trajectory {
+        let mut builder = Builder::new(config);
+        let points = records.iter().map(|r| builder.push(r)).collect();
+        Trajectory {
+            points,
+            best: builder.best,
+        }
+    }
+
+    pub fn latest(&self) -> Option<&Point> {
+        self.points.last()
+    }
+
+    pub fn qualities(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points.iter().filter_map(|p| p.quality)
+    }
+
+    pub fn first_quality(&self) -> Option<f64> {
+        self.qualities().next()
+    }
+
+    pub fn best_point(&self) -> Option<&Point> {
+        self.best.and_then(|i| self.points.get(i))
+    }
+}
+
+struct Builder<'c> {
+    config: &'c Config,
+    first: Option<f64>,
+    previous: Option<(f64, Scores)>,
+    best_quality: Option<f64>,
+    best: Option<usize>,
+    /// Recent improvements, for the plateau window.
+    improvements: std::collections::VecDeque<f64>,
+    cumulative: Cumulative,
+    index: usize,
+}
+
+impl<'c> Builder<'c> {
+    fn new(config: &'c Config) -> Self {
+        Builder {
+            config,
+            first: None,
+            previous: None,
+            best_quality: None,
+            best: None,
+            improvements: Default::default(),
+            cumulative: Cumulative::default(),
+            index: 0,
+        }
+    }
+
+    fn push(&mut self, record: &IterationRecord) -> Point {
+        let index = self.index;
+        self.index += 1;
+        let quality = record
+            .status
+            .is_scored()
+            .then(|| quality_of(record, &self.config.quality_weights))
+            .flatten();
+        let mut point = Point {
+            iteration: record.iteration,
+            quality,
+            delta: Delta::default(),
+            cumulative: self.cumulative,
+            flat: false,
+            regression: false,
+            plateau: false,
+        };
+        let Some(q) = quality else {
+            return point;
+        };
+        if let Some((prev_q, prev_scores)) = self.previous {
+            point.delta = delta(q, prev_q, &record.scores, &prev_scores);
+            self.observe_change(q - prev_q, &mut point);
+        } else {
+            point.delta.quality = Some(q);
+        }
+        if self.best_quality.is_some_and(|b| q < b - EPSILON) {
+            point.regression = true;
+            self.cumulative.regression_count += 1;
+        }
+        if self.best_quality.is_none_or(|b| q >= b - EPSILON) {
+            self.best_quality = Some(q);
+            self.best = Some(index);
+        }
+        let first = *self.first.get_or_insert(q);
+        self.cumulative.total_improvement = q - first;
+        self.previous = Some((q, record.scores));
+        point.cumulative = self.cumulative;
+        point
+    }
+
+    fn observe_change(&mut self, improvement: f64, point: &mut Point) {
+        let criteria = &self.config.stopping_criteria;
+        point.flat = criteria.improvement_threshold.enabled
+            && improvement < criteria.improvement_threshold.value.get() - EPSILON;
+        let plateau = &criteria.plateau_detection;
+        let window = plateau.window.max(1) as usize;
+        self.improvements.push_back(improvement);
+        while self.improvements.len() > window {
+            self.improvements.pop_front();
+        }
+        if plateau.enabled && self.improvements.len() == window {
+            let average = self.improvements.iter().sum::<f64>() / window as f64;
+            if average < plateau.threshold.get() - EPSILON {
+                point.plateau = true;
+                self.cumulative.plateau_count += 1;
+            }
+        }
+        // A flat cycle: a non-terminal iteration that did not improve enough.
+        self.cumulative.flat_cycle_count = if point.flat || point.plateau {
+            self.cumulative.flat_cycle_count + 1
+        } else {
+            0
+        };
+    }
+}
+
+fn delta(q: f64, prev_q: f64, scores: &Scores, prev: &Scores) -> Delta {
+    let dim = |d: Dimension| Some(scores.get(d)? - prev.get(d)?);
+    Delta {
+        quality: Some(q - prev_q),
+        tests_passing: dim(Dimension::TestsPassing),
+        code_quality: dim(Dimension::CodeQuality),
+        coverage: dim(Dimension::Coverage),
+        complexity: dim(Dimension::Complexity),
+    }
+}
+
+/// Least-squares slope of quality per iteration (0 with fewer than two points).
+pub fn trend(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = values.iter().sum::<f64>() / n;
+    let (num, den) = values
+        .iter()
+        .enumerate()
+        .fold((0.0, 0.0), |(num, den), (i, y)| {
+            let dx = i as f64 - mean_x;
+            (num + dx * (y - mean_y), den + dx * dx)
+        });
+    if den == 0.0 {
+        0.0
+    } else {
+        num / den
+    }
+}
+
+/// Population variance.
+pub fn variance(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n
+}

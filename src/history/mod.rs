@@ -1,0 +1,4 @@
+//! Where a task's iteration history comes from: a file (JSON/YAML), and later git notes and
+//! the sticky PR comment.
+
+pub mod file;

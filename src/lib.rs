@@ -1,0 +1,14 @@
+//! itergate: every commit of a branch or pull request is one iteration of a piece of work;
+//! score it, decide whether it needs another, and say so where people and agents look.
+//! See ARCHITECTURE.md for the map.
+
+pub mod analytics;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod history;
+pub mod model;
+pub mod render;
+pub mod signals;
+pub mod summary;

@@ -1,0 +1,35 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use itergate::cli::Cli;
+use itergate::commands;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.verbose, cli.global.quiet);
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("itergate: error: {failure:#}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+fn init_tracing(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("ITERGATE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}

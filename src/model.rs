@@ -1,0 +1,348 @@
+//! The data model every mode shares: one scored commit (`IterationRecord`), the checker
+//! issues and triggers found in it, and the vocabulary types around them.
+//!
+//! Field names follow the `metrics_schema` of the iteration analytics schema so that a
+//! record written by the hook, by CI or by hand reads the same everywhere. Unobserved
+//! dimensions are `None`, never zero: a repository without a coverage check has no
+//! coverage score, not a score of 0.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A git object id (sha1 or sha256), kept as the hex text git prints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct CommitSha(pub String);
+
+/// The id of a commit's tree: two commits with the same tree have the same content.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct TreeId(pub String);
+
+impl fmt::Display for CommitSha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for TreeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The four scored dimensions, in the order reports list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    TestsPassing,
+    CodeQuality,
+    Coverage,
+    Complexity,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 4] = [
+        Dimension::TestsPassing,
+        Dimension::CodeQuality,
+        Dimension::Coverage,
+        Dimension::Complexity,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Dimension::TestsPassing => "tests_passing",
+            Dimension::CodeQuality => "code_quality",
+            Dimension::Coverage => "coverage",
+            Dimension::Complexity => "complexity",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Dimension::TestsPassing => "Tests Passing",
+            Dimension::CodeQuality => "Code Quality",
+            Dimension::Coverage => "Coverage",
+            Dimension::Complexity => "Complexity",
+        }
+    }
+}
+
+/// Per-dimension scores in 0..=1; `None` means the dimension was not observed.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scores {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_passing: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_quality: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity: Option<f64>,
+}
+
+impl Scores {
+    pub fn get(&self, dimension: Dimension) -> Option<f64> {
+        match dimension {
+            Dimension::TestsPassing => self.tests_passing,
+            Dimension::CodeQuality => self.code_quality,
+            Dimension::Coverage => self.coverage,
+            Dimension::Complexity => self.complexity,
+        }
+    }
+
+    pub fn set(&mut self, dimension: Dimension, value: Option<f64>) {
+        let slot = match dimension {
+            Dimension::TestsPassing => &mut self.tests_passing,
+            Dimension::CodeQuality => &mut self.code_quality,
+            Dimension::Coverage => &mut self.coverage,
+            Dimension::Complexity => &mut self.complexity,
+        };
+        *slot = value;
+    }
+
+    /// The observed dimensions with their scores.
+    pub fn observed(&self) -> impl Iterator<Item = (Dimension, f64)> + '_ {
+        Dimension::ALL
+            .into_iter()
+            .filter_map(|d| self.get(d).map(|v| (d, v)))
+    }
+}
+
+/// Change against the previous iteration, per dimension and overall.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Delta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests_passing: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_quality: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity: Option<f64>,
+}
+
+impl Delta {
+    pub fn get(&self, dimension: Dimension) -> Option<f64> {
+        match dimension {
+            Dimension::TestsPassing => self.tests_passing,
+            Dimension::CodeQuality => self.code_quality,
+            Dimension::Coverage => self.coverage,
+            Dimension::Complexity => self.complexity,
+        }
+    }
+}
+
+/// Running totals over the task up to and including this iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Cumulative {
+    pub total_improvement: f64,
+    pub plateau_count: u32,
+    pub regression_count: u32,
+    pub flat_cycle_count: u32,
+}
+
+/// The falsifiable hypothesis an iteration declared (commit trailers), and what happened.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ExperimentRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypothesis: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_failure_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distinguishing_diagnostic: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structural_variant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+impl ExperimentRecord {
+    pub fn is_empty(&self) -> bool {
+        self.hypothesis.is_none()
+            && self.expected_failure_mode.is_none()
+            && self.distinguishing_diagnostic.is_none()
+            && self.structural_variant.is_none()
+            && self.result.is_none()
+    }
+}
+
+/// Checker issue severity of the revision loop: BLOCKER and WARNING ask for a revision,
+/// INFO never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Severity {
+    Blocker,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn counts_for_revision(self) -> bool {
+        !matches!(self, Severity::Info)
+    }
+}
+
+/// One normalised finding: a failing test, a lint finding, an uncovered changed span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckerIssue {
+    pub dimension: String,
+    pub severity: Severity,
+    pub finding: String,
+    /// `file:line` or a test id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affected_field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_fix: Option<String>,
+}
+
+/// Why an output may need another iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerType {
+    ValidationFailure,
+    LowConfidence,
+    IncompleteOutput,
+    ExplicitFeedback,
+    HallucinationDetected,
+    RequirementUnmet,
+    QualityThreshold,
+    UserRejection,
+}
+
+impl TriggerType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriggerType::ValidationFailure => "validation_failure",
+            TriggerType::LowConfidence => "low_confidence",
+            TriggerType::IncompleteOutput => "incomplete_output",
+            TriggerType::ExplicitFeedback => "explicit_feedback",
+            TriggerType::HallucinationDetected => "hallucination_detected",
+            TriggerType::RequirementUnmet => "requirement_unmet",
+            TriggerType::QualityThreshold => "quality_threshold",
+            TriggerType::UserRejection => "user_rejection",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trigger {
+    #[serde(rename = "type")]
+    pub kind: TriggerType,
+    pub source: String,
+    /// 0..=1
+    pub severity: f64,
+    pub details: String,
+    pub fixable: bool,
+}
+
+/// Outcome of an iteration's checks. `void` marks an iteration whose score must not be
+/// trusted (a lint check with `void_on_violation` failed); it never becomes the best output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    #[default]
+    Pass,
+    Fail,
+    Void,
+    Error,
+}
+
+impl Status {
+    /// Whether the iteration's score can be compared with others.
+    pub fn is_scored(self) -> bool {
+        matches!(self, Status::Pass | Status::Fail)
+    }
+}
+
+/// One scored commit of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    pub timestamp: DateTime<Utc>,
+    #[serde(default)]
+    pub commit: CommitSha,
+    #[serde(default)]
+    pub tree: TreeId,
+    #[serde(default)]
+    pub scores: Scores,
+    /// Weighted quality over the observed dimensions; computed when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_used: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_time_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
+    /// The agent's own confidence (the `Confidence:` trailer), 0..=1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// Further measured figures a requirement can name (`patch_coverage`, `tests.failed`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<Delta>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative: Option<Cumulative>,
+    #[serde(default, skip_serializing_if = "ExperimentRecord::is_empty")]
+    pub experiment: ExperimentRecord,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<CheckerIssue>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Trigger>,
+    #[serde(default)]
+    pub status: Status,
+}
+
+impl IterationRecord {
+    /// A record with nothing observed yet.
+    pub fn new(iteration: u32, timestamp: DateTime<Utc>) -> Self {
+        IterationRecord {
+            iteration,
+            timestamp,
+            commit: CommitSha::default(),
+            tree: TreeId::default(),
+            scores: Scores::default(),
+            quality: None,
+            tokens_used: None,
+            output_tokens: None,
+            cost_usd: None,
+            execution_time_ms: None,
+            tool_calls: None,
+            confidence: None,
+            metrics: BTreeMap::new(),
+            delta: None,
+            cumulative: None,
+            experiment: ExperimentRecord::default(),
+            issues: Vec::new(),
+            triggers: Vec::new(),
+            status: Status::Pass,
+        }
+    }
+
+    pub fn count(&self, severity: Severity) -> usize {
+        self.issues
+            .iter()
+            .filter(|i| i.severity == severity)
+            .count()
+    }
+
+    /// BLOCKER + WARNING: the issue count the revision loop tracks.
+    pub fn revision_issue_count(&self) -> usize {
+        self.issues
+            .iter()
+            .filter(|i| i.severity.counts_for_revision())
+            .count()
+    }
+}

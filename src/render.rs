@@ -1,0 +1,112 @@
+//! Rendering with tera: the built-in templates are embedded from `templates/`, and a
+//! repository may override any of them by name from the directory `templates.dir` names.
+//!
+//! Templates receive plain serialisable views; formatting numbers is done in Rust so the
+//! templates stay declarative. The `paint` filter colours text for terminals and is the
+//! identity when colour is off, so the same template serves both.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use tera::{Tera, Value};
+
+/// Built-in templates: (name, source).
+pub const BUILTIN: [(&str, &str); 2] = [
+    (
+        "decision.txt.tera",
+        include_str!("../templates/decision.txt.tera"),
+    ),
+    (
+        "analytics.txt.tera",
+        include_str!("../templates/analytics.txt.tera"),
+    ),
+];
+
+pub struct Renderer {
+    tera: Tera,
+}
+
+impl Renderer {
+    /// Built-in templates, overridden by `*.tera` files in `override_dir` when given.
+    pub fn new(override_dir: Option<&Path>, color: bool) -> Result<Renderer> {
+        let mut tera = Tera::default();
+        tera.autoescape_on(vec![]);
+        for (name, source) in BUILTIN {
+            tera.add_raw_template(name, source)
+                .with_context(|| format!("built-in template {name}"))?;
+        }
+        if let Some(dir) = override_dir {
+            add_overrides(&mut tera, dir)?;
+        }
+        tera.register_filter("paint", Paint { enabled: color });
+        Ok(Renderer { tera })
+    }
+
+    pub fn render(&self, name: &str, view: &impl Serialize) -> Result<String> {
+        let context = tera::Context::from_serialize(view)
+            .with_context(|| format!("preparing data for template {name}"))?;
+        self.tera.render(name, &context).map_err(|e| {
+            // tera keeps the useful part of the message in the error's source chain.
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                message.push_str(": ");
+                message.push_str(&s.to_string());
+                source = s.source();
+            }
+            anyhow::anyhow!("rendering template {name}: {message}")
+        })
+    }
+}
+
+fn add_overrides(tera: &mut Tera, dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the templates directory {}", dir.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !name.ends_with(".tera") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading template {}", path.display()))?;
+        tera.add_raw_template(name, &source)
+            .map_err(|e| anyhow::anyhow!("template {}: {e:?}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `{{ text | paint(style="accept") }}`: ANSI colour by meaning.
+struct Paint {
+    enabled: bool,
+}
+
+impl tera::Filter for Paint {
+    fn filter(&self, value: &Value, args: &HashMap<String, Value>) -> tera::Result<Value> {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if !self.enabled {
+            return Ok(Value::String(text));
+        }
+        let style = args.get("style").and_then(Value::as_str).unwrap_or("");
+        let code = match style {
+            "accept" | "good" => "32",
+            "iterate" | "warn" => "33",
+            "escalate" | "abort" | "bad" => "31",
+            "bold" => "1",
+            "dim" => "2",
+            _ => return Ok(Value::String(text)),
+        };
+        Ok(Value::String(format!("\x1b[{code}m{text}\x1b[0m")))
+    }
+
+    fn is_safe(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,448 @@
+//! Table-driven tests: one row per stopping rule, each naming the seed rule it checks.
+
+mod common;
+
+use common::*;
+use itergate::config::Config;
+use itergate::engine::{Feedback, Modification, Recommendation, StopCode, StrategyType};
+use itergate::model::{IterationRecord, Severity, Status, TriggerType};
+
+struct Case {
+    rule: &'static str,
+    config: &'static str,
+    history: Vec<IterationRecord>,
+    feedback: Feedback,
+    recommendation: Recommendation,
+    stop: Option<StopCode>,
+}
+
+fn case(rule: &'static str, config: &'static str, history: Vec<IterationRecord>) -> Case {
+    Case {
+        rule,
+        config,
+        history,
+        feedback: Feedback::default(),
+        recommendation: Recommendation::Iterate,
+        stop: None,
+    }
+}
+
+impl Case {
+    fn expect(mut self, recommendation: Recommendation, stop: Option<StopCode>) -> Case {
+        self.recommendation = recommendation;
+        self.stop = stop;
+        self
+    }
+    fn feedback(mut self, feedback: Feedback) -> Case {
+        self.feedback = feedback;
+        self
+    }
+}
+
+fn with_variant(mut r: IterationRecord) -> IterationRecord {
+    r.experiment.structural_variant = Some("table-driven parser".into());
+    r
+}
+
+fn with_tokens(mut r: IterationRecord, tokens: u64) -> IterationRecord {
+    r.tokens_used = Some(tokens);
+    r
+}
+
+fn unfixable(mut r: IterationRecord, n: usize) -> IterationRecord {
+    for i in 0..n {
+        let mut t = trigger(
+            TriggerType::HallucinationDetected,
+            &format!("unknown crate {i}"),
+        );
+        t.fixable = false;
+        r.triggers.push(t);
+    }
+    r
+}
+
+fn info_only(mut r: IterationRecord) -> IterationRecord {
+    r.issues = vec![issue(Severity::Info, "pre-existing lint finding")];
+    r
+}
+
+fn cases() -> Vec<Case> {
+    use Recommendation::*;
+    vec![
+        case("002 step 5: quality at or above the threshold, nothing to fix -> accept", "", history(&[0.96]))
+            .expect(Accept, Some(StopCode::QualityThresholdReached)),
+        case("002 step 3: below min iterations -> continue", "", history(&[0.5]))
+            .expect(Iterate, None),
+        case("002 steps 1/4: max iterations reached with issues -> stop with best (escalate)",
+            "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", history(&[0.5, 0.6, 0.7]))
+            .expect(Escalate, Some(StopCode::MaxIterationsReached)),
+        case("002 steps 1/4: max iterations reached, latest clean -> accept",
+            "stopping_criteria: {iteration_limits: {min: 1, max: 2}}", history(&[0.5, 0.96]))
+            .expect(Accept, Some(StopCode::MaxIterationsReached)),
+        case("002 step 2: a declared budget exhausted -> stop with budget report",
+            "stopping_criteria: {budget_limits: {total_tokens: 1000}}",
+            vec![with_tokens(rec(1, 0.5), 600), with_tokens(rec(2, 0.7), 600)])
+            .expect(Escalate, Some(StopCode::BudgetExhausted)),
+        case("002 step 2: an unobservable budget is not exhausted",
+            "stopping_criteria: {budget_limits: {total_tokens: 1000}}", history(&[0.5, 0.7]))
+            .expect(Iterate, None),
+        case("002 step 6: improvement below threshold, no exploration quota -> stop",
+            "stopping_criteria: {exploration_quota: {enabled: false}}", history(&[0.5, 0.52]))
+            .expect(Escalate, Some(StopCode::ImprovementBelowThreshold)),
+        case("002 step 6 + quota: a flat cycle under k continues", "", history(&[0.5, 0.52]))
+            .expect(Iterate, None),
+        case("002 quota: k flat cycles -> require a structural variant", "", history(&[0.5, 0.51, 0.52, 0.53]))
+            .expect(Iterate, None),
+        case("002 quota: the structural variant was flat too -> stop with best", "",
+            { let mut h = history(&[0.5, 0.51, 0.52]); h.push(with_variant(rec(4, 0.53))); h })
+            .expect(Escalate, Some(StopCode::FlatCycleQuota)),
+        case("002 quota: flat_cycle_action human_review -> escalate",
+            "stopping_criteria: {exploration_quota: {flat_cycle_action: human_review}}", history(&[0.5, 0.51, 0.52, 0.53]))
+            .expect(Escalate, Some(StopCode::FlatCycleQuota)),
+        case("002 quota: flat_cycle_action stop_with_best_output -> stop",
+            "stopping_criteria: {exploration_quota: {flat_cycle_action: stop_with_best_output}}", history(&[0.5, 0.51, 0.52, 0.53]))
+            .expect(Escalate, Some(StopCode::FlatCycleQuota)),
+        case("002 step 7: plateau (average improvement over the window) -> stop",
+            "stopping_criteria: {improvement_threshold: {enabled: false}, exploration_quota: {enabled: false}}",
+            history(&[0.5, 0.52, 0.54, 0.56]))
+            .expect(Escalate, Some(StopCode::Plateau)),
+        case("002 step 8: one regression -> continue and revert to the best", "", history(&[0.5, 0.7, 0.6]))
+            .expect(Iterate, None),
+        case("002 step 8: more regressions than max_regressions -> stop", "", history(&[0.3, 0.6, 0.4, 0.5, 0.45]))
+            .expect(Escalate, Some(StopCode::RegressionLimit)),
+        case("002 step 8: allow_regression never stops for regressions",
+            "stopping_criteria: {regression_protection: {allow_regression: true}}", history(&[0.3, 0.6, 0.4, 0.5, 0.45]))
+            .expect(Iterate, None),
+        case("001: more revision rounds than revision.max_iterations -> escalate", "",
+            vec![failing(1, 0.5, 5), failing(2, 0.6, 4), failing(3, 0.7, 3), failing(4, 0.8, 2)])
+            .expect(Escalate, Some(StopCode::RevisionLimitReached)),
+        case("001: BLOCKER+WARNING count not decreasing -> escalate (stalled)", "",
+            vec![failing(1, 0.5, 2), failing(2, 0.6, 2)])
+            .expect(Escalate, Some(StopCode::RevisionStalled)),
+        case("001: a falling issue count keeps iterating", "", vec![failing(1, 0.5, 3), failing(2, 0.7, 1)])
+            .expect(Iterate, None),
+        case("001: INFO issues never trigger a revision", "", vec![info_only(rec(1, 0.97))])
+            .expect(Accept, Some(StopCode::QualityThresholdReached)),
+        case("001 gate: `/iterate adjust` restarts the revision count", "",
+            vec![failing(1, 0.5, 5), failing(2, 0.6, 4), failing(3, 0.7, 3), failing(4, 0.8, 2)])
+            .feedback(Feedback { restart_after: Some(3), ..Feedback::default() })
+            .expect(Iterate, None),
+        case("001 gate: `/iterate accept` proceeds anyway", "", vec![failing(1, 0.5, 2), failing(2, 0.6, 2)])
+            .feedback(Feedback { accepted: true, ..Feedback::default() })
+            .expect(Accept, Some(StopCode::AcceptedByHuman)),
+        case("`/iterate escalate` calls a human", "", history(&[0.5]))
+            .feedback(Feedback { escalation: Some("needs a design review".into()), ..Feedback::default() })
+            .expect(Escalate, Some(StopCode::EscalatedByHuman)),
+        case("`/iterate budget` raises the iteration limit", "stopping_criteria: {iteration_limits: {min: 1, max: 3}}",
+            history(&[0.3, 0.5, 0.7]))
+            .feedback(Feedback { max_iterations: Some(6), ..Feedback::default() })
+            .expect(Iterate, None),
+        case("000 assessment: plateauing with no upward trend -> escalate", "", history(&[0.5, 0.5, 0.5]))
+            .expect(Escalate, Some(StopCode::NotImproving)),
+        case("000 assessment: fixability ratio below 0.3 -> escalate", "", vec![rec(1, 0.3), unfixable(rec(2, 0.5), 3)])
+            .expect(Escalate, Some(StopCode::Unfixable)),
+        case("000 assessment: expected gain below 0.1, no issues, quality at the bar -> accept",
+            "detection: {min_confidence: 0.95}", { let mut h = history(&[0.96, 0.97]); h[1].confidence = Some(0.9); h })
+            .expect(Accept, Some(StopCode::NotWorthIterating)),
+        case("000 assessment: expected gain below 0.1 but quality below the bar -> escalate", "", history(&[0.90, 0.935]))
+            .expect(Escalate, Some(StopCode::NotWorthIterating)),
+        case("000 strategy: one iteration short of the limit -> escalate",
+            "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", vec![failing(1, 0.5, 1), rec(2, 0.7)])
+            .expect(Escalate, Some(StopCode::IterationLimitNear)),
+        case("VOID iteration alone: a validation failure, no best output -> iterate", "",
+            { let mut r = rec(1, 0.9); r.status = Status::Void; vec![r] })
+            .expect(Iterate, None),
+    ]
+}
+
+#[test]
+fn every_stopping_rule() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let config = config(case.config);
+        let d = decide_with(&config, &case.history, &case.feedback);
+        let stop = d.stopping_reason.as_ref().map(|r| r.code);
+        if d.recommendation() != case.recommendation || stop != case.stop {
+            failures.push(format!(
+                "{}\n    expected {:?} {:?}, got {:?} {:?} ({:?})",
+                case.rule,
+                case.recommendation,
+                case.stop,
+                d.recommendation(),
+                stop,
+                d.stopping_reason.as_ref().map(|r| &r.summary)
+            ));
+        }
+        assert_eq!(
+            d.decision.needs_iteration,
+            d.recommendation() == Recommendation::Iterate
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "rules broken:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn quota_reached_asks_for_a_structural_variant() {
+    let d = decide_default(&history(&[0.5, 0.51, 0.52, 0.53]));
+    let strategy = d.strategy.expect("iterate has a strategy");
+    assert!(strategy
+        .modifications
+        .iter()
+        .any(|m| matches!(m, Modification::StructuralVariant { .. })));
+}
+
+#[test]
+fn regression_asks_to_revert_to_the_best() {
+    let d = decide_default(&history(&[0.5, 0.7, 0.6]));
+    assert_eq!(d.best_iteration, Some(2));
+    let strategy = d.strategy.expect("strategy");
+    assert!(strategy
+        .modifications
+        .contains(&Modification::RevertTo { iteration: 2 }));
+}
+
+#[test]
+fn budget_stop_report_has_the_schema_fields() {
+    let config = config("stopping_criteria: {budget_limits: {total_tokens: 1000, tool_calls: 50}}");
+    let mut a = with_tokens(rec(1, 0.5), 600);
+    a.experiment.hypothesis = Some("cache the parse".into());
+    let h = vec![a, with_tokens(rec(2, 0.7), 600)];
+    let d = decide_with(&config, &h, &Feedback::default());
+    let report = d.budget_stop_report.expect("budget stop report");
+    assert_eq!(report.stop_reason, "total_tokens_exhausted");
+    assert_eq!(report.budgets.exhausted, vec!["total_tokens".to_string()]);
+    assert_eq!(report.budgets.unobservable, vec!["tool_calls".to_string()]);
+    assert_eq!(report.selected_iteration, Some(2));
+    assert_eq!(report.final_iteration, Some(2));
+    assert_eq!(report.hypothesis_outcomes.len(), 1);
+    assert_eq!(d.budget.used_tokens, Some(1200));
+    assert_eq!(d.budget.remaining_tokens, Some(0));
+}
+
+#[test]
+fn unobserved_usage_is_null_not_zero() {
+    let config = config("stopping_criteria: {budget_limits: {total_tokens: 1000}}");
+    let d = decide_with(&config, &history(&[0.5]), &Feedback::default());
+    assert_eq!(d.budget.used_tokens, None);
+    assert_eq!(d.budget.remaining_tokens, None);
+    assert_eq!(d.budget.unobservable, vec!["total_tokens".to_string()]);
+}
+
+#[test]
+fn projected_overrun_is_a_warning_or_a_hard_stop() {
+    let h = vec![with_tokens(rec(1, 0.5), 400), with_tokens(rec(2, 0.7), 400)];
+    let soft = decide_with(
+        &config("stopping_criteria: {budget_limits: {total_tokens: 1000}}"),
+        &h,
+        &Feedback::default(),
+    );
+    assert_eq!(soft.recommendation(), Recommendation::Iterate);
+    assert!(
+        soft.budget
+            .warnings
+            .iter()
+            .any(|w| w.contains("total_tokens")),
+        "{:?}",
+        soft.budget.warnings
+    );
+    let hard = decide_with(
+        &config("stopping_criteria: {budget_limits: {total_tokens: 1000, rate_caps_are_hard_stops: true}}"),
+        &h,
+        &Feedback::default(),
+    );
+    assert_eq!(
+        hard.stopping_reason.map(|r| r.code),
+        Some(StopCode::BudgetExhausted)
+    );
+}
+
+#[test]
+fn void_iterations_are_fenced_out_of_best_selection() {
+    let mut h = history(&[0.6, 0.99, 0.7]);
+    h[1].status = Status::Void;
+    let d = decide_default(&h);
+    assert_eq!(d.best_iteration, Some(3));
+}
+
+#[test]
+fn revision_progress_line_matches_the_pattern() {
+    let d = decide_default(&[failing(1, 0.5, 3), failing(2, 0.6, 2)]);
+    assert_eq!(
+        d.revision.line(),
+        "Revision iteration 2/3 -- 2 blockers, 0 warnings"
+    );
+    assert_eq!(d.revision.previous_count, Some(3));
+}
+
+#[test]
+fn strategy_precedence() {
+    let kind = |h: &[IterationRecord], f: Feedback| {
+        decide_with(&Config::default(), h, &f)
+            .strategy
+            .map(|s| s.kind)
+    };
+    // validation failure -> retry
+    assert_eq!(
+        kind(&[failing(1, 0.5, 2)], Feedback::default()),
+        Some(StrategyType::Retry)
+    );
+    // same triggers after a retry -> refine
+    assert_eq!(
+        kind(
+            &[failing(1, 0.5, 3), failing(2, 0.6, 2)],
+            Feedback::default()
+        ),
+        Some(StrategyType::Refine)
+    );
+    // low confidence -> expand
+    let mut r = rec(1, 0.6);
+    r.confidence = Some(0.5);
+    assert_eq!(kind(&[r], Feedback::default()), Some(StrategyType::Expand));
+    // hallucination -> retry with verification
+    let mut r = rec(1, 0.6);
+    r.triggers.push(trigger(
+        TriggerType::HallucinationDetected,
+        "E0432 unresolved import `serde_jsn`",
+    ));
+    let d = decide_default(&[r]);
+    let s = d.strategy.expect("strategy");
+    assert_eq!(s.kind, StrategyType::Retry);
+    assert!(s.modifications.contains(&Modification::RequireVerification));
+    // explicit feedback -> refine around it
+    let f = Feedback {
+        messages: vec!["please keep the public API".into()],
+        ..Feedback::default()
+    };
+    assert_eq!(kind(&[rec(1, 0.6)], f), Some(StrategyType::Refine));
+    // flaky failures only -> plain retry
+    let mut r = rec(1, 0.6);
+    let mut t = trigger(
+        TriggerType::ValidationFailure,
+        "net::tests::timeout flipped",
+    );
+    t.source = "flaky".into();
+    r.triggers.push(t);
+    let d = decide_default(&[r]);
+    let s = d.strategy.expect("strategy");
+    assert_eq!(s.kind, StrategyType::Retry);
+    assert!(s.modifications.is_empty());
+}
+
+#[test]
+fn simplify_when_complexity_is_what_fell() {
+    let mut a = rec(1, 1.0);
+    a.scores.complexity = Some(0.8);
+    let mut b = rec(2, 1.0);
+    b.scores.complexity = Some(0.5);
+    let d = decide_default(&[a, b]);
+    assert_eq!(d.strategy.map(|s| s.kind), Some(StrategyType::Simplify));
+}
+
+fn trigger_types(config: &Config, r: IterationRecord, f: Feedback) -> Vec<TriggerType> {
+    decide_with(config, &[r], &f)
+        .triggers
+        .iter()
+        .map(|t| t.kind)
+        .collect()
+}
+
+#[test]
+fn every_trigger_type() {
+    let none = Feedback::default;
+    let d = Config::default();
+    // validation_failure: from the record's signals, and a VOID/error status
+    assert!(trigger_types(&d, failing(1, 0.5, 1), none()).contains(&TriggerType::ValidationFailure));
+    let mut void = rec(1, 0.97);
+    void.status = Status::Error;
+    assert_eq!(
+        trigger_types(&d, void, none()),
+        vec![TriggerType::ValidationFailure]
+    );
+    // low_confidence: the Confidence trailer below detection.min_confidence
+    let mut r = rec(1, 0.97);
+    r.confidence = Some(0.6);
+    let t = decide_default(&[r]).triggers;
+    assert_eq!(t[0].kind, TriggerType::LowConfidence);
+    assert_eq!(t[0].details, "Confidence 60% below threshold 75%");
+    assert!((t[0].severity - 0.4).abs() < 1e-9);
+    // incomplete_output and hallucination_detected pass through from the record
+    let mut r = rec(1, 0.97);
+    r.triggers.push(trigger(
+        TriggerType::IncompleteOutput,
+        "todo!() added at src/lib.rs:3",
+    ));
+    r.triggers.push(trigger(
+        TriggerType::HallucinationDetected,
+        "E0425 cannot find function `parse_all`",
+    ));
+    let kinds = trigger_types(&d, r, none());
+    assert!(
+        kinds.contains(&TriggerType::IncompleteOutput)
+            && kinds.contains(&TriggerType::HallucinationDetected)
+    );
+    // explicit_feedback and user_rejection come from people
+    let f = Feedback {
+        messages: vec!["use the existing helper".into()],
+        rejections: vec!["changes requested".into()],
+        ..Feedback::default()
+    };
+    let kinds = trigger_types(&d, rec(1, 0.97), f);
+    assert_eq!(
+        kinds,
+        vec![TriggerType::ExplicitFeedback, TriggerType::UserRejection]
+    );
+    // quality_threshold below the threshold
+    assert_eq!(
+        trigger_types(&d, rec(1, 0.5), none()),
+        vec![TriggerType::QualityThreshold]
+    );
+    // requirement_unmet: measured below the minimum, and not measured at all
+    let c = config("requirements: [{metric: coverage, min: 0.8}, {metric: lint.errors, max: 0, priority: preferred}]");
+    let mut r = rec(1, 0.97);
+    r.scores.coverage = Some(0.5);
+    let t = decide_with(&c, &[r], &none()).triggers;
+    let unmet: Vec<_> = t
+        .iter()
+        .filter(|t| t.kind == TriggerType::RequirementUnmet)
+        .collect();
+    assert_eq!(unmet.len(), 2, "{t:?}");
+    assert!(
+        (unmet[0].severity - 0.9).abs() < 1e-9 && unmet[0].details.contains("coverage is 0.500")
+    );
+    assert!((unmet[1].severity - 0.5).abs() < 1e-9 && unmet[1].details.contains("not measured"));
+}
+
+#[test]
+fn baseline_comparison_reports_the_lift() {
+    let base = rec(0, 0.6);
+    let h = history(&[0.7, 0.9]);
+    let d = itergate::engine::decide(&itergate::engine::DecideInput {
+        task_id: "t",
+        config: &Config::default(),
+        history: &h,
+        feedback: &Feedback::default(),
+        baseline: Some(&base),
+        now: t0(),
+    })
+    .expect("decision");
+    let b = d.baseline_comparison.expect("comparison");
+    assert!((b.quality_lift - 0.3).abs() < 1e-9);
+    assert!((b.quality_lift_pct.expect("pct") - 50.0).abs() < 1e-6);
+}
+
+#[test]
+fn empty_history_is_an_error_not_a_panic() {
+    let r = itergate::engine::decide(&itergate::engine::DecideInput {
+        task_id: "t",
+        config: &Config::default(),
+        history: &[],
+        feedback: &Feedback::default(),
+        baseline: None,
+        now: t0(),
+    });
+    assert!(r.is_err());
+}
