@@ -1,0 +1,212 @@
+//! JUnit XML, as cargo-nextest, pytest, jest-junit, go-junit-report and Maven Surefire
+//! write it: a `<testsuites>` root with nested `<testsuite>`s, or a bare `<testsuite>`.
+//!
+//! Each `<testcase>` counts once. Its outcome comes from its direct children: `<error>`
+//! beats `<failure>` beats `<skipped>`; none of them means passed (Surefire's
+//! `<flakyFailure>`/`<rerunFailure>` record retries of a test that passed in the end, so
+//! they do not fail it). The id is `classname::name`, or `name` when there is no
+//! classname or the name already starts with it (jest-junit's default templates): both
+//! attributes are stable across runs, unlike timings or suite uuids.
+//! The message is the `message` attribute (else `type`, else the first line of the
+//! body), except that a Rust panic header (nextest's `thread 'x' panicked at ...`) gives
+//! way to the panic's own message; the output is the tail of the failure body plus `<system-out>`/`<system-err>`.
+//! `file`/`line` come from the attributes (pytest xunit1, jest-junit with
+//! `addFileAttribute`), else from a Rust panic or pytest traceback in the body.
+//! Only non-passing cases are kept; text is captured in a bounded buffer, so a report of
+//! a million passing tests costs the same memory as one of ten.
+
+use std::io::BufRead;
+
+use quick_xml::events::BytesStart;
+
+use super::input::{Ctx, Input};
+use super::text::{failure_location, parse_u32_str, rust_panic_message, TailBuf};
+use super::types::{TestCase, TestOutcome, TestSummary};
+use super::xml::{drive, for_each_attr, XmlHandler};
+use super::ParseError;
+
+pub(crate) fn parse<R: BufRead>(
+    input: &mut Input<R>,
+    ctx: &Ctx,
+) -> Result<TestSummary, ParseError> {
+    let mut handler = JunitHandler::default();
+    drive(input, ctx, &mut handler)?;
+    Ok(handler.summary)
+}
+
+/// The testcase being read; its buffers are reused from one case to the next.
+#[derive(Default)]
+struct OpenCase {
+    /// Depth of the `<testcase>` element, when one is open.
+    depth: Option<usize>,
+    classname: String,
+    name: String,
+    file: String,
+    line: Option<u32>,
+    outcome: Option<TestOutcome>,
+    message: Option<String>,
+    output: TailBuf,
+    /// Depth of the child whose text is being captured (failure body, system-out, ...).
+    capture_depth: Option<usize>,
+}
+
+#[derive(Default)]
+struct JunitHandler {
+    summary: TestSummary,
+    case: OpenCase,
+}
+
+impl XmlHandler for JunitHandler {
+    fn roots(&self) -> &'static [&'static str] {
+        &["testsuites", "testsuite"]
+    }
+
+    fn start(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
+        match (self.case.depth, name) {
+            (None, b"testcase") => self.open_case(depth, e),
+            (Some(case_depth), _) if depth == case_depth + 1 => self.open_child(name, depth, e),
+            (Some(_), b"testcase") => Err("a <testcase> nested inside another <testcase>".into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn end(&mut self, _name: &[u8], depth: usize) -> Result<(), String> {
+        if self.case.capture_depth == Some(depth) {
+            self.case.capture_depth = None;
+        }
+        if self.case.depth == Some(depth) {
+            self.close_case();
+        }
+        Ok(())
+    }
+
+    fn wants_text(&self, depth: usize) -> bool {
+        self.case.capture_depth == Some(depth)
+    }
+
+    fn text(&mut self, text: &str) {
+        self.case.output.push(text);
+    }
+}
+
+impl JunitHandler {
+    fn open_case(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {
+        let case = &mut self.case;
+        case.depth = Some(depth);
+        case.classname.clear();
+        case.name.clear();
+        case.file.clear();
+        case.line = None;
+        case.outcome = None;
+        case.message = None;
+        case.output.clear();
+        case.capture_depth = None;
+        for_each_attr(e, |key, value| {
+            match key {
+                b"name" => case.name.push_str(&value),
+                b"classname" => case.classname.push_str(&value),
+                b"file" | b"filepath" => case.file.push_str(&value),
+                b"line" | b"lineno" => case.line = parse_u32_str(&value),
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+
+    fn open_child(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
+        let outcome = match name {
+            b"error" => TestOutcome::Errored,
+            b"failure" => TestOutcome::Failed,
+            b"skipped" => TestOutcome::Skipped,
+            b"system-out" | b"system-err" => {
+                self.case.output.separate();
+                self.case.capture_depth = Some(depth);
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        let case = &mut self.case;
+        let worse = match case.outcome {
+            Some(seen) => rank(outcome) > rank(seen),
+            None => true,
+        };
+        if worse {
+            case.outcome = Some(outcome);
+        }
+        let (mut message, mut kind) = (None, None);
+        for_each_attr(e, |key, value| {
+            match key {
+                b"message" => message = Some(value.into_owned()),
+                b"type" => kind = Some(value.into_owned()),
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if case.message.is_none() {
+            case.message = message.or(kind).filter(|m| !m.trim().is_empty());
+        }
+        case.output.separate();
+        case.capture_depth = Some(depth);
+        Ok(())
+    }
+
+    fn close_case(&mut self) {
+        let case = &mut self.case;
+        case.depth = None;
+        let outcome = case.outcome.unwrap_or(TestOutcome::Passed);
+        if outcome == TestOutcome::Passed {
+            self.summary.count(outcome);
+            return;
+        }
+        // jest-junit repeats the classname in the name by default: don't say it twice.
+        let id = if case.classname.is_empty() || case.name.starts_with(case.classname.as_str()) {
+            case.name.clone()
+        } else {
+            format!("{}::{}", case.classname, case.name)
+        };
+        let mut found = TestCase::new(id, outcome);
+        let hint = failure_location(case.output.as_str());
+        let panic_message = case
+            .message
+            .as_deref()
+            .filter(|m| m.contains("panicked at"))
+            .and_then(|_| rust_panic_message(case.output.as_str()));
+        found.message = panic_message
+            .or_else(|| case.message.take())
+            .or_else(|| first_line(case.output.as_str()));
+        found.output = case.output.take();
+        // A location in the failure text (the failing assert) is more precise than the
+        // testcase's own attributes (the test's definition), when it is in the same file.
+        let hint = hint.filter(|(file, _)| {
+            outcome != TestOutcome::Skipped && (case.file.is_empty() || same_file(file, &case.file))
+        });
+        if let Some((file, line)) = hint {
+            found.file = Some(file);
+            found.line = Some(line);
+        } else if !case.file.is_empty() {
+            found.file = Some(case.file.clone());
+            found.line = case.line;
+        }
+        self.summary.record(found);
+    }
+}
+
+fn rank(outcome: TestOutcome) -> u8 {
+    match outcome {
+        TestOutcome::Passed => 0,
+        TestOutcome::Skipped => 1,
+        TestOutcome::Failed => 2,
+        TestOutcome::Errored => 3,
+    }
+}
+
+fn same_file(a: &str, b: &str) -> bool {
+    a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
+}
+
+fn first_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}

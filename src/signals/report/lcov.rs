@@ -1,0 +1,240 @@
+//! LCOV tracefiles (lcov/geninfo, coverage.py `coverage lcov`, cargo-llvm-cov, grcov, c8):
+//! records of `SF:path` ... `end_of_record` with `DA:line,hits[,checksum]` lines and the
+//! `LF:`/`LH:` totals.
+//!
+//! Line counts come from the `DA:` lines when a record has any (they are the data; `LF`/`LH`
+//! are derived and some tools get them wrong); a record without `DA:` lines contributes its
+//! `LF`/`LH`. Repeated `DA:` entries for one line within a record are merged (hits summed).
+//! Records for the same file are expected once per file, as every tool above writes them;
+//! unmerged concatenations count each record. Per-line hits are kept only for files the
+//! caller's filter accepts. Other record types (`TN`, `FN`, `BRDA`, `VER`, ...) are skipped.
+//!
+//! This is the hot loop for big monorepo reports: lines are parsed as bytes straight out of
+//! the read buffer, with no allocation per line.
+
+use std::io::BufRead;
+
+use super::error::Position;
+use super::input::{for_each_line, Ctx, Input};
+use super::text::{parse_u32, parse_u64};
+use super::types::{CoverageSummary, FileLines};
+use super::{ParseError, ParseOptions};
+
+pub(crate) fn parse<R: BufRead>(
+    input: &mut Input<R>,
+    ctx: &Ctx,
+    opts: &ParseOptions,
+) -> Result<CoverageSummary, ParseError> {
+    let mut state = LcovState {
+        opts,
+        summary: CoverageSummary::default(),
+        record: None,
+        lines: Vec::new(),
+        saw_any: false,
+    };
+    let last_line = for_each_line(input, ctx, |line_no, line| state.line(ctx, line_no, line))?;
+    state.finish(ctx, last_line)
+}
+
+struct Record {
+    start_line: u64,
+    file: String,
+    keep: bool,
+    /// DA line numbers came strictly increasing (no duplicates to merge).
+    ascending: bool,
+    last_line: u32,
+    found: u64,
+    hit: u64,
+    lf: Option<u64>,
+    lh: Option<u64>,
+}
+
+struct LcovState<'o> {
+    opts: &'o ParseOptions<'o>,
+    summary: CoverageSummary,
+    record: Option<Record>,
+    /// The current record's DA entries, for merging duplicates and keeping lines; reused.
+    lines: Vec<(u32, u64)>,
+    saw_any: bool,
+}
+
+impl LcovState<'_> {
+    #[inline]
+    fn line(&mut self, ctx: &Ctx, line_no: u64, line: &[u8]) -> Result<(), ParseError> {
+        if let Some(rest) = line.strip_prefix(b"DA:") {
+            return self.da(ctx, line_no, rest);
+        }
+        if let Some(path) = line.strip_prefix(b"SF:") {
+            return self.start_record(ctx, line_no, path);
+        }
+        if line == b"end_of_record" {
+            return self.end_record(ctx, line_no);
+        }
+        let total = |rest: &[u8]| {
+            parse_u64(rest.trim_ascii()).ok_or_else(|| {
+                ctx.line(
+                    line_no,
+                    format!("bad LCOV total `{}`", String::from_utf8_lossy(line)),
+                )
+            })
+        };
+        if let Some(rest) = line.strip_prefix(b"LF:") {
+            let value = total(rest)?;
+            self.open(ctx, line_no, "LF")?.lf = Some(value);
+        } else if let Some(rest) = line.strip_prefix(b"LH:") {
+            let value = total(rest)?;
+            self.open(ctx, line_no, "LH")?.lh = Some(value);
+        } else if !is_record_line(line) {
+            let shown = String::from_utf8_lossy(line.get(..line.len().min(40)).unwrap_or_default())
+                .into_owned();
+            return Err(ctx.expected(
+                Position::line(line_no),
+                &format!("unrecognised line `{shown}`"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, ctx: &Ctx, line_no: u64, tag: &str) -> Result<&mut Record, ParseError> {
+        self.record.as_mut().ok_or_else(|| {
+            ctx.line(
+                line_no,
+                format!("{tag}: outside a record (no SF: line before it)"),
+            )
+        })
+    }
+
+    #[inline]
+    fn da(&mut self, ctx: &Ctx, line_no: u64, rest: &[u8]) -> Result<(), ParseError> {
+        let bad = || {
+            let shown = String::from_utf8_lossy(rest.get(..rest.len().min(40)).unwrap_or_default())
+                .into_owned();
+            ctx.line(
+                line_no,
+                format!("bad DA line `DA:{shown}`; expected DA:<line>,<hits>"),
+            )
+        };
+        let comma = memchr::memchr(b',', rest).ok_or_else(bad)?;
+        let (number, tail) = (
+            rest.get(..comma).unwrap_or_default(),
+            rest.get(comma + 1..).unwrap_or_default(),
+        );
+        let hits_text = match memchr::memchr(b',', tail) {
+            Some(end) => tail.get(..end).unwrap_or_default(),
+            None => tail,
+        };
+        let number = parse_u32(number).ok_or_else(bad)?;
+        let hits = parse_u64(hits_text).ok_or_else(bad)?;
+        let Some(record) = self.record.as_mut() else {
+            return Err(ctx.line(
+                line_no,
+                "DA: outside a record (no SF: line before it)".to_string(),
+            ));
+        };
+        if number <= record.last_line {
+            record.ascending = false;
+        }
+        record.last_line = number;
+        record.found += 1;
+        record.hit += u64::from(hits > 0);
+        // Always kept (the vector is reused, so this is a store, not an allocation): a
+        // duplicate can show up after many lines, and merging needs them all.
+        self.lines.push((number, hits));
+        Ok(())
+    }
+
+    fn start_record(&mut self, ctx: &Ctx, line_no: u64, path: &[u8]) -> Result<(), ParseError> {
+        if let Some(open) = &self.record {
+            let msg = format!(
+                "SF: inside the record for {} opened at line {} (missing end_of_record)",
+                open.file, open.start_line
+            );
+            return Err(ctx.line(line_no, msg));
+        }
+        let file = std::str::from_utf8(path)
+            .map_err(|_| ctx.line(line_no, "SF: path is not valid UTF-8".to_string()))?
+            .trim()
+            .to_string();
+        self.lines.clear();
+        self.record = Some(Record {
+            start_line: line_no,
+            keep: self.opts.keeps_lines(&file),
+            file,
+            ascending: true,
+            last_line: 0,
+            found: 0,
+            hit: 0,
+            lf: None,
+            lh: None,
+        });
+        self.saw_any = true;
+        Ok(())
+    }
+
+    fn end_record(&mut self, ctx: &Ctx, line_no: u64) -> Result<(), ParseError> {
+        let Some(record) = self.record.take() else {
+            return Err(ctx.line(
+                line_no,
+                "end_of_record without an SF: line before it".to_string(),
+            ));
+        };
+        let (found, hit) = if record.found == 0 {
+            (record.lf.unwrap_or(0), record.lh.unwrap_or(0))
+        } else if record.ascending {
+            (record.found, record.hit)
+        } else {
+            self.lines.sort_unstable_by_key(|&(line, _)| line);
+            merge_duplicates(&mut self.lines);
+            let hit = self.lines.iter().filter(|&&(_, hits)| hits > 0).count() as u64;
+            (self.lines.len() as u64, hit)
+        };
+        self.summary.lines_found = self.summary.lines_found.saturating_add(found);
+        self.summary.lines_hit = self.summary.lines_hit.saturating_add(hit.min(found));
+        if record.keep {
+            let file: &mut FileLines = self.summary.files.entry(record.file).or_default();
+            for &(line, hits) in &self.lines {
+                file.add(line, hits);
+            }
+        }
+        self.lines.clear();
+        Ok(())
+    }
+
+    fn finish(self, ctx: &Ctx, last_line: u64) -> Result<CoverageSummary, ParseError> {
+        if let Some(open) = self.record {
+            let msg = format!(
+                "unexpected end of file inside the record for {} opened at line {} (no end_of_record)",
+                open.file, open.start_line
+            );
+            return Err(ctx.expected(Position::line(last_line), &msg));
+        }
+        if !self.saw_any {
+            return Err(ctx.expected(Position::line(last_line), "no SF: record"));
+        }
+        Ok(self.summary)
+    }
+}
+
+/// Sums the hits of adjacent entries for the same line (the vector is sorted by line).
+fn merge_duplicates(lines: &mut Vec<(u32, u64)>) {
+    lines.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 = earlier.1.saturating_add(later.1);
+            true
+        } else {
+            false
+        }
+    });
+}
+
+/// `TAG:...` with an upper-case tag (`TN`, `FN`, `FNDA`, `BRDA`, `VER`, ...), or a blank line.
+fn is_record_line(line: &[u8]) -> bool {
+    if line.trim_ascii().is_empty() {
+        return true;
+    }
+    let tag_len = line
+        .iter()
+        .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || **b == b'_')
+        .count();
+    tag_len > 0 && line.get(tag_len) == Some(&b':')
+}

@@ -1,0 +1,284 @@
+//! Streaming parsers for the reports that checks write: test results, lint findings,
+//! coverage and complexity. Each format lives in its own module and maps onto one of four
+//! normalized summaries ([`TestSummary`], [`LintSummary`], [`CoverageSummary`],
+//! [`ComplexitySummary`]) that the scoring code consumes without knowing the tool.
+//!
+//! The rule every parser follows: read the input once, front to back, keeping only what the
+//! summary needs. XML goes through quick-xml's pull reader (never a DOM), line formats are
+//! read line by line into one reused buffer, JSON documents are deserialized from the reader
+//! into structs that name only the fields we use. Memory therefore stays flat for the
+//! common huge-but-boring input: passing tests are counted, not stored; coverage keeps
+//! per-line hits only for the files the caller asks for ([`ParseOptions::keep_lines_for`]).
+//!
+//! Malformed input (truncated, binary garbage, the wrong format, a JSON type mismatch, an
+//! empty file) is a [`ParseError`] naming the source and the place, never a panic.
+//!
+//! # Lint levels
+//!
+//! Every tool's levels map onto [`LintLevel`] as follows:
+//!
+//! | tool | `Error` | `Warning` | `Note` |
+//! | --- | --- | --- | --- |
+//! | SARIF | `error` | `warning` (also the default when neither the result nor its rule says) | `note`, `none`, and results whose `kind` is `informational`, `review` or `open` (`pass`/`notApplicable` results are dropped) |
+//! | cargo/clippy JSON | `error`, `error: internal compiler error` | `warning` | `note`, `help` (`failure-note` lines are dropped) |
+//! | checkstyle | `error` | `warning` | `info`, `ignore` |
+//! | ruff JSON | `severity: "error"`; without a `severity` field: syntax errors (no `code`) | `severity: "warning"`; without one: every rule violation | `severity: "info"` |
+//! | ESLint JSON | `severity: 2` and fatal parse errors | `severity: 1` | `severity: 0` |
+
+mod cargo_json;
+mod checkstyle;
+mod cobertura;
+mod eslint;
+mod junit;
+mod lcov;
+mod libtest;
+mod lizard;
+mod ruff;
+mod sarif;
+mod tap;
+
+mod error;
+mod input;
+mod json;
+mod text;
+mod types;
+mod xml;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use error::ParseError;
+pub use types::{
+    ComplexitySummary, CoverageSummary, FileLines, FunctionComplexity, LintFinding, LintLevel,
+    LintSummary, Report, TestCase, TestOutcome, TestSummary,
+};
+
+use input::{Ctx, Input};
+
+/// Size of the read buffer [`parse_file`] uses; large enough that per-read overhead vanishes.
+const FILE_BUFFER_BYTES: usize = 256 * 1024;
+
+/// A report format, named as on the command line (`--format junit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReportFormat {
+    /// JUnit XML (cargo-nextest, pytest, jest-junit, go-junit-report, Maven Surefire).
+    Junit,
+    /// Test Anything Protocol, versions 12 to 14.
+    Tap,
+    /// The plain text `cargo test` prints (libtest's default formatter).
+    Libtest,
+    /// LCOV tracefiles (`SF:`/`DA:`/`end_of_record`).
+    Lcov,
+    /// Cobertura XML (coverage.py, JaCoCo converters, cargo-llvm-cov).
+    Cobertura,
+    /// SARIF 2.1.0.
+    Sarif,
+    /// `cargo build|check|clippy --message-format=json` lines.
+    CargoJson,
+    /// Checkstyle XML.
+    Checkstyle,
+    /// `ruff check --output-format=json`.
+    RuffJson,
+    /// `eslint --format json`.
+    EslintJson,
+    /// `lizard --csv` or `lizard --xml`.
+    Lizard,
+}
+
+/// Which summary a format produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    Tests,
+    Lint,
+    Coverage,
+    Complexity,
+}
+
+impl ReportFormat {
+    /// Every format, in the order the CLI lists them.
+    pub const ALL: [ReportFormat; 11] = [
+        ReportFormat::Junit,
+        ReportFormat::Tap,
+        ReportFormat::Libtest,
+        ReportFormat::Lcov,
+        ReportFormat::Cobertura,
+        ReportFormat::Sarif,
+        ReportFormat::CargoJson,
+        ReportFormat::Checkstyle,
+        ReportFormat::RuffJson,
+        ReportFormat::EslintJson,
+        ReportFormat::Lizard,
+    ];
+
+    /// The CLI name (`cargo-json`, `ruff-json`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportFormat::Junit => "junit",
+            ReportFormat::Tap => "tap",
+            ReportFormat::Libtest => "libtest",
+            ReportFormat::Lcov => "lcov",
+            ReportFormat::Cobertura => "cobertura",
+            ReportFormat::Sarif => "sarif",
+            ReportFormat::CargoJson => "cargo-json",
+            ReportFormat::Checkstyle => "checkstyle",
+            ReportFormat::RuffJson => "ruff-json",
+            ReportFormat::EslintJson => "eslint-json",
+            ReportFormat::Lizard => "lizard",
+        }
+    }
+
+    /// The summary this format produces.
+    pub fn kind(self) -> ReportKind {
+        match self {
+            ReportFormat::Junit | ReportFormat::Tap | ReportFormat::Libtest => ReportKind::Tests,
+            ReportFormat::Lcov | ReportFormat::Cobertura => ReportKind::Coverage,
+            ReportFormat::Lizard => ReportKind::Complexity,
+            ReportFormat::Sarif
+            | ReportFormat::CargoJson
+            | ReportFormat::Checkstyle
+            | ReportFormat::RuffJson
+            | ReportFormat::EslintJson => ReportKind::Lint,
+        }
+    }
+
+    /// What a document of this format looks like, for error messages ("expected ...").
+    pub(crate) fn expected(self) -> &'static str {
+        match self {
+            ReportFormat::Junit => "a complete JUnit XML document",
+            ReportFormat::Tap => {
+                "a TAP stream (`TAP version 13`, a plan `1..N`, `ok`/`not ok` lines)"
+            }
+            ReportFormat::Libtest => "`cargo test` output (`running N tests` ... `test result:`)",
+            ReportFormat::Lcov => "an LCOV tracefile (`SF:`, `DA:`, `end_of_record`)",
+            ReportFormat::Cobertura => "a complete Cobertura XML document",
+            ReportFormat::Sarif => "a SARIF 2.1.0 JSON document",
+            ReportFormat::CargoJson => "cargo `--message-format=json` lines",
+            ReportFormat::Checkstyle => "a complete checkstyle XML document",
+            ReportFormat::RuffJson => "`ruff check --output-format=json` output (a JSON array)",
+            ReportFormat::EslintJson => "`eslint --format json` output (a JSON array)",
+            ReportFormat::Lizard => "`lizard --csv` or `lizard --xml` output",
+        }
+    }
+}
+
+impl fmt::Display for ReportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown format name; its message lists the valid ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format `{given}`; expected one of: {}", valid_names())]
+pub struct UnknownFormat {
+    pub given: String,
+}
+
+fn valid_names() -> String {
+    let names: Vec<&str> = ReportFormat::ALL.iter().map(|f| f.name()).collect();
+    names.join(", ")
+}
+
+impl FromStr for ReportFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
+        ReportFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == wanted)
+            .ok_or_else(|| UnknownFormat {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// Caller choices that change what a parser keeps.
+#[derive(Default, Clone, Copy)]
+pub struct ParseOptions<'a> {
+    /// Coverage: the files whose per-line hits are kept (by the path as the report names
+    /// it). `None` keeps none, so memory stays flat however large the report is.
+    pub keep_lines_for: Option<&'a dyn Fn(&str) -> bool>,
+}
+
+impl fmt::Debug for ParseOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParseOptions")
+            .field("keep_lines_for", &self.keep_lines_for.map(|_| "<filter>"))
+            .finish()
+    }
+}
+
+impl ParseOptions<'_> {
+    pub(crate) fn keeps_lines(&self, file: &str) -> bool {
+        self.keep_lines_for.is_some_and(|keep| keep(file))
+    }
+}
+
+/// Parses one report read from `input`; `source` names it in errors (usually its path).
+pub fn parse(
+    format: ReportFormat,
+    input: impl BufRead,
+    source: &str,
+    opts: &ParseOptions,
+) -> Result<Report, ParseError> {
+    let ctx = Ctx { format, source };
+    let mut input = Input::new(input, format.counts_lines());
+    if input.skip_blank_prefix().map_err(|e| ctx.io(&input, &e))? {
+        return Err(ctx.expected(input.position(), "empty report"));
+    }
+    match format {
+        ReportFormat::Junit => junit::parse(&mut input, &ctx).map(Report::Tests),
+        ReportFormat::Tap => tap::parse(&mut input, &ctx).map(Report::Tests),
+        ReportFormat::Libtest => libtest::parse(&mut input, &ctx).map(Report::Tests),
+        ReportFormat::Lcov => lcov::parse(&mut input, &ctx, opts).map(Report::Coverage),
+        ReportFormat::Cobertura => cobertura::parse(&mut input, &ctx, opts).map(Report::Coverage),
+        ReportFormat::Sarif => sarif::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::CargoJson => cargo_json::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::Checkstyle => checkstyle::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::RuffJson => ruff::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::EslintJson => eslint::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::Lizard => lizard::parse(&mut input, &ctx).map(Report::Complexity),
+    }
+}
+
+/// Opens and parses the report at `path`; errors name the path as given.
+pub fn parse_file(
+    format: ReportFormat,
+    path: &Path,
+    opts: &ParseOptions,
+) -> Result<Report, ParseError> {
+    let source = path.display().to_string();
+    let file = File::open(path).map_err(|e| ParseError {
+        source_name: source.clone(),
+        line: None,
+        column: None,
+        byte: None,
+        format,
+        message: format!("cannot open the report: {e}"),
+    })?;
+    parse(
+        format,
+        BufReader::with_capacity(FILE_BUFFER_BYTES, file),
+        &source,
+        opts,
+    )
+}
+
+impl ReportFormat {
+    /// JSON documents get their positions from serde_json, so the input wrapper need not
+    /// count newlines for them (which would cost a call per byte).
+    fn counts_lines(self) -> bool {
+        !matches!(
+            self,
+            ReportFormat::Sarif | ReportFormat::RuffJson | ReportFormat::EslintJson
+        )
+    }
+}

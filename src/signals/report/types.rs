@@ -1,0 +1,209 @@
+//! The normalized summaries every parser produces. They carry only what scoring and the
+//! revision prompt need: counts for everything, details only for what went wrong.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest `TestCase::output` kept: the tail of the failure text, where the cause usually is.
+pub const OUTPUT_CAP_BYTES: usize = 4 * 1024;
+
+/// One parsed report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Report {
+    Tests(TestSummary),
+    Lint(LintSummary),
+    Coverage(CoverageSummary),
+    Complexity(ComplexitySummary),
+}
+
+/// Test counts plus the cases that did not pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestSummary {
+    pub passed: u64,
+    pub failed: u64,
+    pub errored: u64,
+    pub skipped: u64,
+    /// Only non-passing cases, in the order the report lists them.
+    pub problems: Vec<TestCase>,
+}
+
+impl TestSummary {
+    /// Every case the report counted, skipped ones included.
+    pub fn total(&self) -> u64 {
+        self.passed
+            .saturating_add(self.failed)
+            .saturating_add(self.errored)
+            .saturating_add(self.skipped)
+    }
+
+    /// Cases that ran (not skipped).
+    pub fn executed(&self) -> u64 {
+        self.total().saturating_sub(self.skipped)
+    }
+
+    /// Passed over executed; `None` when nothing ran.
+    pub fn pass_rate(&self) -> Option<f64> {
+        let executed = self.executed();
+        (executed > 0).then(|| self.passed as f64 / executed as f64)
+    }
+
+    /// Cases that failed or errored.
+    pub fn failures(&self) -> impl Iterator<Item = &TestCase> {
+        self.problems
+            .iter()
+            .filter(|c| matches!(c.outcome, TestOutcome::Failed | TestOutcome::Errored))
+    }
+
+    pub(crate) fn record(&mut self, case: TestCase) {
+        self.count(case.outcome);
+        if case.outcome != TestOutcome::Passed {
+            self.problems.push(case);
+        }
+    }
+
+    pub(crate) fn count(&mut self, outcome: TestOutcome) {
+        self.add_count(outcome, 1);
+    }
+
+    pub(crate) fn add_count(&mut self, outcome: TestOutcome, n: u64) {
+        let counter = match outcome {
+            TestOutcome::Passed => &mut self.passed,
+            TestOutcome::Failed => &mut self.failed,
+            TestOutcome::Errored => &mut self.errored,
+            TestOutcome::Skipped => &mut self.skipped,
+        };
+        *counter = counter.saturating_add(n);
+    }
+}
+
+/// One test that did not pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestCase {
+    /// Stable across runs: `classname::name` for JUnit, the test path for libtest, the
+    /// description for TAP.
+    pub id: String,
+    pub outcome: TestOutcome,
+    pub message: Option<String>,
+    /// Tail of the failure text and captured output, at most [`OUTPUT_CAP_BYTES`].
+    pub output: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+impl TestCase {
+    pub(crate) fn new(id: String, outcome: TestOutcome) -> Self {
+        TestCase {
+            id,
+            outcome,
+            message: None,
+            output: None,
+            file: None,
+            line: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    Errored,
+    Skipped,
+}
+
+/// Every finding a linter reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LintSummary {
+    pub findings: Vec<LintFinding>,
+}
+
+impl LintSummary {
+    /// How many findings have `level`.
+    pub fn count(&self, level: LintLevel) -> usize {
+        self.findings.iter().filter(|f| f.level == level).count()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LintFinding {
+    /// The tool that reported it: `clippy`, `rustc`, `ruff`, `eslint`, the SARIF driver name.
+    pub tool: String,
+    /// Rule or error code: `clippy::needless_return`, `E0425`, `F401`, `no-unused-vars`.
+    pub rule: Option<String>,
+    pub level: LintLevel,
+    pub message: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    /// Machine-applicable replacement text, a SARIF fix, or ruff's fix message.
+    pub suggested_fix: Option<String>,
+}
+
+/// Severity of a lint finding; see the module docs for each tool's mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LintLevel {
+    Error,
+    Warning,
+    Note,
+}
+
+/// Line coverage over the whole report, with per-line hits for the files the caller kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoverageSummary {
+    pub lines_found: u64,
+    pub lines_hit: u64,
+    /// Only files accepted by [`super::ParseOptions::keep_lines_for`].
+    pub files: BTreeMap<String, FileLines>,
+}
+
+impl CoverageSummary {
+    /// Hit over found; `None` when the report has no instrumented lines.
+    pub fn line_rate(&self) -> Option<f64> {
+        (self.lines_found > 0).then(|| self.lines_hit as f64 / self.lines_found as f64)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileLines {
+    /// Line number to hit count.
+    pub lines: BTreeMap<u32, u64>,
+}
+
+impl FileLines {
+    /// Lines with no hits, in order.
+    pub fn uncovered(&self) -> impl Iterator<Item = u32> + '_ {
+        self.lines
+            .iter()
+            .filter(|(_, hits)| **hits == 0)
+            .map(|(line, _)| *line)
+    }
+
+    pub(crate) fn add(&mut self, line: u32, hits: u64) {
+        let entry = self.lines.entry(line).or_insert(0);
+        *entry = entry.saturating_add(hits);
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComplexitySummary {
+    pub functions: Vec<FunctionComplexity>,
+}
+
+impl ComplexitySummary {
+    /// The most complex function, if any.
+    pub fn max_cyclomatic(&self) -> Option<&FunctionComplexity> {
+        self.functions.iter().max_by_key(|f| f.cyclomatic)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionComplexity {
+    pub name: String,
+    pub file: String,
+    pub line: Option<u32>,
+    pub cyclomatic: u32,
+}

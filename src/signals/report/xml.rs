@@ -1,0 +1,233 @@
+//! The pull loop the XML formats share (JUnit, Cobertura, checkstyle, lizard `--xml`).
+//!
+//! It runs quick-xml's streaming reader over the input and checks the document's shape
+//! itself: exactly one root element with an expected name, no text outside it, every
+//! element closed before the end of the input. A format module only reacts to the
+//! elements it cares about ([`XmlHandler`]); it never sees a DOM.
+
+use std::borrow::Cow;
+use std::io::BufRead;
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::Reader;
+
+use super::error::{ParseError, Position};
+use super::input::{Ctx, Input};
+
+/// A format's reaction to the elements of its document. Errors are plain messages; the
+/// driver adds the place.
+pub(crate) trait XmlHandler {
+    /// Local names the root element may have, e.g. `["testsuites", "testsuite"]`.
+    fn roots(&self) -> &'static [&'static str];
+
+    /// An element opened at `depth` (the root is depth 0). Empty elements get `start`
+    /// followed by `end`.
+    fn start(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String>;
+
+    /// The element opened at `depth` closed.
+    fn end(&mut self, name: &[u8], depth: usize) -> Result<(), String>;
+
+    /// Whether text directly inside the current element (at `depth`) is wanted; text is
+    /// only unescaped when it is.
+    fn wants_text(&self, _depth: usize) -> bool {
+        false
+    }
+
+    fn text(&mut self, _text: &str) {}
+}
+
+/// Open elements, as one byte buffer plus boundaries: no allocation per element.
+#[derive(Default)]
+struct ElementStack {
+    names: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl ElementStack {
+    fn push(&mut self, name: &[u8]) {
+        self.starts.push(self.names.len());
+        self.names.extend_from_slice(name);
+    }
+
+    fn pop(&mut self) {
+        if let Some(start) = self.starts.pop() {
+            self.names.truncate(start);
+        }
+    }
+
+    fn depth(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn innermost(&self) -> Cow<'_, str> {
+        let start = self.starts.last().copied().unwrap_or(0);
+        String::from_utf8_lossy(self.names.get(start..).unwrap_or_default())
+    }
+}
+
+/// Reads the whole document, feeding `handler`.
+pub(crate) fn drive<R: BufRead>(
+    input: &mut Input<R>,
+    ctx: &Ctx,
+    handler: &mut impl XmlHandler,
+) -> Result<(), ParseError> {
+    let mut reader = Reader::from_reader(input);
+    reader.config_mut().check_end_names = true;
+    let mut buf = Vec::with_capacity(4096);
+    let mut stack = ElementStack::default();
+    let mut root_done = false;
+    loop {
+        buf.clear();
+        let before = reader.buffer_position();
+        let place = |reader: &Reader<&mut Input<R>>, at: u64| reader.get_ref().position_at(at);
+        let event = match reader.read_event_into(&mut buf) {
+            Ok(event) => event,
+            Err(e) => return Err(xml_error(ctx, &reader, &e)),
+        };
+        let fail = |msg: String| ctx.at(place(&reader, before), msg);
+        match event {
+            Event::Start(e) | Event::Empty(e) if stack.depth() == 0 && root_done => {
+                let name = String::from_utf8_lossy(e.local_name().into_inner()).into_owned();
+                return Err(ctx.expected(
+                    place(&reader, before),
+                    &format!("a second root element <{name}> after the document ended"),
+                ));
+            }
+            Event::Start(e) => {
+                let name = e.local_name();
+                check_root(handler, &stack, name.as_ref())
+                    .map_err(|m| ctx_expected(ctx, &reader, before, &m))?;
+                handler
+                    .start(name.as_ref(), stack.depth(), &e)
+                    .map_err(fail)?;
+                stack.push(name.as_ref());
+            }
+            Event::Empty(e) => {
+                let name = e.local_name();
+                check_root(handler, &stack, name.as_ref())
+                    .map_err(|m| ctx_expected(ctx, &reader, before, &m))?;
+                let depth = stack.depth();
+                handler.start(name.as_ref(), depth, &e).map_err(&fail)?;
+                handler.end(name.as_ref(), depth).map_err(fail)?;
+                root_done |= depth == 0;
+            }
+            Event::End(e) => {
+                stack.pop();
+                let depth = stack.depth();
+                handler.end(e.local_name().as_ref(), depth).map_err(fail)?;
+                root_done |= depth == 0;
+            }
+            Event::Text(t) => {
+                if stack.depth() == 0 {
+                    if !t.iter().all(u8::is_ascii_whitespace) {
+                        return Err(outside_root(ctx, &reader, before, root_done));
+                    }
+                } else if handler.wants_text(stack.depth() - 1) {
+                    let text = t
+                        .unescape()
+                        .map_err(|e| fail(format!("malformed XML text: {e}")))?;
+                    handler.text(&text);
+                }
+            }
+            Event::CData(c) => {
+                if stack.depth() == 0 {
+                    return Err(outside_root(ctx, &reader, before, root_done));
+                }
+                if handler.wants_text(stack.depth() - 1) {
+                    handler.text(&String::from_utf8_lossy(&c));
+                }
+            }
+            Event::Decl(_) | Event::PI(_) | Event::Comment(_) | Event::DocType(_) => {}
+            Event::Eof => return finish(ctx, &reader, handler, &stack, root_done),
+        }
+    }
+}
+
+fn ctx_expected<R: BufRead>(
+    ctx: &Ctx,
+    reader: &Reader<&mut Input<R>>,
+    at: u64,
+    message: &str,
+) -> ParseError {
+    ctx.expected(reader.get_ref().position_at(at), message)
+}
+
+fn check_root(handler: &impl XmlHandler, stack: &ElementStack, name: &[u8]) -> Result<(), String> {
+    if stack.depth() > 0 || handler.roots().iter().any(|r| r.as_bytes() == name) {
+        return Ok(());
+    }
+    let wanted: Vec<String> = handler.roots().iter().map(|r| format!("<{r}>")).collect();
+    Err(format!(
+        "the root element is <{}>, not {}",
+        String::from_utf8_lossy(name),
+        wanted.join(" or ")
+    ))
+}
+
+fn outside_root<R: BufRead>(
+    ctx: &Ctx,
+    reader: &Reader<&mut Input<R>>,
+    at: u64,
+    root_done: bool,
+) -> ParseError {
+    let what = if root_done {
+        "text after the root element"
+    } else {
+        "text before the root element (not XML?)"
+    };
+    ctx_expected(ctx, reader, at, what)
+}
+
+fn finish<R: BufRead>(
+    ctx: &Ctx,
+    reader: &Reader<&mut Input<R>>,
+    handler: &impl XmlHandler,
+    stack: &ElementStack,
+    root_done: bool,
+) -> Result<(), ParseError> {
+    let end = reader.get_ref().position_at(reader.buffer_position());
+    if stack.depth() > 0 {
+        let msg = format!("unexpected end of file inside <{}>", stack.innermost());
+        return Err(ctx.expected(end, &msg));
+    }
+    if !root_done {
+        let wanted: Vec<String> = handler.roots().iter().map(|r| format!("<{r}>")).collect();
+        let msg = format!("no {} element", wanted.join(" or "));
+        return Err(ctx.expected(end, &msg));
+    }
+    Ok(())
+}
+
+fn xml_error<R: BufRead>(
+    ctx: &Ctx,
+    reader: &Reader<&mut Input<R>>,
+    err: &quick_xml::Error,
+) -> ParseError {
+    let input = reader.get_ref();
+    let mut pos: Position = input.position_at(reader.error_position());
+    if pos.line.is_none() {
+        pos = input.position_at(reader.buffer_position());
+    }
+    ctx.expected(pos, &format!("malformed XML ({err})"))
+}
+
+/// Calls `each(local_key, value)` for every attribute of `e`, values unescaped.
+pub(crate) fn for_each_attr<'e>(
+    e: &'e BytesStart<'_>,
+    mut each: impl FnMut(&[u8], Cow<'e, str>) -> Result<(), String>,
+) -> Result<(), String> {
+    for attr in e.attributes() {
+        let attr = attr.map_err(|err| format!("malformed XML attribute: {err}"))?;
+        let value = attr
+            .unescape_value()
+            .map_err(|err| format!("malformed XML attribute value: {err}"))?;
+        each(attr.key.local_name().into_inner(), value)?;
+    }
+    Ok(())
+}
+
+/// A numeric attribute value, with a message naming the attribute when it is not a number.
+pub(crate) fn number_attr(key: &str, value: &str) -> Result<u64, String> {
+    super::text::parse_u64(value.trim().as_bytes())
+        .ok_or_else(|| format!("attribute {key}=\"{value}\" is not a whole number"))
+}
