@@ -60,8 +60,8 @@ impl Config {
                 file: file.to_path_buf(),
                 line: location.as_ref().map(|l| l.line()),
                 column: location.as_ref().map(|l| l.column()),
+                message: explain(&inner.to_string(), key.as_deref()),
                 key,
-                message: explain(&inner.to_string()),
             }
         })
     }
@@ -91,13 +91,18 @@ impl Config {
     }
 }
 
-/// Rewrites serde_yaml's message: drops its trailing position (we print our own) and adds
-/// a "did you mean" to unknown-field errors.
-fn explain(raw: &str) -> String {
-    let message = match raw.rfind(" at line ") {
+/// Rewrites serde_yaml's message: drops its own position and key path (we print ours) and
+/// adds a "did you mean" to unknown-field errors.
+fn explain(raw: &str, key: Option<&str>) -> String {
+    let mut message = match raw.rfind(" at line ") {
         Some(at) => &raw[..at],
         None => raw,
     };
+    if let Some((path, rest)) = message.split_once(": ") {
+        if !path.contains(' ') && key.is_some_and(|k| k.starts_with(path)) {
+            message = rest;
+        }
+    }
     let Some(rest) = message.strip_prefix("unknown field `") else {
         return message.to_string();
     };

@@ -32,6 +32,25 @@ impl BudgetStatus {
         !self.maps.exhausted.is_empty()
     }
 
+    /// A sentence naming the exhausted dimensions with their usage and limits.
+    pub fn describe_exhausted(&self) -> String {
+        let parts: Vec<String> = self
+            .maps
+            .exhausted
+            .iter()
+            .chain(&self.projected_overruns)
+            .map(|d| {
+                let observed = self.maps.observed.get(d).map(|v| v.to_string());
+                let limit = self.maps.limits.get(d).map(|v| v.to_string());
+                match (observed, limit) {
+                    (Some(o), Some(l)) => format!("{d} {o} of {l}"),
+                    _ => d.clone(),
+                }
+            })
+            .collect();
+        parts.join(", ")
+    }
+
     /// The first exhausted (or, with hard rate caps, projected) dimension, as
     /// `<dimension>_exhausted`.
     pub fn stop_reason(&self, hard_rate_caps: bool) -> Option<String> {

@@ -235,12 +235,12 @@ fn budget_stop_report(
     history: &[IterationRecord],
     recommendation: Recommendation,
 ) -> BudgetStopReport {
-    let hard = true;
     let best = trajectory.best_point();
     let latest = trajectory.latest();
     BudgetStopReport {
+        // Projected overruns only reach here when they are hard stops.
         stop_reason: budget
-            .stop_reason(hard)
+            .stop_reason(true)
             .unwrap_or_else(|| "budget_exhausted".into()),
         budgets: budget.maps.clone(),
         selected_iteration: best.map(|b| b.iteration),

@@ -128,10 +128,10 @@ fn limits(ctx: &StopContext) -> Option<Outcome> {
         .stopping_criteria
         .budget_limits
         .rate_caps_are_hard_stops;
-    let reason = ctx.budget.stop_reason(hard)?;
+    ctx.budget.stop_reason(hard)?;
     Some(ctx.stop_with_best(
         StopCode::BudgetExhausted,
-        format!("Budget exhausted: {reason}"),
+        format!("Budget exhausted: {}", ctx.budget.describe_exhausted()),
     ))
 }
 

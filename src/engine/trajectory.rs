@@ -11,6 +11,12 @@ use crate::model::{Cumulative, Delta, Dimension, IterationRecord, Scores};
 /// Scores within this distance are equal; guards against float noise deciding a regression.
 pub const EPSILON: f64 = 1e-9;
 
+/// Rounds to six decimals: scores are reported, not computed on, past that precision, and
+/// rounding keeps `0.75` from printing as `0.7500000000000001`.
+pub fn round6(value: f64) -> f64 {
+    (value * 1e6).round() / 1e6
+}
+
 /// Weighted quality renormalised over the observed dimensions; `None` when nothing with a
 /// positive weight was observed.
 pub fn weighted_quality(scores: &Scores, weights: &QualityWeights) -> Option<f64> {
@@ -19,7 +25,7 @@ pub fn weighted_quality(scores: &Scores, weights: &QualityWeights) -> Option<f64
         .map(|(d, v)| (v.clamp(0.0, 1.0), weights.get(d)))
         .filter(|(_, w)| *w > 0.0)
         .fold((0.0, 0.0), |(s, tw), (v, w)| (s + v * w, tw + w));
-    (weight > 0.0).then(|| (sum / weight).clamp(0.0, 1.0))
+    (weight > 0.0).then(|| round6((sum / weight).clamp(0.0, 1.0)))
 }
 
 /// A record's quality: from its scores with the configured weights, else the quality it
@@ -129,7 +135,7 @@ impl<'c> Builder<'c> {
         };
         if let Some((prev_q, prev_scores)) = self.previous {
             point.delta = delta(q, prev_q, &record.scores, &prev_scores);
-            self.observe_change(q - prev_q, &mut point);
+            self.observe_change(round6(q - prev_q), &mut point);
         } else {
             point.delta.quality = Some(q);
         }
@@ -142,7 +148,7 @@ impl<'c> Builder<'c> {
             self.best = Some(index);
         }
         let first = *self.first.get_or_insert(q);
-        self.cumulative.total_improvement = q - first;
+        self.cumulative.total_improvement = round6(q - first);
         self.previous = Some((q, record.scores));
         point.cumulative = self.cumulative;
         point
@@ -175,9 +181,9 @@ impl<'c> Builder<'c> {
 }
 
 fn delta(q: f64, prev_q: f64, scores: &Scores, prev: &Scores) -> Delta {
-    let dim = |d: Dimension| Some(scores.get(d)? - prev.get(d)?);
+    let dim = |d: Dimension| Some(round6(scores.get(d)? - prev.get(d)?));
     Delta {
-        quality: Some(q - prev_q),
+        quality: Some(round6(q - prev_q)),
         tests_passing: dim(Dimension::TestsPassing),
         code_quality: dim(Dimension::CodeQuality),
         coverage: dim(Dimension::Coverage),

@@ -1,0 +1,272 @@
+//! The binary: exit codes, messages, formats.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn itergate(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("ITERGATE_CONFIG")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run itergate")
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+const NOW: &str = "--now=2026-11-02T11:00:00Z";
+
+#[test]
+fn decide_on_the_example_history() {
+    let o = itergate(
+        &["decide", "--history", "examples/history.yml", NOW],
+        &root(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Decision: ACCEPT"), "{}", stdout(&o));
+}
+
+#[test]
+fn json_and_yaml_reports_have_the_top_key() {
+    let o = itergate(
+        &[
+            "decide",
+            "--history",
+            "examples/history.yml",
+            "--format",
+            "json",
+            NOW,
+        ],
+        &root(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["iterationDecision"]["decision"]["needsIteration"], false);
+    assert_eq!(
+        v["iterationDecision"]["assessment"]["recommendation"],
+        "accept"
+    );
+    let o = itergate(
+        &[
+            "decide",
+            "--history",
+            "examples/history.yml",
+            "--format",
+            "yaml",
+            NOW,
+        ],
+        &root(),
+    );
+    assert!(stdout(&o).starts_with("iterationDecision:\n"));
+}
+
+#[test]
+fn analytics_exports() {
+    let o = itergate(
+        &[
+            "analytics",
+            "--history",
+            "examples/history.yml",
+            "--format",
+            "csv",
+            NOW,
+        ],
+        &root(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("iteration,timestamp,commit,status,quality"));
+    let o = itergate(
+        &[
+            "analytics",
+            "--history",
+            "examples/history.yml",
+            "--format",
+            "json",
+            NOW,
+        ],
+        &root(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["iterations"], 3);
+    assert_eq!(v["history"][1]["cumulative"]["regression_count"], 0);
+    assert!(v["total_improvement"].as_f64().expect("number") > 0.2);
+}
+
+#[test]
+fn directory_flag_and_config_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        root().join("examples/history.yml"),
+        dir.path().join("h.yml"),
+    )
+    .expect("copy");
+    std::fs::write(
+        dir.path().join(".itergate.yml"),
+        "stopping_criteria: {quality_threshold: {value: 0.99}}\n",
+    )
+    .expect("write");
+    let o = itergate(
+        &[
+            "-C",
+            dir.path().to_str().expect("utf8"),
+            "decide",
+            "--history",
+            "h.yml",
+            NOW,
+        ],
+        &root(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stdout(&o).contains("Decision: ACCEPT"),
+        "threshold 0.99 is not met: {}",
+        stdout(&o)
+    );
+}
+
+fn config_error(yaml: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(".itergate.yml"), yaml).expect("write");
+    std::fs::copy(
+        root().join("examples/history.yml"),
+        dir.path().join("h.yml"),
+    )
+    .expect("copy");
+    let o = itergate(&["decide", "--history", "h.yml"], dir.path());
+    assert_eq!(o.status.code(), Some(2), "stdout: {}", stdout(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one clear error: {err}");
+    assert!(!err.contains("panicked"));
+    err
+}
+
+#[test]
+fn malformed_configs_exit_2_with_one_clear_error() {
+    let e = config_error(
+        "quality_weights: {tests_passing: -1, code_quality: 1, coverage: 0.9, complexity: 0.1}\n",
+    );
+    assert!(
+        e.contains(".itergate.yml:1:") && e.contains("expected a number >= 0"),
+        "{e}"
+    );
+    let e = config_error("quality_weights: {tests_passing: 0.9}\n");
+    assert!(e.contains("expected them to sum to 1"), "{e}");
+    let e = config_error("stopping_criteria:\n  iteration_limits: {min: 4, max: 2}\n");
+    assert!(e.contains("`min` (4) is greater than `max` (2)"), "{e}");
+    let e = config_error("revision: {max_iterations: three}\n");
+    assert!(
+        e.contains("`revision.max_iterations`") && e.contains(":1:"),
+        "{e}"
+    );
+    let e = config_error("stopping_criteria: [\n");
+    assert!(e.contains(".itergate.yml:"), "{e}");
+}
+
+fn history_error(name: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(name), text).expect("write");
+    let o = itergate(&["decide", "--history", name], dir.path());
+    assert_eq!(o.status.code(), Some(2), "stdout: {}", stdout(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn malformed_histories_exit_2_with_place() {
+    let e = history_error("h.json", "[{\"iteration\": 1, \"timestamp\": \"2026-11-02T09:00:00Z\", \"scores\": {\"coverage\": \"high\"}}]");
+    assert!(
+        e.contains("h.json:1:") && e.contains("`[0].scores.coverage`"),
+        "{e}"
+    );
+    let e = history_error("h.json", "[{\"iteration\": 1,");
+    assert!(e.contains("h.json:1:"), "{e}");
+    let e = history_error("h.yml", "- iteration: 1\n  timestamp: yesterday\n");
+    assert!(
+        e.contains("h.yml:2:") && e.contains("`[0].timestamp`"),
+        "{e}"
+    );
+    let e = history_error(
+        "h.yml",
+        "- {iteration: 1, timestamp: 2026-11-02T09:00:00Z, scores: {tests_passing: 1.7}}\n",
+    );
+    assert!(
+        e.contains("`[0].scores.tests_passing`") && e.contains("expected a number from 0 to 1"),
+        "{e}"
+    );
+    let e = history_error("h.yml", "");
+    assert!(e.contains("empty"), "{e}");
+    let e = history_error("h.yml", "[]");
+    assert!(e.contains("no iteration"), "{e}");
+    let e = history_error("h.yml", "- {iteration: 2, timestamp: 2026-11-02T09:00:00Z}\n- {iteration: 1, timestamp: 2026-11-02T09:00:00Z}\n");
+    assert!(e.contains("oldest first"), "{e}");
+}
+
+#[test]
+fn missing_file_and_bad_usage_exit_2() {
+    let o = itergate(&["decide", "--history", "nope.yml"], &root());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("nope.yml: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+    let o = itergate(&["frobnicate"], &root());
+    assert_eq!(o.status.code(), Some(2));
+    let o = itergate(&["decide"], &root());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--history"));
+}
+
+#[test]
+fn help_teaches() {
+    let o = itergate(&["--help"], &root());
+    let text = stdout(&o);
+    assert!(
+        text.contains("Examples:") && text.contains("Exit status"),
+        "{text}"
+    );
+    let o = itergate(&["decide", "--help"], &root());
+    assert!(stdout(&o).contains("oldest first"));
+}
+
+#[test]
+fn color_always_paints_and_never_does_not() {
+    let o = itergate(
+        &[
+            "--color",
+            "always",
+            "decide",
+            "--history",
+            "examples/history.yml",
+            NOW,
+        ],
+        &root(),
+    );
+    assert!(stdout(&o).contains("\u{1b}[32m"), "{}", stdout(&o));
+    let o = itergate(
+        &[
+            "--color",
+            "never",
+            "decide",
+            "--history",
+            "examples/history.yml",
+            NOW,
+        ],
+        &root(),
+    );
+    assert!(!stdout(&o).contains('\u{1b}'));
+}

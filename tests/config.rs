@@ -1,0 +1,147 @@
+//! `.itergate.yml`: defaults, and what a bad file says.
+
+use std::path::Path;
+
+use itergate::config::{Config, ConfigError, DEFAULT_CONFIG_YAML};
+
+fn err(yaml: &str) -> ConfigError {
+    Config::from_yaml(yaml, Path::new(".itergate.yml")).expect_err("config should be refused")
+}
+
+#[test]
+fn documented_defaults_are_the_defaults() {
+    let documented = Config::from_yaml(DEFAULT_CONFIG_YAML, Path::new("default.itergate.yml"))
+        .expect("the documented default file parses");
+    assert_eq!(documented, Config::default());
+}
+
+#[test]
+fn empty_file_means_defaults() {
+    assert_eq!(
+        Config::from_yaml("", Path::new("x.yml")),
+        Ok(Config::default())
+    );
+    assert_eq!(
+        Config::from_yaml("# only a comment\n", Path::new("x.yml")),
+        Ok(Config::default())
+    );
+}
+
+#[test]
+fn partial_sections_keep_other_defaults() {
+    let c = Config::from_yaml(
+        "stopping_criteria:\n  quality_threshold:\n    value: 0.9\n",
+        Path::new("x.yml"),
+    )
+    .expect("valid");
+    assert_eq!(c.stopping_criteria.quality_threshold.value.get(), 0.9);
+    assert!(c.stopping_criteria.quality_threshold.enabled);
+    assert_eq!(c.stopping_criteria.iteration_limits.max, 10);
+}
+
+#[test]
+fn unknown_key_names_place_and_suggests() {
+    let e = err("stopping_criteria:\n  quality_treshold:\n    value: 0.9\n");
+    assert_eq!(e.line, Some(2));
+    assert_eq!(e.column, Some(3));
+    assert_eq!(e.key.as_deref(), Some("stopping_criteria.quality_treshold"));
+    assert!(
+        e.message.contains("did you mean `quality_threshold`?"),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with(".itergate.yml:2:3: "), "{e}");
+}
+
+#[test]
+fn unknown_top_level_key_suggests() {
+    let e = err("qualty_weights:\n  tests_passing: 1.0\n");
+    assert!(e.message.contains("did you mean `quality_weights`?"), "{e}");
+    assert_eq!(e.line, Some(1));
+}
+
+#[test]
+fn wrong_type_names_the_key_and_expectation() {
+    let e = err("stopping_criteria:\n  iteration_limits:\n    max: ten\n");
+    assert_eq!(
+        e.key.as_deref(),
+        Some("stopping_criteria.iteration_limits.max")
+    );
+    assert_eq!(e.line, Some(3));
+    assert!(e.message.contains("expected u32"), "{e}");
+}
+
+#[test]
+fn out_of_range_threshold() {
+    let e = err("stopping_criteria:\n  quality_threshold:\n    value: 1.5\n");
+    assert_eq!(
+        e.key.as_deref(),
+        Some("stopping_criteria.quality_threshold.value")
+    );
+    assert!(e.message.contains("expected a number from 0 to 1"), "{e}");
+    assert_eq!(e.line, Some(3));
+}
+
+#[test]
+fn negative_weight() {
+    let e = err("quality_weights:\n  tests_passing: -0.4\n  code_quality: 0.7\n  coverage: 0.6\n  complexity: 0.1\n");
+    assert!(
+        e.message
+            .contains("weight `tests_passing` is -0.4; expected a number >= 0"),
+        "{e}"
+    );
+    assert!(e.line.is_some());
+}
+
+#[test]
+fn weights_must_sum_to_one() {
+    let e = err("quality_weights:\n  tests_passing: 0.5\n");
+    assert!(e.message.contains("sum to 1.1"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("quality_weights"));
+}
+
+#[test]
+fn min_greater_than_max() {
+    let e = err("stopping_criteria:\n  iteration_limits: {min: 5, max: 3}\n");
+    assert!(
+        e.message.contains("`min` (5) is greater than `max` (3)"),
+        "{e}"
+    );
+    assert_eq!(e.key.as_deref(), Some("stopping_criteria.iteration_limits"));
+}
+
+#[test]
+fn unknown_requirement_metric_suggests() {
+    let e = err("requirements:\n  - metric: covrage\n    min: 0.8\n");
+    assert!(e.message.contains("did you mean `coverage`?"), "{e}");
+    assert_eq!(e.key.as_deref(), Some("requirements[0].metric"));
+}
+
+#[test]
+fn bad_enum_value_lists_the_choices() {
+    let e = err("hook:\n  gate: block\n");
+    assert!(
+        e.message.contains("warn") && e.message.contains("block-on-escalate"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(2));
+}
+
+#[test]
+fn broken_yaml_syntax() {
+    let e = err("stopping_criteria:\n  quality_threshold: {value: 0.9\n");
+    assert!(e.line.is_some(), "{e}");
+}
+
+#[test]
+fn github_location_is_discovered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join(".github")).expect("mkdir");
+    std::fs::write(
+        dir.path().join(".github/itergate.yml"),
+        "revision: {max_iterations: 5}\n",
+    )
+    .expect("write");
+    let (c, path) = Config::discover(dir.path()).expect("valid");
+    assert_eq!(c.revision.max_iterations, 5);
+    assert!(path.expect("found").ends_with(".github/itergate.yml"));
+}

@@ -1,0 +1,82 @@
+//! Snapshots of the decision report (YAML) and the analytics text for realistic histories.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use itergate::config::Config;
+use itergate::engine::{decide, DecideInput, DecisionReport, Feedback};
+use itergate::history::file::load_history;
+use itergate::render::Renderer;
+use itergate::{analytics, summary};
+
+const NOW: &str = "2026-11-02T11:00:00Z";
+
+fn run(name: &str, config: Config) -> (String, String, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/histories");
+    let history = load_history(&dir.join(format!("{name}.yml"))).expect("fixture parses");
+    let now: DateTime<Utc> = NOW.parse().expect("time");
+    let decision = decide(&DecideInput {
+        task_id: name,
+        config: &config,
+        history: &history,
+        feedback: &Feedback::default(),
+        baseline: None,
+        now,
+    })
+    .expect("decision");
+    let renderer = Renderer::new(None, false).expect("templates");
+    let text = renderer
+        .render(
+            "decision.txt.tera",
+            &summary::decision_view(&config, &history, &decision),
+        )
+        .expect("summary renders");
+    let result = analytics::build(&config, &history, &decision, None);
+    let chart = renderer
+        .render("analytics.txt.tera", &analytics::text_view(&result))
+        .expect("analytics renders");
+    let yaml = serde_yaml::to_string(&DecisionReport {
+        iteration_decision: decision,
+    })
+    .expect("yaml");
+    (yaml, text, chart)
+}
+
+fn snapshot(name: &str, config: Config) {
+    let (yaml, text, chart) = run(name, config);
+    insta::assert_snapshot!(format!("{name}_decision_yaml"), yaml);
+    insta::assert_snapshot!(format!("{name}_decision_text"), text);
+    insta::assert_snapshot!(format!("{name}_analytics"), chart);
+}
+
+#[test]
+fn improving() {
+    snapshot("improving", Config::default());
+}
+
+#[test]
+fn plateau() {
+    snapshot("plateau", Config::default());
+}
+
+#[test]
+fn regression_after_best() {
+    snapshot("regression", Config::default());
+}
+
+#[test]
+fn stalled_revision_count() {
+    snapshot("stalled", Config::default());
+}
+
+#[test]
+fn budget_exhausted() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/histories");
+    let config = Config::load(&dir.join("budget.itergate.yml")).expect("config");
+    snapshot("budget", config);
+}
+
+#[test]
+fn void_best_candidate_fenced_out() {
+    snapshot("void_best", Config::default());
+}
