@@ -65,6 +65,38 @@ pub enum Command {
     /// Show quality over iterations: a bar per iteration, the deltas, the stopping reason
     /// and the per-dimension breakdown; or export it as JSON or CSV.
     Analytics(AnalyticsArgs),
+    /// Score a commit: run the configured checks (or the auto-detected ones), read their
+    /// reports and the commit's trailers, and print its iteration record.
+    ///
+    /// A commit other than HEAD is scored in a temporary worktree; your work tree is never
+    /// touched. With --report, existing reports are read and nothing is run.
+    Score(ScoreArgs),
+    /// Write a commented .itergate.yml for the toolchain detected here.
+    Init(InitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// The commit to score.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub rev: String,
+    /// Read an existing report instead of running checks, as FORMAT:PATH (repeatable).
+    /// Formats: junit, tap, libtest, lcov, cobertura, sarif, cargo-json, checkstyle,
+    /// ruff-json, eslint-json, lizard.
+    #[arg(long = "report", value_name = "FORMAT:PATH")]
+    pub reports: Vec<String>,
+    /// Base branch the task started from (default: the remote's HEAD branch, main, master).
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    #[arg(long, value_enum, default_value_t = DecideFormat::Text)]
+    pub format: DecideFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Overwrite an existing .itergate.yml.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

@@ -184,6 +184,14 @@ pub enum Severity {
 }
 
 impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Blocker => "BLOCKER",
+            Severity::Warning => "WARNING",
+            Severity::Info => "INFO",
+        }
+    }
+
     pub fn counts_for_revision(self) -> bool {
         !matches!(self, Severity::Info)
     }

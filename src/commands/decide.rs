@@ -41,7 +41,7 @@ fn load_and_decide(env: &Env, args: &HistoryArgs) -> Result<Loaded, Failure> {
     })
 }
 
-fn print(text: &str) -> Result<(), Failure> {
+pub(super) fn print(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())

@@ -2,6 +2,7 @@
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
 mod decide;
+mod score;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -94,5 +95,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Decide(args) => decide::decide(&env, &args),
         Command::Analytics(args) => decide::analytics(&env, &args),
+        Command::Score(args) => score::score(&env, &args, cli.global.quiet),
+        Command::Init(args) => score::init(&env, &args),
     }
 }

@@ -16,6 +16,7 @@ pub struct Config {
     pub quality_weights: QualityWeights,
     pub stopping_criteria: StoppingCriteria,
     pub detection: Detection,
+    pub scoring: Scoring,
     pub revision: Revision,
     pub requirements: Vec<Requirement>,
     pub checks: BTreeMap<String, Check>,
@@ -220,6 +221,23 @@ impl Default for Detection {
     fn default() -> Self {
         Detection {
             min_confidence: Fraction::new_const(0.75),
+        }
+    }
+}
+
+/// How reports become scores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scoring {
+    /// Cyclomatic complexity at which the complexity score reaches 0; changed functions
+    /// above it are WARNINGs.
+    pub complexity_threshold: u32,
+}
+
+impl Default for Scoring {
+    fn default() -> Self {
+        Scoring {
+            complexity_threshold: 15,
         }
     }
 }

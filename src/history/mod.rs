@@ -2,3 +2,4 @@
 //! the sticky PR comment.
 
 pub mod file;
+pub mod notes;

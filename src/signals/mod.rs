@@ -1,1 +1,9 @@
+//! Signals: what a commit says about itself. Run the configured checks, read their reports,
+//! read the commit's trailers, and score it into an `IterationRecord`.
+
+pub mod checks;
+pub mod classify;
+pub mod detect;
 pub mod report;
+pub mod score;
+pub mod trailers;

@@ -1,0 +1,362 @@
+//! Git plumbing for the hook and CI modes: finding the repository, the task's iterations
+//! (first-parent commits since the merge-base with the base branch), commit trailers, the
+//! lines a commit added, and throw-away worktrees for scoring a commit that is not checked
+//! out.
+//!
+//! Everything here reads the repository through git2 and never writes the user's work tree,
+//! index or branches. The one exception to "git2 only" is [`TempWorktree`]: libgit2 can only
+//! add a worktree on a branch (it would create one in the user's repository), so it runs
+//! `git worktree add --detach`, with the user's hooks switched off. Object ids are kept as
+//! the text git prints; nothing here assumes a 40-character sha1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{anyhow, bail, Context, Result};
+use git2::{BranchType, Diff, DiffFindOptions, DiffOptions, Oid, Repository, Sort};
+
+/// Environment variables that point git at a repository, index or object store. A hook
+/// runs with some of them set for the repository being pushed; a git subprocess we start
+/// names its repository explicitly, so they are removed to keep it from writing elsewhere
+/// (for example into the user's index through `GIT_INDEX_FILE`).
+const REPOSITORY_ENV_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_PREFIX",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+];
+
+/// Opens the repository that contains `dir` (like `git -C dir`): searches upwards, and
+/// works from a linked worktree or a subdirectory.
+pub fn open(dir: &Path) -> Result<Repository> {
+    Repository::discover(dir)
+        .with_context(|| format!("no git repository at or above {}", dir.display()))
+}
+
+/// The short name of the checked-out branch, or `None` when HEAD is detached. An unborn
+/// branch (a repository without commits) is reported by name.
+pub fn head_branch(repo: &Repository) -> Result<Option<String>> {
+    if repo.head_detached().context("reading HEAD")? {
+        return Ok(None);
+    }
+    let head = repo.find_reference("HEAD").context("reading HEAD")?;
+    let Some(target) = head.symbolic_target() else {
+        return Ok(None);
+    };
+    Ok(target.strip_prefix("refs/heads/").map(str::to_owned))
+}
+
+/// Resolves a revision (`main`, `origin/main`, `HEAD~2`, a full or abbreviated id) to the
+/// commit it names.
+pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
+    let object = repo
+        .revparse_single(rev)
+        .with_context(|| format!("unknown revision `{rev}`"))?;
+    let commit = object
+        .peel_to_commit()
+        .with_context(|| format!("`{rev}` does not name a commit"))?;
+    Ok(commit.id())
+}
+
+/// The best common ancestor of two commits, or `None` when their histories are unrelated.
+pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Result<Option<Oid>> {
+    match repo.merge_base(a, b) {
+        Ok(oid) => Ok(Some(oid)),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("finding the merge-base of {a} and {b}")),
+    }
+}
+
+/// The iterations of a task, oldest first: the commits reachable from `tip` along first
+/// parents and not reachable from `base` (the merge-base). Merges from the base branch into
+/// the task count as one iteration each; the commits they bring in do not. Without a base,
+/// the whole first-parent history up to the root.
+pub fn first_parent_commits(repo: &Repository, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
+    let mut walk = repo.revwalk().context("starting a history walk")?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
+        .context("sorting the history walk")?;
+    walk.simplify_first_parent()
+        .context("restricting the walk to first parents")?;
+    walk.push(tip)
+        .with_context(|| format!("walking history from {tip}"))?;
+    if let Some(base) = base {
+        walk.hide(base)
+            .with_context(|| format!("excluding the history of {base}"))?;
+    }
+    walk.collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("walking the first-parent history of {tip}"))
+}
+
+/// The revision a task is compared against. In order: the configured `hook.base`; the
+/// branch the remote's HEAD points at (`refs/remotes/<remote>/HEAD`, as set by `git clone`
+/// or `git remote set-head`), returned as its remote-tracking ref; a local `main`; a local
+/// `master`.
+pub fn default_base_branch(
+    repo: &Repository,
+    configured: Option<&str>,
+    remote: &str,
+) -> Result<String> {
+    if let Some(base) = configured.filter(|b| !b.trim().is_empty()) {
+        return Ok(base.trim().to_owned());
+    }
+    let remote_head = format!("refs/remotes/{remote}/HEAD");
+    if let Ok(reference) = repo.find_reference(&remote_head) {
+        if let Some(target) = reference.symbolic_target() {
+            return Ok(target.to_owned());
+        }
+    }
+    for name in ["main", "master"] {
+        if repo.find_branch(name, BranchType::Local).is_ok() {
+            return Ok(format!("refs/heads/{name}"));
+        }
+    }
+    bail!(
+        "cannot tell the base branch: `{remote_head}` is not set and there is no `main` or \
+         `master` branch; set `hook.base` in .itergate.yml"
+    )
+}
+
+/// The trailers (`Key: value` lines of the last paragraph) of a commit message, in order.
+/// A message without trailers gives an empty list.
+pub fn message_trailers(message: &str) -> Result<Vec<(String, String)>> {
+    let trailers = git2::message_trailers_strs(message).context("parsing commit trailers")?;
+    Ok(trailers
+        .iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect())
+}
+
+/// The trailers of a commit's message.
+pub fn commit_trailers(repo: &Repository, commit: Oid) -> Result<Vec<(String, String)>> {
+    let commit = repo
+        .find_commit(commit)
+        .with_context(|| format!("reading commit {commit}"))?;
+    let message = String::from_utf8_lossy(commit.message_bytes());
+    message_trailers(&message)
+}
+
+/// One line a commit added, numbered as in the new version of its file (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedLine {
+    pub line: u32,
+    pub text: String,
+}
+
+/// The lines added between two trees, per file path (`/`-separated, as in the tree).
+/// Deleted and binary files have no entry; a renamed file lists only the lines it gained.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChangedLines {
+    pub files: BTreeMap<String, Vec<AddedLine>>,
+}
+
+impl ChangedLines {
+    /// The added line numbers of one file, ascending.
+    pub fn line_numbers(&self, path: &str) -> Vec<u32> {
+        self.files
+            .get(path)
+            .map(|lines| lines.iter().map(|l| l.line).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every added line with its file, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &AddedLine)> + '_ {
+        self.files
+            .iter()
+            .flat_map(|(path, lines)| lines.iter().map(move |l| (path.as_str(), l)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// The lines `commit` adds relative to `base` (usually the merge-base or the parent); with
+/// no base, relative to an empty tree. Renames are followed so that moving a file does not
+/// count all its lines as new.
+pub fn added_lines(repo: &Repository, base: Option<Oid>, commit: Oid) -> Result<ChangedLines> {
+    let new_tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .with_context(|| format!("reading the tree of {commit}"))?;
+    let old_tree = match base {
+        Some(base) => Some(
+            repo.find_commit(base)
+                .and_then(|c| c.tree())
+                .with_context(|| format!("reading the tree of {base}"))?,
+        ),
+        None => None,
+    };
+    let mut options = DiffOptions::new();
+    options.context_lines(0).ignore_submodules(true);
+    let mut diff = repo
+        .diff_tree_to_tree(old_tree.as_ref(), Some(&new_tree), Some(&mut options))
+        .with_context(|| format!("diffing {commit} against its base"))?;
+    diff.find_similar(Some(DiffFindOptions::new().renames(true)))
+        .context("detecting renames")?;
+    collect_added_lines(&diff)
+}
+
+fn collect_added_lines(diff: &Diff<'_>) -> Result<ChangedLines> {
+    let mut changed = ChangedLines::default();
+    diff.foreach(
+        &mut |_, _| true,
+        None,
+        None,
+        Some(&mut |delta, _hunk, line| {
+            if line.origin() != '+' {
+                return true;
+            }
+            let (Some(path), Some(number)) = (delta.new_file().path(), line.new_lineno()) else {
+                return true;
+            };
+            let text = String::from_utf8_lossy(line.content());
+            let text = text.trim_end_matches(['\n', '\r']).to_owned();
+            changed
+                .files
+                .entry(tree_path(path))
+                .or_default()
+                .push(AddedLine { line: number, text });
+            true
+        }),
+    )
+    .context("reading the diff")?;
+    Ok(changed)
+}
+
+fn tree_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if std::path::MAIN_SEPARATOR == '/' {
+        text.into_owned()
+    } else {
+        text.replace(std::path::MAIN_SEPARATOR, "/")
+    }
+}
+
+/// A `git` command for the repository at `dir`, with the repository-locating environment
+/// of a surrounding hook removed so that it acts on `dir` and nothing else.
+pub fn git_command(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command.arg("-C").arg(dir);
+    for var in REPOSITORY_ENV_VARS {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// Runs a git command to completion; a non-zero exit is an error carrying git's stderr.
+pub fn run_git(command: &mut Command) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("running {command:?} (is git installed and on PATH?)"))?;
+    if !output.status.success() {
+        return Err(anyhow!(
+            "{command:?} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// A linked worktree with one commit checked out (detached), in the system temporary
+/// directory. Dropping it removes the directory and prunes its administrative entry; the
+/// user's work tree, index, branches and HEAD are never touched.
+#[derive(Debug)]
+pub struct TempWorktree {
+    path: PathBuf,
+    common_dir: PathBuf,
+    name: String,
+}
+
+impl TempWorktree {
+    /// Checks `commit` out into a new temporary worktree of `repo`.
+    pub fn create(repo: &Repository, commit: Oid) -> Result<TempWorktree> {
+        repo.find_commit(commit)
+            .with_context(|| format!("{commit} is not a commit of this repository"))?;
+        let path = unique_temp_path();
+        let mut command = match repo.workdir() {
+            Some(workdir) => git_command(workdir),
+            None => git_command(repo.path()),
+        };
+        // `git worktree add` runs the post-checkout hook; the user's hooks must not see
+        // our scratch checkouts.
+        command
+            .args(["-c", "core.hooksPath=/dev/null", "worktree", "add"])
+            .args(["--detach", "--quiet"])
+            .arg(&path)
+            .arg(commit.to_string());
+        run_git(&mut command).with_context(|| format!("checking out {commit} in a worktree"))?;
+        let name = worktree_name(&path)?;
+        Ok(TempWorktree {
+            path,
+            common_dir: repo.commondir().to_path_buf(),
+            name,
+        })
+    }
+
+    /// The root of the checkout.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn remove(&self) -> Result<()> {
+        let repo = Repository::open(&self.common_dir)
+            .with_context(|| format!("opening {}", self.common_dir.display()))?;
+        let worktree = repo
+            .find_worktree(&self.name)
+            .with_context(|| format!("finding worktree `{}`", self.name))?;
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.valid(true).locked(true).working_tree(true);
+        worktree
+            .prune(Some(&mut prune))
+            .with_context(|| format!("pruning worktree `{}`", self.name))
+    }
+}
+
+impl Drop for TempWorktree {
+    fn drop(&mut self) {
+        if let Err(error) = self.remove() {
+            tracing::warn!(path = %self.path.display(), error = %format!("{error:#}"), "could not prune temporary worktree");
+        }
+        if self.path.exists() {
+            if let Err(error) = std::fs::remove_dir_all(&self.path) {
+                tracing::warn!(path = %self.path.display(), %error, "could not remove temporary worktree");
+            }
+        }
+    }
+}
+
+fn worktree_name(path: &Path) -> Result<String> {
+    let repo = Repository::open(path)
+        .with_context(|| format!("opening the new worktree at {}", path.display()))?;
+    let worktree = git2::Worktree::open_from_repository(&repo)
+        .with_context(|| format!("reading the worktree at {}", path.display()))?;
+    worktree
+        .name()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow!("the worktree at {} has no name", path.display()))
+}
+
+fn unique_temp_path() -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    std::env::temp_dir().join(format!(
+        "itergate-wt-{}-{count}-{nanos:08x}",
+        std::process::id()
+    ))
+}

@@ -1,0 +1,431 @@
+//! The hook mode's history store: one `IterationRecord` per commit, kept as a JSON git note
+//! under `refs/notes/itergate`, so history travels with the repository and survives
+//! rebases of unrelated branches without touching the work tree or the index.
+//!
+//! A note is an envelope `{"version":1,"fingerprint":"...","record":{...}}`; the fingerprint
+//! names the check configuration that produced the record, so a record can be reused for
+//! another commit with the same tree only when the checks are the same. A bare record (as a
+//! person or an older tool might write it) is read too.
+//!
+//! Several processes may write notes at once (parallel pushes, agents in several
+//! worktrees). libgit2's own note writing moves the notes ref unconditionally, so two
+//! writers can each drop the other's note (the concurrency test in `tests/git_notes.rs`
+//! loses most notes that way). Instead each write builds its notes commit on a private
+//! scratch ref and then moves the notes ref by compare-and-swap (under git's ref lock,
+//! against the commit it built on); a writer that loses the race re-reads the notes tree
+//! and tries again, as `git notes` itself does.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use git2::{ErrorCode, Oid, Repository, Signature};
+use serde::{Deserialize, Serialize};
+
+use crate::git::{git_command, run_git};
+use crate::model::IterationRecord;
+
+/// Where records live unless configured otherwise.
+pub const DEFAULT_NOTES_REF: &str = "refs/notes/itergate";
+
+/// The envelope version this code writes; newer versions are refused, not misread.
+pub const ENVELOPE_VERSION: u32 = 1;
+
+/// How often a write is retried when another writer moved the notes ref first.
+const MAX_WRITE_ATTEMPTS: u32 = 50;
+const BACKOFF_STEP_MS: u64 = 2;
+const BACKOFF_CAP_MS: u64 = 40;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Envelope {
+    version: u32,
+    #[serde(default)]
+    fingerprint: String,
+    record: IterationRecord,
+}
+
+/// A note read back: the record and the fingerprint of the checks that produced it
+/// (`None` for a bare record).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRecord {
+    pub record: IterationRecord,
+    pub fingerprint: Option<String>,
+}
+
+/// Reads and writes iteration records as git notes of one notes ref.
+pub struct NotesStore {
+    repo: Repository,
+    notes_ref: String,
+}
+
+impl std::fmt::Debug for NotesStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotesStore")
+            .field("repo", &self.repo.path())
+            .field("notes_ref", &self.notes_ref)
+            .finish()
+    }
+}
+
+impl NotesStore {
+    /// Opens the store of the repository containing `repo_path`; `notes_ref` defaults to
+    /// [`DEFAULT_NOTES_REF`]. A short name (`itergate`) means `refs/notes/itergate`.
+    pub fn new(repo_path: &Path, notes_ref: Option<&str>) -> Result<NotesStore> {
+        let repo = crate::git::open(repo_path)?;
+        let notes_ref = full_notes_ref(notes_ref.unwrap_or(DEFAULT_NOTES_REF));
+        git2::Reference::is_valid_name(&notes_ref)
+            .then_some(())
+            .ok_or_else(|| anyhow!("`{notes_ref}` is not a valid ref name"))?;
+        Ok(NotesStore { repo, notes_ref })
+    }
+
+    pub fn notes_ref(&self) -> &str {
+        &self.notes_ref
+    }
+
+    pub fn repository(&self) -> &Repository {
+        &self.repo
+    }
+
+    /// Stores `record` as the note of `commit`, replacing any earlier one. Retries (with a
+    /// short, growing, jittered pause) while concurrent writers win the race for the ref.
+    pub fn write(&self, commit: Oid, record: &IterationRecord, fingerprint: &str) -> Result<()> {
+        let envelope = Envelope {
+            version: ENVELOPE_VERSION,
+            fingerprint: fingerprint.to_owned(),
+            record: record.clone(),
+        };
+        let mut text = serde_json::to_string(&envelope).context("serialising the record")?;
+        text.push('\n');
+        let signature = self.signature()?;
+        for attempt in 1..=MAX_WRITE_ATTEMPTS {
+            match self.try_write(commit, &text, &signature) {
+                Ok(WriteOutcome::Written) => return Ok(()),
+                Ok(WriteOutcome::Raced) => std::thread::sleep(backoff(attempt)),
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("writing the {} note of {commit}", self.notes_ref)
+                    })
+                }
+            }
+        }
+        bail!(
+            "writing the {} note of {commit}: the ref kept changing under {MAX_WRITE_ATTEMPTS} attempts",
+            self.notes_ref
+        )
+    }
+
+    /// One read-modify-write of the notes ref. libgit2's `git_note_create` moves the notes
+    /// ref with a forced, unconditional update (two writers can each drop the other's
+    /// note), so the notes commit is built on a private scratch ref and the notes ref is
+    /// then moved by compare-and-swap against the commit it was built on.
+    fn try_write(
+        &self,
+        commit: Oid,
+        text: &str,
+        signature: &Signature<'_>,
+    ) -> Result<WriteOutcome> {
+        let current = match self.repo.find_reference(&self.notes_ref) {
+            Ok(reference) => Some(
+                reference
+                    .peel_to_commit()
+                    .with_context(|| {
+                        format!("{} does not point at a notes commit", self.notes_ref)
+                    })?
+                    .id(),
+            ),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
+        };
+        let scratch = ScratchRef::create(&self.repo, current)?;
+        self.repo
+            .note(
+                signature,
+                signature,
+                Some(&scratch.name),
+                commit,
+                text,
+                true,
+            )
+            .with_context(|| format!("building a notes commit on {}", scratch.name))?;
+        let built = self
+            .repo
+            .refname_to_id(&scratch.name)
+            .with_context(|| format!("reading {}", scratch.name))?;
+        let message = format!("itergate: note for {commit}");
+        let swapped = match current {
+            Some(old) => self
+                .repo
+                .reference_matching(&self.notes_ref, built, true, old, &message),
+            None => self.repo.reference(&self.notes_ref, built, false, &message),
+        };
+        match swapped {
+            Ok(_) => Ok(WriteOutcome::Written),
+            Err(e) if is_contention(&e) => Ok(WriteOutcome::Raced),
+            Err(e) => Err(e).with_context(|| format!("updating {}", self.notes_ref)),
+        }
+    }
+
+    fn signature(&self) -> Result<Signature<'static>> {
+        match self.repo.signature() {
+            Ok(signature) => Ok(signature.to_owned()),
+            Err(_) => Signature::now("itergate", "itergate@localhost")
+                .context("making a signature for the notes commit"),
+        }
+    }
+
+    /// The record stored for `commit`, if any.
+    pub fn read(&self, commit: Oid) -> Result<Option<IterationRecord>> {
+        Ok(self.read_stored(commit)?.map(|stored| stored.record))
+    }
+
+    /// The record stored for `commit` with its fingerprint, if any.
+    pub fn read_stored(&self, commit: Oid) -> Result<Option<StoredRecord>> {
+        let note = match self.repo.find_note(Some(&self.notes_ref), commit) {
+            Ok(note) => note,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading the note of {commit}")),
+        };
+        let stored = parse_note(note.message_bytes())
+            .with_context(|| format!("the {} note of {commit} is not a record", self.notes_ref))?;
+        Ok(Some(stored))
+    }
+
+    /// A record for another commit with the same tree and the same check configuration:
+    /// scoring it again would give the same result. The newest such record wins; notes
+    /// that are not records are skipped with a warning.
+    pub fn find_by_tree(
+        &self,
+        tree: &crate::model::TreeId,
+        fingerprint: &str,
+    ) -> Result<Option<IterationRecord>> {
+        let mut best: Option<IterationRecord> = None;
+        for (blob, commit) in self.note_entries()? {
+            let Some(stored) = self.parse_blob(blob, commit) else {
+                continue;
+            };
+            if stored.fingerprint.as_deref() != Some(fingerprint) {
+                continue;
+            }
+            if !self.has_tree(&stored.record, commit, tree) {
+                continue;
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| stored.record.timestamp > b.timestamp)
+            {
+                best = Some(stored.record);
+            }
+        }
+        Ok(best)
+    }
+
+    fn note_entries(&self) -> Result<Vec<(Oid, Oid)>> {
+        let notes = match self.repo.notes(Some(&self.notes_ref)) {
+            Ok(notes) => notes,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("listing {}", self.notes_ref)),
+        };
+        notes
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("listing {}", self.notes_ref))
+    }
+
+    fn parse_blob(&self, blob: Oid, commit: Oid) -> Option<StoredRecord> {
+        let parsed = self
+            .repo
+            .find_blob(blob)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| parse_note(b.content()));
+        match parsed {
+            Ok(stored) => Some(stored),
+            Err(error) => {
+                tracing::warn!(%commit, error = %format!("{error:#}"), "skipping a note that is not a record");
+                None
+            }
+        }
+    }
+
+    /// Whether the record (or, when it does not say, the annotated commit) has `tree`.
+    fn has_tree(&self, record: &IterationRecord, commit: Oid, tree: &crate::model::TreeId) -> bool {
+        if !record.tree.0.is_empty() {
+            return record.tree == *tree;
+        }
+        self.repo
+            .find_commit(commit)
+            .map(|c| c.tree_id().to_string() == tree.0)
+            .unwrap_or(false)
+    }
+
+    /// The stored records of a task's commits, in the order given; commits without a note
+    /// are left out.
+    pub fn history(&self, commits: &[Oid]) -> Result<Vec<IterationRecord>> {
+        let mut records = Vec::with_capacity(commits.len());
+        for &commit in commits {
+            if let Some(record) = self.read(commit)? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+}
+
+/// `itergate` → `refs/notes/itergate`; full names are kept.
+pub fn full_notes_ref(name: &str) -> String {
+    if name.starts_with("refs/") {
+        name.to_owned()
+    } else {
+        format!("refs/notes/{name}")
+    }
+}
+
+/// Parses a note: an envelope, or a bare record.
+pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).context("not JSON")?;
+    let is_envelope = value.get("record").is_some() && value.get("version").is_some();
+    if !is_envelope {
+        let record = serde_json::from_value(value).context("not an iteration record")?;
+        return Ok(StoredRecord {
+            record,
+            fingerprint: None,
+        });
+    }
+    let envelope: Envelope = serde_json::from_value(value).context("not a record envelope")?;
+    if envelope.version > ENVELOPE_VERSION {
+        bail!(
+            "written by a newer itergate (envelope version {}, this one reads up to {ENVELOPE_VERSION})",
+            envelope.version
+        );
+    }
+    Ok(StoredRecord {
+        record: envelope.record,
+        fingerprint: Some(envelope.fingerprint),
+    })
+}
+
+/// Errors of the compare-and-swap that mean "someone else moved (or is moving, or
+/// created, or deleted) the notes ref first": build again on the new value.
+fn is_contention(error: &git2::Error) -> bool {
+    matches!(
+        error.code(),
+        ErrorCode::Locked | ErrorCode::Modified | ErrorCode::Exists | ErrorCode::NotFound
+    )
+}
+
+enum WriteOutcome {
+    Written,
+    Raced,
+}
+
+/// A private ref (`refs/itergate/tmp/...`, unique to this process and call) that a notes
+/// commit is built on; deleted when dropped.
+struct ScratchRef<'r> {
+    repo: &'r Repository,
+    name: String,
+}
+
+impl<'r> ScratchRef<'r> {
+    fn create(repo: &'r Repository, start: Option<Oid>) -> Result<ScratchRef<'r>> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "refs/itergate/tmp/notes-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let scratch = ScratchRef { repo, name };
+        match start {
+            Some(start) => {
+                repo.reference(&scratch.name, start, true, "itergate: scratch")
+                    .with_context(|| format!("creating {}", scratch.name))?;
+            }
+            None => scratch.delete(),
+        }
+        Ok(scratch)
+    }
+
+    fn delete(&self) {
+        if let Ok(mut reference) = self.repo.find_reference(&self.name) {
+            if let Err(error) = reference.delete() {
+                tracing::warn!(name = %self.name, %error, "could not delete a scratch ref");
+            }
+        }
+    }
+}
+
+impl Drop for ScratchRef<'_> {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    let base = (BACKOFF_STEP_MS * u64::from(attempt)).min(BACKOFF_CAP_MS);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_nanos()))
+        .unwrap_or_default();
+    let jitter = (nanos ^ u64::from(std::process::id())) % (base + 1);
+    Duration::from_millis(base / 2 + jitter)
+}
+
+/// The scratch ref a fetch writes the remote's notes to before merging them.
+pub fn remote_scratch_ref(notes_ref: &str) -> String {
+    format!("{}-remote", full_notes_ref(notes_ref))
+}
+
+/// Publishes the local notes: `git push <remote> <ref>:<ref>`. Not forced: when the remote
+/// has notes this clone has not seen, the push is refused; run [`fetch_notes`] first (or
+/// [`sync_notes`]).
+pub fn push_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<()> {
+    let notes_ref = full_notes_ref(notes_ref);
+    run_git(
+        git_command(repo_dir)
+            .args(["push", "--quiet", "--no-verify", remote])
+            .arg(format!("{notes_ref}:{notes_ref}")),
+    )
+    .with_context(|| format!("pushing {notes_ref} to {remote}"))?;
+    Ok(())
+}
+
+/// Brings in the remote's notes: `git fetch <remote> +<ref>:<ref>-remote` (a scratch ref,
+/// force-updated, so the local notes are never overwritten), then `git notes --ref <ref>
+/// merge -s ours <ref>-remote`. A fast-forward just moves the local ref; notes for
+/// different commits are unioned; when both sides scored the same commit the local record
+/// is kept (a textual union of two JSON documents would be neither). Returns whether the
+/// remote had any notes.
+pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<bool> {
+    let notes_ref = full_notes_ref(notes_ref);
+    let scratch = remote_scratch_ref(&notes_ref);
+    let listing = run_git(git_command(repo_dir).args(["ls-remote", remote, &notes_ref]))
+        .with_context(|| format!("listing {notes_ref} on {remote}"))?;
+    if listing.trim().is_empty() {
+        return Ok(false);
+    }
+    run_git(
+        git_command(repo_dir)
+            .args(["fetch", "--quiet", "--no-write-fetch-head", remote])
+            .arg(format!("+{notes_ref}:{scratch}")),
+    )
+    .with_context(|| format!("fetching {notes_ref} from {remote}"))?;
+    let mut merge = git_command(repo_dir);
+    if crate::git::open(repo_dir)?.signature().is_err() {
+        merge.args([
+            "-c",
+            "user.name=itergate",
+            "-c",
+            "user.email=itergate@localhost",
+        ]);
+    }
+    merge.args([
+        "notes", "--ref", &notes_ref, "merge", "--quiet", "-s", "ours", &scratch,
+    ]);
+    run_git(&mut merge).with_context(|| format!("merging {scratch} into {notes_ref}"))?;
+    Ok(true)
+}
+
+/// Fetch-and-merge, then push: afterwards local and remote hold the union of both.
+pub fn sync_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<()> {
+    fetch_notes(repo_dir, remote, notes_ref)?;
+    push_notes(repo_dir, remote, notes_ref)
+}

@@ -1,0 +1,104 @@
+//! Which findings are more than failures: names that do not exist (hallucinations) and work
+//! left undone (incomplete output).
+//!
+//! Hallucinations: rustc's "cannot find" family (E0412 type, E0422/E0423/E0425 value or
+//! function, E0432/E0433 unresolved import or path, E0599 no such method, E0609 no such
+//! field, E0463 missing crate), TypeScript's TS2304/TS2307/TS2339/TS2305, and Python's
+//! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`.
+//! Incomplete output: `todo!()`, `unimplemented!()`, `TODO`, `FIXME` in added lines.
+
+use crate::git::ChangedLines;
+use crate::model::{CheckerIssue, Severity, Trigger, TriggerType};
+
+use super::report::{LintFinding, TestCase, TestOutcome};
+
+const RUST_UNKNOWN_NAME_CODES: [&str; 10] = [
+    "E0412", "E0422", "E0423", "E0425", "E0432", "E0433", "E0463", "E0599", "E0609", "E0405",
+];
+const TS_UNKNOWN_NAME_CODES: [&str; 4] = ["TS2304", "TS2305", "TS2307", "TS2339"];
+const PYTHON_UNKNOWN_NAME_ERRORS: [&str; 4] = [
+    "ModuleNotFoundError",
+    "ImportError",
+    "NameError",
+    "AttributeError: module",
+];
+const INCOMPLETE_MARKERS: [&str; 4] = ["todo!(", "unimplemented!(", "TODO", "FIXME"];
+
+/// Hallucination when a compiler or type checker says a name does not exist.
+pub fn lint_trigger(finding: &LintFinding) -> Option<TriggerType> {
+    let rule = finding.rule.as_deref().unwrap_or("");
+    let names_unknown = RUST_UNKNOWN_NAME_CODES.contains(&rule)
+        || TS_UNKNOWN_NAME_CODES
+            .iter()
+            .any(|c| rule.eq_ignore_ascii_case(c))
+        || TS_UNKNOWN_NAME_CODES
+            .iter()
+            .any(|c| finding.message.contains(c));
+    names_unknown.then_some(TriggerType::HallucinationDetected)
+}
+
+/// A non-passing test as a checker issue, and the trigger it raises beyond a failure.
+pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
+    let at = match (&case.file, case.line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        _ => case.id.clone(),
+    };
+    let detail = case
+        .message
+        .as_deref()
+        .or(case.output.as_deref())
+        .unwrap_or("");
+    let first = detail
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let (severity, verb) = match case.outcome {
+        TestOutcome::Skipped => (Severity::Info, "was skipped"),
+        TestOutcome::Errored => (Severity::Blocker, "errored"),
+        _ => (Severity::Blocker, "failed"),
+    };
+    let finding = if first.is_empty() {
+        format!("test {} {verb}", case.id)
+    } else {
+        format!("test {} {verb}: {first}", case.id)
+    };
+    let text = [case.message.as_deref(), case.output.as_deref()];
+    let hallucinated = severity == Severity::Blocker
+        && text
+            .iter()
+            .flatten()
+            .any(|t| PYTHON_UNKNOWN_NAME_ERRORS.iter().any(|e| t.contains(e)));
+    let issue = CheckerIssue {
+        dimension: "tests".into(),
+        severity,
+        finding,
+        affected_field: Some(at),
+        suggested_fix: None,
+    };
+    (
+        issue,
+        hallucinated.then_some(TriggerType::HallucinationDetected),
+    )
+}
+
+/// One `incomplete_output` trigger per added line with a marker of unfinished work.
+pub fn incomplete_markers(changed: &ChangedLines) -> Vec<Trigger> {
+    changed
+        .iter()
+        .filter_map(|(path, line)| {
+            let marker = INCOMPLETE_MARKERS.iter().find(|m| line.text.contains(*m))?;
+            Some(Trigger {
+                kind: TriggerType::IncompleteOutput,
+                source: "diff".into(),
+                severity: 0.6,
+                details: format!(
+                    "`{}` added at {path}:{}",
+                    marker.trim_end_matches('('),
+                    line.line
+                ),
+                fixable: true,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,234 @@
+//! `itergate score` on a real temporary git repository whose checks are small scripts.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn itergate(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs")
+}
+
+const CONFIG: &str = r#"
+checks:
+  tests:
+    run: sh checks/tests.sh
+    report: { format: junit, path: out/junit.xml }
+  coverage:
+    run: sh checks/coverage.sh
+    report: { format: lcov, path: out/lcov.info }
+  lint:
+    run: sh checks/lint.sh
+    report: { format: sarif, from: stdout }
+"#;
+
+const TESTS: &str = r#"mkdir -p out
+cat > out/junit.xml <<'X'
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="calc" tests="4" failures="1" skipped="0">
+<testcase classname="calc" name="adds"/>
+<testcase classname="calc" name="subtracts"/>
+<testcase classname="calc" name="multiplies"/>
+<testcase classname="calc" name="divides" file="src/calc.py" line="7"><failure message="ZeroDivisionError: division by zero">trace</failure></testcase>
+</testsuite></testsuites>
+X
+exit 1
+"#;
+
+const COVERAGE: &str = r#"mkdir -p out
+cat > out/lcov.info <<'X'
+SF:src/calc.py
+DA:1,1
+DA:2,1
+DA:3,0
+DA:4,0
+DA:5,1
+end_of_record
+X
+"#;
+
+const LINT: &str = r#"cat <<'X'
+{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"lint"}},"results":[
+ {"ruleId":"W1","level":"warning","message":{"text":"line too long"},
+  "locations":[{"physicalLocation":{"artifactLocation":{"uri":"src/calc.py"},"region":{"startLine":2}}}]}]}]}
+X
+"#;
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(p.join("src")).expect("mkdir");
+    std::fs::create_dir_all(p.join("checks")).expect("mkdir");
+    std::fs::write(p.join("src/calc.py"), "a = 1\n").expect("write");
+    std::fs::write(p.join(".itergate.yml"), CONFIG).expect("write");
+    std::fs::write(p.join("checks/tests.sh"), TESTS).expect("write");
+    std::fs::write(p.join("checks/coverage.sh"), COVERAGE).expect("write");
+    std::fs::write(p.join("checks/lint.sh"), LINT).expect("write");
+    std::fs::write(p.join(".gitignore"), "out/\n").expect("write");
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "base"]);
+    git(p, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(
+        p.join("src/calc.py"),
+        "a = 1\nb = 2\nc = 3\nd = 4 # TODO handle e\ne = 5\n",
+    )
+    .expect("write");
+    git(
+        p,
+        &[
+            "commit",
+            "-q",
+            "-am",
+            "Add b..e\n\nTokens-Used: 1200\nConfidence: 0.9\nCost-USD: lots",
+        ],
+    );
+    dir
+}
+
+#[test]
+fn scores_a_commit_from_real_reports() {
+    let dir = repo();
+    let o = itergate(dir.path(), &["score", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json record");
+    assert_eq!(r["iteration"], 1);
+    assert_eq!(r["scores"]["tests_passing"], 0.75);
+    assert_eq!(r["scores"]["coverage"], 0.6);
+    assert_eq!(r["scores"]["code_quality"], 0.5);
+    assert_eq!(r["status"], "fail");
+    assert_eq!(r["tokens_used"], 1200);
+    assert_eq!(r["confidence"], 0.9);
+    // changed lines 2..5; 3 and 4 are uncovered -> patch coverage 2/4
+    assert_eq!(r["metrics"]["patch_coverage"], 0.5);
+    let issues = r["issues"].as_array().expect("issues");
+    let find = |s: &str| issues.iter().any(|i| i.to_string().contains(s));
+    assert!(find("src/calc.py:7"), "failing test location: {issues:?}");
+    assert!(find("src/calc.py:3-4"), "uncovered span: {issues:?}");
+    assert!(
+        find("Cost-USD: lots"),
+        "malformed trailer reported: {issues:?}"
+    );
+    let triggers = r["triggers"].to_string();
+    assert!(
+        triggers.contains("validation_failure") && triggers.contains("1 of 4 tests failed"),
+        "{triggers}"
+    );
+    assert!(
+        triggers.contains("incomplete_output") && triggers.contains("src/calc.py:4"),
+        "{triggers}"
+    );
+}
+
+#[test]
+fn ingests_reports_without_running_anything() {
+    let dir = repo();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("given")).expect("mkdir");
+    std::fs::write(
+        p.join("given/lcov.info"),
+        "SF:src/calc.py\nDA:1,1\nDA:2,1\nend_of_record\n",
+    )
+    .expect("write");
+    let o = itergate(
+        p,
+        &[
+            "score",
+            "--report",
+            "lcov:given/lcov.info",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["scores"]["coverage"], 1.0);
+    assert!(
+        r["scores"].get("tests_passing").is_none(),
+        "nothing ran: {r}"
+    );
+    assert!(
+        !p.join("out/junit.xml").exists(),
+        "the tests check must not have run"
+    );
+    let o = itergate(p, &["score", "--report", "nope:x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown report format `nope`"));
+}
+
+#[test]
+fn a_hanging_check_is_stopped_at_its_timeout() {
+    let dir = repo();
+    let p = dir.path();
+    std::fs::write(
+        p.join(".itergate.yml"),
+        "checks:\n  slow:\n    run: echo started; sleep 30\n    timeout: 1\n",
+    )
+    .expect("write");
+    let started = std::time::Instant::now();
+    let o = itergate(p, &["score", "--format", "json", "-q"]);
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(r["status"], "error");
+    assert!(
+        r["issues"].to_string().contains("timed out after 1s"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_non_head_commit_is_scored_in_a_worktree() {
+    let dir = repo();
+    let p = dir.path();
+    let before = std::fs::read_to_string(p.join("src/calc.py")).expect("read");
+    let o = itergate(p, &["score", "--rev", "main", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(p.join("src/calc.py")).expect("read"),
+        before
+    );
+    assert!(
+        !p.join("out").exists(),
+        "checks ran in the user's work tree"
+    );
+}
+
+#[test]
+fn init_writes_a_config_we_accept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").expect("write");
+    let o = itergate(dir.path(), &["init"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
+    assert!(
+        text.contains("cargo clippy") && text.contains("cargo-json"),
+        "{text}"
+    );
+    let o = itergate(dir.path(), &["init"]);
+    assert_eq!(o.status.code(), Some(2), "refuses to overwrite");
+}
