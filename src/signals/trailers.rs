@@ -12,18 +12,25 @@ pub fn apply(trailers: &[(String, String)], record: &mut IterationRecord) -> Vec
     let mut problems = Vec::new();
     for (key, value) in trailers {
         let value = value.trim();
-        let result = match key.to_ascii_lowercase().as_str() {
+        let key_lower = key.to_ascii_lowercase();
+        let experiment = &mut record.experiment;
+        let text_slot = match key_lower.as_str() {
+            "hypothesis" => Some(&mut experiment.hypothesis),
+            "expected-failure-mode" => Some(&mut experiment.expected_failure_mode),
+            "diagnostic" => Some(&mut experiment.distinguishing_diagnostic),
+            "structural-variant" => Some(&mut experiment.structural_variant),
+            _ => None,
+        };
+        if let Some(slot) = text_slot {
+            *slot = Some(value.to_string());
+            continue;
+        }
+        let result = match key_lower.as_str() {
             "tokens-used" => count(value).map(|v| record.tokens_used = Some(v)),
             "output-tokens" => count(value).map(|v| record.output_tokens = Some(v)),
             "tool-calls" => count(value).map(|v| record.tool_calls = Some(v)),
             "cost-usd" => money(value).map(|v| record.cost_usd = Some(v)),
             "confidence" => confidence(value).map(|v| record.confidence = Some(v)),
-            "hypothesis" => Ok(record.experiment.hypothesis = Some(value.into())),
-            "expected-failure-mode" => {
-                Ok(record.experiment.expected_failure_mode = Some(value.into()))
-            }
-            "diagnostic" => Ok(record.experiment.distinguishing_diagnostic = Some(value.into())),
-            "structural-variant" => Ok(record.experiment.structural_variant = Some(value.into())),
             _ => Ok(()),
         };
         if let Err(expected) = result {
