@@ -12,12 +12,13 @@
 //! writers can each drop the other's note (the concurrency test in `tests/git_notes.rs`
 //! loses most notes that way). Instead each write builds its notes commit on a private
 //! scratch ref and then moves the notes ref by compare-and-swap (under git's ref lock,
-//! against the commit it built on); a writer that loses the race re-reads the notes tree
+//! against the commit it built on, or against "absent" for the first note); a writer that loses the race re-reads the notes tree
 //! and tries again, as `git notes` itself does.
 
+use std::fs::{self, File};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{ErrorCode, Oid, Repository, Signature};
@@ -36,6 +37,9 @@ pub const ENVELOPE_VERSION: u32 = 1;
 const MAX_WRITE_ATTEMPTS: u32 = 50;
 const BACKOFF_STEP_MS: u64 = 2;
 const BACKOFF_CAP_MS: u64 = 40;
+/// How long a writer waits for another itergate writer's lock before writing without it.
+const LOCK_WAIT_MS: u64 = 10_000;
+const LOCK_POLL_MS: u64 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Envelope {
@@ -99,8 +103,12 @@ impl NotesStore {
         let mut text = serde_json::to_string(&envelope).context("serialising the record")?;
         text.push('\n');
         let signature = self.signature()?;
+        self.with_lock(|| self.write_with_retries(commit, &text, &signature))
+    }
+
+    fn write_with_retries(&self, commit: Oid, text: &str, signature: &Signature<'_>) -> Result<()> {
         for attempt in 1..=MAX_WRITE_ATTEMPTS {
-            match self.try_write(commit, &text, &signature) {
+            match self.try_write(commit, text, signature) {
                 Ok(WriteOutcome::Written) => return Ok(()),
                 Ok(WriteOutcome::Raced) => std::thread::sleep(backoff(attempt)),
                 Err(e) => {
@@ -114,6 +122,31 @@ impl NotesStore {
             "writing the {} note of {commit}: the ref kept changing under {MAX_WRITE_ATTEMPTS} attempts",
             self.notes_ref
         )
+    }
+
+    /// Runs `body` holding the notes lock when it can be had within `LOCK_WAIT_MS`. Polled
+    /// rather than blocking: a writer stopped with ^Z must not hang every other push.
+    fn with_lock<T>(&self, body: impl FnOnce() -> T) -> T {
+        let mut lock = self.open_lock();
+        let deadline = Instant::now() + Duration::from_millis(LOCK_WAIT_MS);
+        let _guard = loop {
+            let Some(lock) = lock.as_mut() else {
+                break None;
+            };
+            match lock.try_write() {
+                Ok(guard) => break Some(guard),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(LOCK_POLL_MS));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot take the notes lock; writing without it");
+                    break None;
+                }
+            }
+        };
+        body()
     }
 
     /// One read-modify-write of the notes ref. libgit2's `git_note_create` moves the notes
@@ -154,16 +187,40 @@ impl NotesStore {
             .refname_to_id(&scratch.name)
             .with_context(|| format!("reading {}", scratch.name))?;
         let message = format!("itergate: note for {commit}");
-        let swapped = match current {
-            Some(old) => self
-                .repo
-                .reference_matching(&self.notes_ref, built, true, old, &message),
-            None => self.repo.reference(&self.notes_ref, built, false, &message),
-        };
+        // The expected old value is checked under the ref lock; the zero id means "must not
+        // exist yet" (libgit2's non-forced create checks existence before locking, so two
+        // first writers could both succeed).
+        let expected = current.unwrap_or_else(Oid::zero);
+        let swapped =
+            self.repo
+                .reference_matching(&self.notes_ref, built, true, expected, &message);
         match swapped {
             Ok(_) => Ok(WriteOutcome::Written),
             Err(e) if is_contention(&e) => Ok(WriteOutcome::Raced),
             Err(e) => Err(e).with_context(|| format!("updating {}", self.notes_ref)),
+        }
+    }
+
+    /// The advisory lock itergate writers take on `<common git dir>/itergate/notes.lock`,
+    /// so that concurrent hooks queue up instead of repeatedly building notes commits that
+    /// lose the race. Only an optimisation: without it the compare-and-swap still keeps
+    /// every note, so a lock that cannot be opened is logged and skipped.
+    fn open_lock(&self) -> Option<fd_lock::RwLock<File>> {
+        let dir = self.repo.commondir().join("itergate");
+        let path = dir.join("notes.lock");
+        let opened = fs::create_dir_all(&dir).and_then(|()| {
+            fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+        });
+        match opened {
+            Ok(file) => Some(fd_lock::RwLock::new(file)),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot open the notes lock; writing without it");
+                None
+            }
         }
     }
 
