@@ -517,6 +517,15 @@ fn notes_sync_through_a_remote_unions_both_sides() {
     let a = NotesStore::new(&alice.path, None).expect("reopen");
     assert_eq!(a.history(&[oid(&c1), oid(&c2)]).expect("history").len(), 2);
 
+    let carol_path = alice.sibling("carol");
+    git(
+        alice.root.path(),
+        &["init", "--quiet", carol_path.to_str().expect("utf-8")],
+    );
+    assert!(notes::fetch_notes(&carol_path, url, "itergate").expect("first fetch"));
+    let c = NotesStore::new(&carol_path, None).expect("store");
+    assert_eq!(c.history(&[oid(&c1), oid(&c2)]).expect("history").len(), 2);
+
     let empty_remote = alice.sibling("empty.git");
     git(
         alice.root.path(),

@@ -10,7 +10,10 @@ pub mod install;
 pub mod protocol;
 
 pub use install::{
-    hooks_dir, install, install_with, uninstall, HookError, InstallOptions, InstallReport,
-    UninstallReport, CHAINED_HOOK_NAME, HOOK_MARKER, HOOK_NAME,
+    hook_script, hooks_dir, install, install_with, is_ours, uninstall, HookError, InstallOptions,
+    InstallOutcome, InstallReport, UninstallReport, CHAINED_HOOK_NAME, HOOK_MARKER, HOOK_NAME,
 };
-pub use protocol::{classify, is_zero_oid, parse_push_lines, PushKind, PushParseError, PushUpdate};
+pub use protocol::{
+    classify, is_zero_oid, parse_push_lines, read_push_updates, PushKind, PushParseError,
+    PushUpdate,
+};
