@@ -316,6 +316,7 @@ if [ "${{ITERGATE_SKIP:-0}}" = "1" ]; then
 fi
 input=$(mktemp "${{TMPDIR:-/tmp}}/itergate-pre-push.XXXXXX") || exit 1
 trap 'rm -f -- "$input"' EXIT
+trap 'exit 130' HUP INT TERM
 cat >"$input" || exit 1
 if [ -x "$chained" ]; then
 	"$chained" "$@" <"$input" || exit $?
@@ -329,7 +330,7 @@ if ! command -v "$bin" >/dev/null 2>&1; then
 fi
 exec <"$input"
 rm -f -- "$input"
-trap - EXIT
+trap - EXIT HUP INT TERM
 exec "$bin" hook pre-push "$@"
 "#
     )
