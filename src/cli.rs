@@ -10,6 +10,8 @@ call a human.";
 
 const AFTER_HELP: &str = "\
 Examples:
+  itergate run                                        score HEAD as the next iteration and decide
+  itergate hook install                               do that on every git push
   itergate decide --history examples/history.yml      decide from a recorded history
   itergate analytics --history examples/history.yml   quality over iterations, as a chart
   itergate analytics --history h.json --format csv    export for a spreadsheet
@@ -73,6 +75,57 @@ pub enum Command {
     Score(ScoreArgs),
     /// Write a commented .itergate.yml for the toolchain detected here.
     Init(InitArgs),
+    /// Score HEAD as the next iteration of the current branch, record it, decide, and
+    /// print what to do next (the revision prompt goes to .git/itergate/revision-prompt.md).
+    ///
+    /// Works with no configuration: the checks are detected from the toolchain. A commit
+    /// whose tree was already scored with the same checks is not scored again.
+    Run,
+    /// The current branch's decision from its recorded history; runs nothing.
+    Status,
+    /// Print the current revision prompt for the branch (for an agent to act on).
+    Prompt,
+    /// Install, remove or run the git pre-push hook.
+    #[command(subcommand)]
+    Hook(HookCommand),
+    /// Share the recorded history (refs/notes/itergate) with a remote.
+    #[command(subcommand)]
+    Notes(NotesCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Install the pre-push hook (respects core.hooksPath and worktrees). An existing hook
+    /// is kept and run first with the same arguments and input.
+    Install {
+        /// Take the chained-hook slot even if another hook already holds it.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Remove the hook and put back the one it chained.
+    Uninstall,
+    /// Run as git's pre-push hook: reads `<local ref> <local oid> <remote ref> <remote oid>`
+    /// lines on stdin. Set ITERGATE_SKIP=1 to skip it once.
+    PrePush {
+        /// Name of the remote pushed to.
+        remote: String,
+        /// Its URL.
+        url: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotesCommand {
+    /// Push refs/notes/itergate to REMOTE.
+    Push {
+        #[arg(default_value = "origin")]
+        remote: String,
+    },
+    /// Fetch refs/notes/itergate from REMOTE and merge it into the local notes.
+    Fetch {
+        #[arg(default_value = "origin")]
+        remote: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -99,11 +152,11 @@ pub struct InitArgs {
     pub force: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct HistoryArgs {
     /// JSON or YAML list of iteration records, oldest first ("-" reads standard input).
     #[arg(long, value_name = "FILE")]
-    pub history: PathBuf,
+    pub history: Option<PathBuf>,
     /// Name of the task (branch or pull request) in the output.
     #[arg(long, value_name = "ID", default_value = "task")]
     pub task: String,
@@ -133,6 +186,9 @@ pub enum DecideFormat {
 
 #[derive(Debug, Args)]
 pub struct AnalyticsArgs {
+    /// Branch whose recorded history (git notes) to show; default: the current branch.
+    /// Ignored with --history.
+    pub branch: Option<String>,
     #[command(flatten)]
     pub history: HistoryArgs,
     /// Output format: the text report, or the analytics result as JSON or CSV.

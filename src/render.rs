@@ -13,7 +13,7 @@ use serde::Serialize;
 use tera::{Tera, Value};
 
 /// Built-in templates: (name, source).
-pub const BUILTIN: [(&str, &str); 2] = [
+pub const BUILTIN: [(&str, &str); 3] = [
     (
         "decision.txt.tera",
         include_str!("../templates/decision.txt.tera"),
@@ -21,6 +21,10 @@ pub const BUILTIN: [(&str, &str); 2] = [
     (
         "analytics.txt.tera",
         include_str!("../templates/analytics.txt.tera"),
+    ),
+    (
+        "revision-prompt.md.tera",
+        include_str!("../templates/revision-prompt.md.tera"),
     ),
 ];
 

@@ -20,7 +20,21 @@ struct Loaded {
 }
 
 fn load_and_decide(env: &Env, args: &HistoryArgs) -> Result<Loaded, Failure> {
-    let history = file::load_history(&env.path(&args.history)).map_err(user)?;
+    let Some(path) = &args.history else {
+        return Err(user(
+            "--history FILE is required (a JSON or YAML list of iteration records)",
+        ));
+    };
+    let history = file::load_history(&env.path(path)).map_err(user)?;
+    decide_loaded(env, args, history, path.display().to_string())
+}
+
+fn decide_loaded(
+    env: &Env,
+    args: &HistoryArgs,
+    history: Vec<IterationRecord>,
+    source: String,
+) -> Result<Loaded, Failure> {
     let baseline = match &args.baseline {
         Some(path) => Some(file::load_record(&env.path(path)).map_err(user)?),
         None => None,
@@ -33,7 +47,7 @@ fn load_and_decide(env: &Env, args: &HistoryArgs) -> Result<Loaded, Failure> {
         baseline: baseline.as_ref(),
         now: args.now.unwrap_or_else(Utc::now),
     })
-    .map_err(|e| user(format!("{}: {e}", args.history.display())))?;
+    .map_err(|e| user(format!("{source}: {e}")))?;
     Ok(Loaded {
         history,
         baseline,
@@ -77,7 +91,19 @@ pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
 }
 
 pub fn analytics(env: &Env, args: &AnalyticsArgs) -> Result<(), Failure> {
-    let loaded = load_and_decide(env, &args.history)?;
+    let loaded = if args.history.history.is_some() {
+        load_and_decide(env, &args.history)?
+    } else {
+        let (name, history) = super::run::recorded_history(env, args.branch.as_deref())?;
+        let mut named = HistoryArgs {
+            task: name.clone(),
+            ..args.history.clone()
+        };
+        if args.history.task != "task" {
+            named.task = args.history.task.clone();
+        }
+        decide_loaded(env, &named, history, name)?
+    };
     let result = analytics::build(
         &env.config,
         &loaded.history,

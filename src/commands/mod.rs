@@ -2,7 +2,10 @@
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
 mod decide;
+mod hook;
+mod run;
 mod score;
+mod task;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -16,6 +19,9 @@ pub enum Failure {
     /// Bad usage, configuration or input: the message says what to change.
     #[error("{0}")]
     User(String),
+    /// The gate stopped the push: the message says why and how to proceed.
+    #[error("{0}")]
+    Blocked(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -24,7 +30,7 @@ impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
             Failure::User(_) => 2,
-            Failure::Internal(_) => 1,
+            Failure::Blocked(_) | Failure::Internal(_) => 1,
         }
     }
 }
@@ -38,6 +44,8 @@ pub struct Env {
     pub root: PathBuf,
     pub config: Config,
     pub color: bool,
+    /// Colour for what goes to stderr (summaries of the hook and `run`).
+    pub color_stderr: bool,
 }
 
 impl Env {
@@ -53,28 +61,40 @@ impl Env {
             Some(path) => Config::load(&resolve(&root, path)).map_err(user)?,
             None => Config::discover(&root).map_err(user)?.0,
         };
-        let color = match global.color {
-            ColorChoice::Always => true,
-            ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+        let auto = |terminal: bool| terminal && std::env::var_os("NO_COLOR").is_none();
+        let (color, color_stderr) = match global.color {
+            ColorChoice::Always => (true, true),
+            ColorChoice::Never => (false, false),
+            ColorChoice::Auto => (
+                auto(std::io::stdout().is_terminal()),
+                auto(std::io::stderr().is_terminal()),
+            ),
         };
         Ok(Env {
             root,
             config,
             color,
+            color_stderr,
         })
     }
 
     pub fn renderer(&self) -> Result<Renderer, Failure> {
+        self.renderer_with(self.color)
+    }
+
+    /// For what goes to stderr (the hook's and `run`'s summaries).
+    pub fn renderer_stderr(&self) -> Result<Renderer, Failure> {
+        self.renderer_with(self.color_stderr)
+    }
+
+    fn renderer_with(&self, color: bool) -> Result<Renderer, Failure> {
         let dir = self
             .config
             .templates
             .dir
             .as_ref()
             .map(|d| resolve(&self.root, d));
-        Renderer::new(dir.as_deref(), self.color).map_err(user)
+        Renderer::new(dir.as_deref(), color).map_err(user)
     }
 
     pub fn path(&self, path: &Path) -> PathBuf {
@@ -91,11 +111,28 @@ fn resolve(root: &Path, path: &Path) -> PathBuf {
 }
 
 pub fn run(cli: Cli) -> Result<(), Failure> {
-    let env = Env::load(&cli.global)?;
+    let env = match Env::load(&cli.global) {
+        Ok(env) => env,
+        // A broken configuration must not make pushing impossible: fail open, loudly.
+        Err(e)
+            if matches!(
+                cli.command,
+                Command::Hook(crate::cli::HookCommand::PrePush { .. })
+            ) =>
+        {
+            return hook::fail(crate::config::OnError::Allow, &e);
+        }
+        Err(e) => return Err(e),
+    };
     match cli.command {
         Command::Decide(args) => decide::decide(&env, &args),
         Command::Analytics(args) => decide::analytics(&env, &args),
         Command::Score(args) => score::score(&env, &args, cli.global.quiet),
         Command::Init(args) => score::init(&env, &args),
+        Command::Run => run::run(&env, cli.global.quiet),
+        Command::Status => run::status(&env),
+        Command::Prompt => run::prompt(&env),
+        Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
+        Command::Notes(command) => run::notes_command(&env, &command),
     }
 }

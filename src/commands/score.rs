@@ -53,6 +53,7 @@ pub fn score_commit(
     position: &Position,
     reports: &[String],
     progress: Progress,
+    in_place: bool,
 ) -> Result<IterationRecord, Failure> {
     let commit = repo
         .find_commit(position.commit)
@@ -60,7 +61,7 @@ pub fn score_commit(
     let changed = git::added_lines(repo, position.merge_base, position.commit)?;
     let started = Instant::now();
     let outcomes = if reports.is_empty() {
-        run_checks(env, repo, position.commit, &changed, progress)?
+        run_checks(env, repo, position.commit, &changed, progress, in_place)?
     } else {
         ingest(env, reports, &changed)?
     };
@@ -120,9 +121,9 @@ fn run_checks(
     commit: Oid,
     changed: &ChangedLines,
     progress: Progress,
+    in_place: bool,
 ) -> Result<Vec<CheckOutcome>, Failure> {
-    let head = git::resolve_commit(repo, "HEAD").ok();
-    let worktree = if head == Some(commit) {
+    let worktree = if in_place {
         None
     } else {
         Some(TempWorktree::create(repo, commit)?)
@@ -179,7 +180,9 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
     } else {
         Progress::Auto
     };
-    let record = score_commit(env, &repo, &position, &args.reports, progress)?;
+    // HEAD is scored in place, as a test run would be; any other commit in a worktree.
+    let in_place = git::resolve_commit(&repo, "HEAD").ok() == Some(position.commit);
+    let record = score_commit(env, &repo, &position, &args.reports, progress, in_place)?;
     let text = match args.format {
         DecideFormat::Json => {
             serde_json::to_string_pretty(&record).map_err(|e| Failure::Internal(e.into()))? + "\n"

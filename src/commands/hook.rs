@@ -1,0 +1,158 @@
+//! `itergate hook install | uninstall | pre-push`: every push is an iteration.
+//!
+//! The pre-push hook scores each pushed branch tip (or every new commit with
+//! `hook.score: each`), records it in git notes, decides, prints the summary on stderr and
+//! writes the revision prompt. `hook.gate` decides whether a decision stops the push; an
+//! internal error lets the push through with a loud warning unless `hook.on_error: block`.
+
+use git2::Oid;
+
+use crate::cli::HookCommand;
+use crate::config::{Gate, OnError, ScoreMode};
+use crate::engine::Recommendation;
+use crate::git;
+use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
+use crate::signals::checks::Progress;
+
+use super::task::{self, Task};
+use super::{user, Env, Failure};
+
+const HOW_TO_PROCEED: &str =
+    "To push anyway: `git push --no-verify`, or `ITERGATE_SKIP=1 git push`.";
+
+pub fn hook(env: &Env, command: HookCommand, quiet: bool) -> Result<(), Failure> {
+    match command {
+        HookCommand::Install { force } => {
+            let options = InstallOptions {
+                force,
+                binary: std::env::current_exe().ok(),
+            };
+            let report = githook::install_with(&env.root, &options).map_err(user)?;
+            eprintln!("itergate: {report}");
+            Ok(())
+        }
+        HookCommand::Uninstall => {
+            let report = githook::uninstall(&env.root).map_err(user)?;
+            eprintln!("itergate: {report}");
+            Ok(())
+        }
+        HookCommand::PrePush { remote, .. } => pre_push(env, &remote, quiet),
+    }
+}
+
+/// Whether the user asked to skip the hook for this push.
+pub fn skipped() -> bool {
+    std::env::var("ITERGATE_SKIP").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+fn pre_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
+    if skipped() {
+        eprintln!("itergate: skipped (ITERGATE_SKIP is set)");
+        return Ok(());
+    }
+    match score_push(env, remote, quiet) {
+        Err(Failure::Blocked(message)) => Err(Failure::Blocked(message)),
+        Err(error) => fail(env.config.hook.on_error, &error),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// An internal error: fail open (the default) or closed, loudly either way.
+pub fn fail(on_error: OnError, error: &dyn std::fmt::Display) -> Result<(), Failure> {
+    match on_error {
+        OnError::Allow => {
+            eprintln!("itergate: WARNING: the pre-push check failed and the push goes ahead (hook.on_error: allow)");
+            eprintln!("itergate: WARNING: {error}");
+            Ok(())
+        }
+        OnError::Block => Err(Failure::Blocked(format!(
+            "the pre-push check failed and hook.on_error is `block`: {error}\n{HOW_TO_PROCEED}"
+        ))),
+    }
+}
+
+fn task_name(update: &PushUpdate) -> String {
+    let name = update
+        .remote_ref
+        .strip_prefix("refs/heads/")
+        .or_else(|| update.local_ref.strip_prefix("refs/heads/"))
+        .unwrap_or(&update.remote_ref);
+    name.to_string()
+}
+
+fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
+    let updates = githook::read_push_updates(std::io::stdin().lock()).map_err(user)?;
+    let repo = git::open(&env.root)?;
+    let store = task::open_store(env, &repo)?;
+    let progress = if quiet {
+        Progress::Quiet
+    } else {
+        Progress::Auto
+    };
+    let mut blocked = Vec::new();
+    for update in &updates {
+        let kind = githook::classify(&repo, update)?;
+        let name = task_name(update);
+        match kind {
+            PushKind::Delete => {
+                eprintln!("itergate: {name}: deleted on {remote}; nothing to score");
+                continue;
+            }
+            PushKind::Tag if !env.config.hook.tags => continue,
+            _ => {}
+        }
+        let tip = Oid::from_str(&update.local_oid).map_err(anyhow::Error::from)?;
+        let task = Task::locate(env, &repo, &name, tip)?;
+        let to_score = match env.config.hook.score {
+            ScoreMode::Tip => vec![tip],
+            ScoreMode::Each => task.commits.clone(),
+        };
+        for commit in to_score {
+            task::score_once(env, &repo, &store, &task, commit, progress)?;
+        }
+        let history = task.history(&store)?;
+        let decision = task::decide(env, &task, &history)?;
+        if !quiet {
+            eprintln!();
+        }
+        task::report(env, &repo, &history, &decision)?;
+        if gate_blocks(env.config.hook.gate, decision.recommendation()) {
+            let why = decision
+                .stopping_reason
+                .as_ref()
+                .map(|r| r.summary.clone())
+                .unwrap_or_else(|| format!("{} trigger(s) left", decision.triggers.len()));
+            blocked.push(format!(
+                "{name}: {} — {why}",
+                decision.recommendation().as_str()
+            ));
+        }
+    }
+    if blocked.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Blocked(format!(
+        "push blocked by hook.gate `{}`:\n  {}\n{HOW_TO_PROCEED}",
+        gate_name(env.config.hook.gate),
+        blocked.join("\n  ")
+    )))
+}
+
+fn gate_blocks(gate: Gate, recommendation: Recommendation) -> bool {
+    match gate {
+        Gate::Warn => false,
+        Gate::BlockOnEscalate => matches!(
+            recommendation,
+            Recommendation::Escalate | Recommendation::Abort
+        ),
+        Gate::BlockOnIterate => recommendation != Recommendation::Accept,
+    }
+}
+
+fn gate_name(gate: Gate) -> &'static str {
+    match gate {
+        Gate::Warn => "warn",
+        Gate::BlockOnEscalate => "block-on-escalate",
+        Gate::BlockOnIterate => "block-on-iterate",
+    }
+}

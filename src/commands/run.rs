@@ -1,0 +1,103 @@
+//! `itergate run`, `status`, `prompt` and `notes`: the current branch as a task.
+
+use git2::Repository;
+
+use crate::cli::NotesCommand;
+use crate::git;
+use crate::history::notes;
+use crate::model::IterationRecord;
+use crate::signals::checks::Progress;
+
+use super::decide::print;
+use super::task::{self, Task};
+use super::{user, Env, Failure};
+
+fn open(env: &Env) -> Result<Repository, Failure> {
+    git::open(&env.root).map_err(|e| user(format!("{e:#}")))
+}
+
+/// The task of `branch` (default: the current branch, or HEAD when detached).
+fn current_task(env: &Env, repo: &Repository, branch: Option<&str>) -> Result<Task, Failure> {
+    let (name, rev) = match branch {
+        Some(b) => (b.to_string(), b.to_string()),
+        None => match git::head_branch(repo)? {
+            Some(b) => (b, "HEAD".to_string()),
+            None => ("HEAD".to_string(), "HEAD".to_string()),
+        },
+    };
+    let tip = git::resolve_commit(repo, &rev).map_err(|e| user(format!("{e:#}")))?;
+    Task::locate(env, repo, &name, tip)
+}
+
+/// A branch's recorded history from git notes: (task name, records).
+pub fn recorded_history(
+    env: &Env,
+    branch: Option<&str>,
+) -> Result<(String, Vec<IterationRecord>), Failure> {
+    let repo = open(env)?;
+    let task = current_task(env, &repo, branch)?;
+    let store = task::open_store(env, &repo)?;
+    let history = task.history(&store)?;
+    if history.is_empty() {
+        return Err(user(format!(
+            "no iteration of `{}` is recorded yet; run `itergate run` (or push with the hook installed)",
+            task.name
+        )));
+    }
+    Ok((task.name, history))
+}
+
+pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
+    let repo = open(env)?;
+    let task = current_task(env, &repo, None)?;
+    let store = task::open_store(env, &repo)?;
+    let progress = if quiet {
+        Progress::Quiet
+    } else {
+        Progress::Auto
+    };
+    let (_, ran) = task::score_once(env, &repo, &store, &task, task.tip, progress)?;
+    if !ran && !quiet {
+        eprintln!(
+            "itergate: this tree was already scored with the same checks; reusing that record"
+        );
+    }
+    let history = task.history(&store)?;
+    let decision = task::decide(env, &task, &history)?;
+    task::report(env, &repo, &history, &decision)?;
+    Ok(())
+}
+
+pub fn status(env: &Env) -> Result<(), Failure> {
+    let (name, history) = recorded_history(env, None)?;
+    let repo = open(env)?;
+    let task = current_task(env, &repo, None)?;
+    let decision = task::decide(env, &Task { name, ..task }, &history)?;
+    let view = crate::summary::decision_view(&env.config, &history, &decision);
+    print(&env.renderer()?.render("decision.txt.tera", &view)?)
+}
+
+pub fn prompt(env: &Env) -> Result<(), Failure> {
+    let (name, history) = recorded_history(env, None)?;
+    let repo = open(env)?;
+    let task = current_task(env, &repo, None)?;
+    let decision = task::decide(env, &Task { name, ..task }, &history)?;
+    print(&task::render_prompt(env, &history, &decision)?)
+}
+
+pub fn notes_command(env: &Env, command: &NotesCommand) -> Result<(), Failure> {
+    let repo = open(env)?;
+    let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+    let notes_ref = &env.config.hook.notes_ref;
+    match command {
+        NotesCommand::Push { remote } => {
+            notes::push_notes(&dir, remote, notes_ref)?;
+            eprintln!("itergate: pushed {notes_ref} to {remote}");
+        }
+        NotesCommand::Fetch { remote } => {
+            notes::fetch_notes(&dir, remote, notes_ref)?;
+            eprintln!("itergate: fetched {notes_ref} from {remote}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! The revision prompt: the issues an agent must address as a YAML block inside
+//! `<checker_issues>`, then `<revision_instructions>` with the round number, the strategy,
+//! the reviewers' words and the exact spans to start from (minimum sufficient context).
+//!
+//! Every piece of untrusted text (findings, test output, comments) is neutralised so it
+//! cannot close the sections, and fenced so it cannot close a code block.
+
+use serde::Serialize;
+
+use crate::engine::{ContextAdjustment, Decision, StrategyType};
+use crate::markup::{fence, neutralise_tags};
+use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
+
+#[derive(Debug, Serialize)]
+pub struct PromptView {
+    pub task: String,
+    pub iteration: u32,
+    pub max_iterations: u32,
+    pub progress_line: String,
+    pub recommendation: &'static str,
+    pub why: String,
+    pub issues_block: String,
+    pub info_count: usize,
+    pub previous_count: Option<usize>,
+    pub strategy: Option<&'static str>,
+    pub guidance: Vec<String>,
+    pub feedback: Vec<String>,
+    pub spans: Vec<String>,
+}
+
+fn strategy_name(kind: StrategyType) -> &'static str {
+    match kind {
+        StrategyType::Retry => "retry",
+        StrategyType::Refine => "refine",
+        StrategyType::Expand => "expand",
+        StrategyType::Simplify => "simplify",
+        StrategyType::Escalate => "escalate",
+    }
+}
+
+pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView {
+    let revision: Vec<&CheckerIssue> = record
+        .issues
+        .iter()
+        .filter(|i| i.severity.counts_for_revision())
+        .collect();
+    let yaml = if revision.is_empty() {
+        "[]\n".to_string()
+    } else {
+        serde_yaml::to_string(&revision)
+            .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
+    };
+    let strategy = decision.strategy.as_ref();
+    let spans = strategy
+        .into_iter()
+        .flat_map(|s| &s.context_adjustments)
+        .filter_map(|a| match a {
+            ContextAdjustment::FocusSpans { spans } => Some(spans.clone()),
+            _ => None,
+        })
+        .flatten()
+        .map(|s| neutralise_tags(&s))
+        .collect();
+    let mut guidance: Vec<String> = strategy
+        .into_iter()
+        .flat_map(|s| &s.context_adjustments)
+        .filter_map(|a| match a {
+            ContextAdjustment::AddGuidance { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    guidance.extend(decision.next_steps.iter().map(|s| neutralise_tags(s)));
+    PromptView {
+        task: decision.task_id.clone(),
+        iteration: decision.revision.iteration,
+        max_iterations: decision.revision.max_iterations,
+        progress_line: decision.revision.line(),
+        recommendation: decision.recommendation().as_str(),
+        why: decision
+            .stopping_reason
+            .as_ref()
+            .map(|r| r.summary.clone())
+            .unwrap_or_default(),
+        issues_block: fence(&neutralise_tags(&yaml), "yaml"),
+        info_count: record.count(Severity::Info),
+        previous_count: decision.revision.previous_count,
+        strategy: strategy.map(|s| strategy_name(s.kind)),
+        guidance,
+        feedback: decision
+            .triggers
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.kind,
+                    TriggerType::ExplicitFeedback | TriggerType::UserRejection
+                )
+            })
+            .map(|t| fence(&neutralise_tags(&t.details), "text"))
+            .collect(),
+        spans,
+    }
+}

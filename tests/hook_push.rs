@@ -1,0 +1,383 @@
+//! The pre-push hook end to end: real repositories, real `git push` to a bare remote, the
+//! real itergate binary installed as the hook.
+
+mod gitrepo;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use gitrepo::{git_cmd, git_output, write_script, TestRepo};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+
+/// A repository whose `tests` check reads `results.txt` ("<passed> <failed>"), writes a
+/// JUnit report, and counts its runs in a file outside the repository.
+struct Fixture {
+    repo: TestRepo,
+    remote: PathBuf,
+    counter: PathBuf,
+}
+
+const CHECK: &str = r#"#!/bin/sh
+echo run >> "$COUNT_FILE"
+read passed failed < results.txt
+mkdir -p out
+{
+  echo '<testsuite name="s">'
+  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"ok$i\"/>"; i=$((i+1)); done
+  i=0; while [ $i -lt $failed ]; do echo "<testcase classname=\"s\" name=\"bad$i\" file=\"lib.txt\" line=\"$((i+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); done
+  echo '</testsuite>'
+} > out/junit.xml
+"#;
+
+impl Fixture {
+    fn new(gate: &str) -> Fixture {
+        let repo = TestRepo::new();
+        let counter = repo.sibling("runs.txt");
+        std::fs::write(&counter, "").expect("counter");
+        write_script(&repo.path.join("check.sh"), CHECK);
+        repo.write(
+            ".itergate.yml",
+            &format!(
+                "checks:\n  tests:\n    run: ./check.sh\n    report: {{ format: junit, path: out/junit.xml }}\n    env: {{ COUNT_FILE: {} }}\nhook:\n  gate: {gate}\n  base: main\n",
+                counter.display()
+            ),
+        );
+        repo.write(".gitignore", "out/\n");
+        repo.commit_file("results.txt", "4 0\n", "base");
+        let remote = repo.add_bare_remote();
+        repo.git(&["push", "--quiet", "--no-verify", "origin", "main"]);
+        let out = itergate(&repo.path, &["hook", "install"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        repo.git(&["checkout", "--quiet", "-b", "feature"]);
+        Fixture {
+            repo,
+            remote,
+            counter,
+        }
+    }
+
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.counter)
+            .expect("counter")
+            .lines()
+            .count()
+    }
+
+    fn push(&self, args: &[&str]) -> Output {
+        let mut command = git_cmd(&self.repo.path);
+        command
+            .arg("push")
+            .args(args)
+            .env_remove("ITERGATE_SKIP")
+            .env("NO_COLOR", "1");
+        command.output().expect("git push runs")
+    }
+
+    fn remote_ref(&self, branch: &str) -> Option<String> {
+        let out = git_output(
+            &self.remote,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ],
+        );
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn note(&self, commit: &str) -> Option<serde_json::Value> {
+        let out = git_output(
+            &self.repo.path,
+            &["notes", "--ref", "itergate", "show", commit],
+        );
+        if !out.status.success() {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("note is JSON");
+        Some(v.get("record").cloned().unwrap_or(v))
+    }
+}
+
+fn itergate(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn first_push_then_improving_then_regressing() {
+    let f = Fixture::new("warn");
+    let first = f
+        .repo
+        .commit_file("results.txt", "3 1\n", "one test still fails");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Decision: ITERATE"), "{err}");
+    assert!(
+        err.contains("Revision iteration 1/3 -- 1 blockers, 0 warnings"),
+        "{err}"
+    );
+    assert_eq!(
+        f.note(&first).expect("recorded")["scores"]["tests_passing"],
+        0.75
+    );
+    let prompt = std::fs::read_to_string(f.repo.path.join(".git/itergate/revision-prompt.md"))
+        .expect("prompt written");
+    assert!(
+        prompt.contains("<checker_issues>") && prompt.contains("lib.txt:1"),
+        "{prompt}"
+    );
+    assert_eq!(f.remote_ref("feature"), Some(first));
+
+    let second = f.repo.commit_file("results.txt", "4 0\n", "all pass");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(
+        out.status.success() && err.contains("Decision: ACCEPT"),
+        "{err}"
+    );
+    assert!(err.contains("(+0.250)"), "the delta is shown: {err}");
+
+    f.repo.commit_file("results.txt", "2 2\n", "worse");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Best iteration so far: 2"), "{err}");
+    assert!(f.note(&second).is_some());
+    assert_eq!(f.runs(), 3);
+}
+
+#[test]
+fn the_cache_runs_nothing_for_a_tree_already_scored() {
+    let f = Fixture::new("warn");
+    f.repo.commit_file("results.txt", "3 1\n", "first");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    assert_eq!(f.runs(), 1);
+    // Same tree, new message: amend and force-push.
+    f.repo.git(&[
+        "commit",
+        "--quiet",
+        "--amend",
+        "-m",
+        "first, reworded\n\nTokens-Used: 900",
+    ]);
+    let amended = f.repo.head();
+    let out = f.push(&["--force", "origin", "feature"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(f.runs(), 1, "no check ran for a cached tree");
+    let note = f.note(&amended).expect("the amended commit is recorded");
+    assert_eq!(
+        note["tokens_used"], 900,
+        "trailers are read from the new commit"
+    );
+    assert_eq!(note["commit"], amended.as_str());
+}
+
+#[test]
+fn force_push_delete_and_two_refs() {
+    let f = Fixture::new("warn");
+    f.repo.commit_file("results.txt", "3 1\n", "a");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    f.repo.git(&["reset", "--quiet", "--hard", "main"]);
+    let rewritten = f.repo.commit_file("rewritten.txt", "new", "rewritten");
+    let out = f.push(&["--force", "origin", "feature"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(f.remote_ref("feature"), Some(rewritten));
+
+    f.repo.git(&["branch", "other"]);
+    f.repo.git(&["checkout", "--quiet", "other"]);
+    f.repo.commit_file("results.txt", "2 2\n", "other work");
+    let out = f.push(&["origin", "feature", "other"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("Decision:").count(),
+        1,
+        "feature is unchanged, only other is pushed: {err}"
+    );
+
+    f.repo
+        .git(&["commit", "--quiet", "--allow-empty", "-m", "more"]);
+    f.repo.git(&["checkout", "--quiet", "feature"]);
+    f.repo.git(&[
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "-m",
+        "more on feature",
+    ]);
+    let out = f.push(&["origin", "feature", "other"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("Decision:").count(),
+        2,
+        "two refs, two decisions: {err}"
+    );
+
+    let out = f.push(&["origin", "--delete", "other"]);
+    let err = stderr(&out);
+    assert!(
+        out.status.success() && err.contains("nothing to score"),
+        "{err}"
+    );
+    assert_eq!(f.remote_ref("other"), None);
+}
+
+#[test]
+fn gate_blocks_and_the_remote_is_unchanged() {
+    let f = Fixture::new("block-on-iterate");
+    f.repo.commit_file("results.txt", "3 1\n", "failing");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("push blocked by hook.gate `block-on-iterate`") && err.contains("--no-verify"),
+        "{err}"
+    );
+    assert_eq!(f.remote_ref("feature"), None);
+
+    let runs = f.runs();
+    let out = f.push(&["--no-verify", "origin", "feature"]);
+    assert!(out.status.success());
+    assert_eq!(f.runs(), runs, "--no-verify runs nothing");
+
+    f.repo.commit_file("more.txt", "x", "more");
+    let mut skip = git_cmd(&f.repo.path);
+    let out = skip
+        .args(["push", "origin", "feature"])
+        .env("ITERGATE_SKIP", "1")
+        .output()
+        .expect("push");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(f.runs(), runs, "ITERGATE_SKIP runs nothing");
+}
+
+#[test]
+fn block_on_escalate_lets_iterate_through() {
+    let f = Fixture::new("block-on-escalate");
+    f.repo.commit_file("results.txt", "3 1\n", "failing");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    // The same failure again: the issue count does not fall, the loop stalls -> escalate.
+    f.repo.commit_file("other.txt", "y", "no progress");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("escalate") && err.contains("stalled"), "{err}");
+}
+
+#[test]
+fn a_chained_hook_that_fails_still_blocks() {
+    let f = Fixture::new("warn");
+    let hooks = f.repo.path.join(".git/hooks");
+    write_script(
+        &hooks.join("pre-push.itergate-chained"),
+        "#!/bin/sh\necho 'policy says no' >&2\nexit 1\n",
+    );
+    f.repo.commit_file("fine.txt", "fine", "fine");
+    let out = f.push(&["origin", "feature"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("policy says no"));
+    assert_eq!(
+        f.runs(),
+        0,
+        "itergate does not run after the chained hook failed"
+    );
+    assert_eq!(f.remote_ref("feature"), None);
+}
+
+#[test]
+fn a_broken_config_fails_open_with_a_warning() {
+    let f = Fixture::new("block-on-iterate");
+    f.repo.write(".itergate.yml", "hook: {gate: sometimes}\n");
+    f.repo.commit_file("results.txt", "3 1\n", "failing");
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("WARNING") && err.contains(".itergate.yml:1:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn status_and_prompt_read_the_recorded_history() {
+    let f = Fixture::new("warn");
+    let out = itergate(&f.repo.path, &["status"]);
+    assert_eq!(out.status.code(), Some(2), "nothing recorded yet");
+    assert!(stderr(&out).contains("itergate run"));
+    f.repo.commit_file("results.txt", "3 1\n", "first");
+    let out = itergate(&f.repo.path, &["run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(f.runs(), 1);
+    let out = itergate(&f.repo.path, &["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Decision: ITERATE"), "{text}");
+    assert_eq!(f.runs(), 1, "status runs nothing");
+    let out = itergate(&f.repo.path, &["prompt"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("<revision_instructions>") && text.contains("Revision iteration 1/3"),
+        "{text}"
+    );
+    let out = itergate(&f.repo.path, &["analytics"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Iteration Analytics: feature"));
+}
+
+#[test]
+fn concurrent_runs_lose_no_record() {
+    let f = Fixture::new("warn");
+    f.repo.write(".itergate.yml", "checks: {}\n");
+    let mut commits = Vec::new();
+    for i in 0..4 {
+        commits.push(
+            f.repo
+                .commit_file("n.txt", &i.to_string(), &format!("c{i}")),
+        );
+    }
+    let dirs: Vec<PathBuf> = commits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let dir = f.repo.sibling(&format!("wt{i}"));
+            f.repo.git(&[
+                "worktree",
+                "add",
+                "--quiet",
+                "--detach",
+                dir.to_str().expect("utf8"),
+                c,
+            ]);
+            dir
+        })
+        .collect();
+    let children: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            std::process::Command::new(BIN)
+                .args(["run", "-q"])
+                .current_dir(d)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("wait").success());
+    }
+    for c in &commits {
+        assert!(f.note(c).is_some(), "record for {c} lost");
+    }
+}
