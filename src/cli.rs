@@ -107,7 +107,8 @@ pub enum HookCommand {
     /// Run as git's pre-push hook: reads `<local ref> <local oid> <remote ref> <remote oid>`
     /// lines on stdin. Set ITERGATE_SKIP=1 to skip it once.
     PrePush {
-        /// Name of the remote pushed to.
+        /// Name of the remote pushed to (under pre-commit: $PRE_COMMIT_REMOTE_NAME).
+        #[arg(env = "PRE_COMMIT_REMOTE_NAME")]
         remote: String,
         /// Its URL.
         url: Option<String>,

@@ -381,3 +381,58 @@ fn concurrent_runs_lose_no_record() {
         assert!(f.note(c).is_some(), "record for {c} lost");
     }
 }
+
+#[test]
+fn husky_style_hooks_path_snippet() {
+    let f = Fixture::new("warn");
+    // What husky sets up: core.hooksPath pointing at a directory with our one-line hook.
+    let dir = f.repo.path.join(".husky");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    write_script(
+        &dir.join("pre-push"),
+        "#!/bin/sh\nitergate hook pre-push \"$@\"\n",
+    );
+    f.repo.git(&["config", "core.hooksPath", ".husky"]);
+    f.repo.commit_file("results.txt", "3 1\n", "via husky");
+    let bin_dir = Path::new(BIN).parent().expect("bin dir");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut push = git_cmd(&f.repo.path);
+    let out = push
+        .args(["push", "origin", "feature"])
+        .env("PATH", path)
+        .output()
+        .expect("push");
+    let err = stderr(&out);
+    assert!(
+        out.status.success() && err.contains("Decision: ITERATE"),
+        "{err}"
+    );
+    assert_eq!(f.runs(), 1);
+}
+
+#[test]
+fn pre_commit_variables_stand_in_for_stdin() {
+    let f = Fixture::new("block-on-iterate");
+    let tip = f.repo.commit_file("results.txt", "3 1\n", "via pre-commit");
+    let zero = "0".repeat(tip.len());
+    let out = std::process::Command::new(BIN)
+        .args(["hook", "pre-push"])
+        .current_dir(&f.repo.path)
+        .env("NO_COLOR", "1")
+        .env("PRE_COMMIT_REMOTE_NAME", "origin")
+        .env("PRE_COMMIT_TO_REF", &tip)
+        .env("PRE_COMMIT_FROM_REF", &zero)
+        .env("PRE_COMMIT_LOCAL_BRANCH", "refs/heads/feature")
+        .env("PRE_COMMIT_REMOTE_BRANCH", "refs/heads/feature")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "the gate blocks: {err}");
+    assert!(err.contains("feature: iterate"), "{err}");
+    assert_eq!(f.runs(), 1);
+}

@@ -81,7 +81,10 @@ fn task_name(update: &PushUpdate) -> String {
 }
 
 fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
-    let updates = githook::read_push_updates(std::io::stdin().lock()).map_err(user)?;
+    let mut updates = githook::read_push_updates(std::io::stdin().lock()).map_err(user)?;
+    if updates.is_empty() {
+        updates = pre_commit_update().map_err(user)?;
+    }
     let repo = git::open(&env.root)?;
     let store = task::open_store(env, &repo)?;
     let progress = if quiet {
@@ -136,6 +139,22 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         gate_name(env.config.hook.gate),
         blocked.join("\n  ")
     )))
+}
+
+/// pre-commit consumes git's pre-push input and passes the (first) pushed ref in
+/// `PRE_COMMIT_*` variables instead; rebuild git's line from them.
+fn pre_commit_update() -> Result<Vec<PushUpdate>, githook::PushParseError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let (Some(local_oid), Some(remote_oid)) =
+        (var("PRE_COMMIT_TO_REF"), var("PRE_COMMIT_FROM_REF"))
+    else {
+        return Ok(Vec::new());
+    };
+    let local_ref = var("PRE_COMMIT_LOCAL_BRANCH").unwrap_or_else(|| "HEAD".into());
+    let remote_ref = var("PRE_COMMIT_REMOTE_BRANCH").unwrap_or_else(|| local_ref.clone());
+    githook::parse_push_lines(&format!(
+        "{local_ref} {local_oid} {remote_ref} {remote_oid}\n"
+    ))
 }
 
 fn gate_blocks(gate: Gate, recommendation: Recommendation) -> bool {
