@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod git;
+pub mod github;
 pub mod history;
 pub mod hook;
 pub mod markup;

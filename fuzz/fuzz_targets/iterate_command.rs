@@ -1,0 +1,16 @@
+//! Fuzzes the PR-comment readers: any text must give a list of commands or errors and at
+//! most one context gap report, never a panic or a hang.
+#![no_main]
+
+use itergate::github::commands::{parse_comment, parse_context_gap_report};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let body = String::from_utf8_lossy(data);
+    for parsed in parse_comment(&body) {
+        if let Ok(command) = parsed {
+            let _ = command.changes_state();
+        }
+    }
+    let _ = parse_context_gap_report(&body);
+});

@@ -1,0 +1,559 @@
+//! The operations of [`OctocrabForge`]: one REST call (or a short sequence) each, with
+//! narrow response types that read only what itergate uses.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use http::Method;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{segment, Call, OctocrabForge};
+use crate::github::artifact;
+use crate::github::checks::{check_run_bodies, CheckRunSpec};
+use crate::github::commands::Permission;
+use crate::github::forge::{Forge, ForgeError};
+use crate::github::types::{
+    Actor, ActorKind, BranchRef, CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity,
+    IdentitySource, LabelSpec, PrCommit, PrNumber, PullRequest, Reaction, RepoName, RunId,
+};
+use crate::model::CommitSha;
+
+#[derive(Deserialize)]
+struct UserJson {
+    login: String,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+impl UserJson {
+    fn actor(user: Option<UserJson>) -> Actor {
+        match user {
+            Some(u) => Actor::new(
+                u.login,
+                ActorKind::from_github(u.kind.as_deref().unwrap_or("")),
+            ),
+            None => Actor::ghost(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct CommentJson {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    user: Option<UserJson>,
+}
+
+impl From<CommentJson> for Comment {
+    fn from(c: CommentJson) -> Self {
+        Comment {
+            id: CommentId(c.id),
+            author: UserJson::actor(c.user),
+            body: c.body.unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RepoJson {
+    full_name: String,
+}
+
+#[derive(Deserialize)]
+struct BranchJson {
+    sha: String,
+    #[serde(rename = "ref")]
+    ref_name: String,
+    #[serde(default)]
+    repo: Option<RepoJson>,
+}
+
+impl From<BranchJson> for BranchRef {
+    fn from(b: BranchJson) -> Self {
+        BranchRef {
+            sha: CommitSha(b.sha),
+            ref_name: b.ref_name,
+            repo: b.repo.and_then(|r| r.full_name.parse().ok()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct PullJson {
+    number: u64,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    draft: Option<bool>,
+    #[serde(default)]
+    user: Option<UserJson>,
+    head: BranchJson,
+    base: BranchJson,
+}
+
+#[derive(Deserialize)]
+struct CommitDetailJson {
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct ShaJson {
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct PrCommitJson {
+    sha: String,
+    commit: CommitDetailJson,
+    #[serde(default)]
+    parents: Vec<ShaJson>,
+}
+
+#[derive(Deserialize)]
+struct PermissionJson {
+    #[serde(default)]
+    permission: Option<String>,
+    #[serde(default)]
+    role_name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct IdJson {
+    id: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct OutputJson {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    summary: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunJson {
+    id: u64,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    head_sha: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    conclusion: Option<String>,
+    #[serde(default)]
+    external_id: Option<String>,
+    #[serde(default)]
+    check_suite: Option<IdJson>,
+    #[serde(default)]
+    output: Option<OutputJson>,
+}
+
+impl From<CheckRunJson> for CheckRun {
+    fn from(c: CheckRunJson) -> Self {
+        let output = c.output.unwrap_or_default();
+        CheckRun {
+            id: CheckRunId(c.id),
+            name: c.name,
+            head_sha: CommitSha(c.head_sha),
+            status: c.status,
+            conclusion: c.conclusion,
+            external_id: c.external_id,
+            check_suite: c.check_suite.map(|s| CheckSuiteId(s.id)),
+            output_title: output.title,
+            output_summary: output.summary,
+            output_text: output.text,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ArtifactJson {
+    id: u64,
+    name: String,
+    #[serde(default)]
+    expired: bool,
+}
+
+fn repo_path(repo: &RepoName) -> String {
+    format!("/repos/{}/{}", segment(&repo.owner), segment(&repo.name))
+}
+
+fn call<'a>(
+    operation: &'static str,
+    method: Method,
+    path: String,
+    body: Option<&'a Value>,
+) -> Call<'a> {
+    Call {
+        operation,
+        method,
+        path,
+        body,
+        authenticated: true,
+    }
+}
+
+impl OctocrabForge {
+    async fn fetch_identity(&self) -> Result<Identity, ForgeError> {
+        let user = self.send_json::<UserJson>(call(
+            "get the authenticated user",
+            Method::GET,
+            "/user".into(),
+            None,
+        ));
+        match (user.await, &self.settings().bot_login) {
+            (Ok(user), _) => Ok(Identity {
+                login: user.login,
+                source: IdentitySource::Api,
+            }),
+            (Err(e), Some(bot)) if e.status() == Some(403) => Ok(Identity {
+                login: bot.clone(),
+                source: IdentitySource::Configured,
+            }),
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    async fn send_check_bodies(
+        &self,
+        repo: &RepoName,
+        first_id: Option<CheckRunId>,
+        bodies: Vec<Value>,
+    ) -> Result<CheckRunId, ForgeError> {
+        let mut id = first_id;
+        for body in &bodies {
+            id = Some(match id {
+                None => {
+                    let path = format!("{}/check-runs", repo_path(repo));
+                    let created: IdJson = self
+                        .send_json(call("create check run", Method::POST, path, Some(body)))
+                        .await?;
+                    CheckRunId(created.id)
+                }
+                Some(id) => {
+                    let path = format!("{}/check-runs/{id}", repo_path(repo));
+                    self.send(call("update check run", Method::PATCH, path, Some(body)))
+                        .await?;
+                    id
+                }
+            });
+        }
+        id.ok_or(ForgeError::Decode {
+            operation: "create check run",
+            message: "no request was sent".into(),
+        })
+    }
+}
+
+#[async_trait]
+impl Forge for OctocrabForge {
+    async fn identity(&self) -> Result<Identity, ForgeError> {
+        self.identity
+            .get_or_try_init(|| self.fetch_identity())
+            .await
+            .cloned()
+    }
+
+    async fn list_comments(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<Comment>, ForgeError> {
+        let path = format!("{}/issues/{pr}/comments", repo_path(repo));
+        let comments: Vec<CommentJson> = self.paginate("list issue comments", &path, None).await?;
+        Ok(comments.into_iter().map(Comment::from).collect())
+    }
+
+    async fn create_comment(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let path = format!("{}/issues/{pr}/comments", repo_path(repo));
+        let body = json!({ "body": body });
+        let created: CommentJson = self
+            .send_json(call(
+                "create issue comment",
+                Method::POST,
+                path,
+                Some(&body),
+            ))
+            .await?;
+        Ok(created.into())
+    }
+
+    async fn update_comment(
+        &self,
+        repo: &RepoName,
+        id: CommentId,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        let path = format!("{}/issues/comments/{id}", repo_path(repo));
+        let body = json!({ "body": body });
+        let updated: CommentJson = self
+            .send_json(call(
+                "update issue comment",
+                Method::PATCH,
+                path,
+                Some(&body),
+            ))
+            .await?;
+        Ok(updated.into())
+    }
+
+    async fn add_reaction(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/issues/comments/{comment}/reactions", repo_path(repo));
+        let body = json!({ "content": reaction.as_str() });
+        self.send(call("add reaction", Method::POST, path, Some(&body)))
+            .await?;
+        Ok(())
+    }
+
+    async fn add_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        label: &LabelSpec,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/labels", repo_path(repo));
+        let spec =
+            json!({ "name": label.name, "color": label.color, "description": label.description });
+        match self
+            .send(call("create label", Method::POST, path, Some(&spec)))
+            .await
+        {
+            Ok(_) => {}
+            // Already there (422), or the token may not create labels (403): adding it
+            // still works, GitHub then creates it in its default colour.
+            Err(e) if matches!(e.status(), Some(403 | 422)) => {
+                tracing::debug!(label = %label.name, error = %e, "label not created");
+            }
+            Err(e) => return Err(e),
+        }
+        let path = format!("{}/issues/{pr}/labels", repo_path(repo));
+        let body = json!({ "labels": [label.name] });
+        self.send(call("add label", Method::POST, path, Some(&body)))
+            .await?;
+        Ok(())
+    }
+
+    async fn remove_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/issues/{pr}/labels/{}", repo_path(repo), segment(name));
+        match self
+            .send(call("remove label", Method::DELETE, path, None))
+            .await
+        {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+
+    async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
+        let path = format!(
+            "{}/collaborators/{}/permission",
+            repo_path(repo),
+            segment(user)
+        );
+        let operation = "get collaborator permission";
+        match self
+            .send_json::<PermissionJson>(call(operation, Method::GET, path, None))
+            .await
+        {
+            Ok(p) => Ok(Permission::from_github(
+                p.role_name.as_deref(),
+                p.permission.as_deref(),
+            )),
+            Err(e) if e.is_not_found() => Ok(Permission::None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls/{pr}", repo_path(repo));
+        let p: PullJson = self
+            .send_json(call("get pull request", Method::GET, path, None))
+            .await?;
+        Ok(PullRequest {
+            number: PrNumber(p.number),
+            title: p.title,
+            body: p.body,
+            state: p.state,
+            draft: p.draft.unwrap_or(false),
+            author: UserJson::actor(p.user),
+            head: p.head.into(),
+            base: p.base.into(),
+        })
+    }
+
+    async fn pull_request_commits(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<PrCommit>, ForgeError> {
+        let path = format!("{}/pulls/{pr}/commits", repo_path(repo));
+        let commits: Vec<PrCommitJson> = self
+            .paginate("list pull request commits", &path, None)
+            .await?;
+        Ok(commits
+            .into_iter()
+            .map(|c| PrCommit {
+                sha: CommitSha(c.sha),
+                message: c.commit.message,
+                parents: c.parents.into_iter().map(|p| CommitSha(p.sha)).collect(),
+            })
+            .collect())
+    }
+
+    async fn create_check_run(
+        &self,
+        repo: &RepoName,
+        spec: &CheckRunSpec,
+    ) -> Result<CheckRunId, ForgeError> {
+        self.send_check_bodies(repo, None, check_run_bodies(spec, true))
+            .await
+    }
+
+    async fn update_check_run(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        spec: &CheckRunSpec,
+    ) -> Result<(), ForgeError> {
+        self.send_check_bodies(repo, Some(id), check_run_bodies(spec, false))
+            .await?;
+        Ok(())
+    }
+
+    async fn list_check_runs(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+    ) -> Result<Vec<CheckRun>, ForgeError> {
+        let path = format!(
+            "{}/commits/{}/check-runs",
+            repo_path(repo),
+            segment(git_ref)
+        );
+        let runs: Vec<CheckRunJson> = self
+            .paginate("list check runs", &path, Some("check_runs"))
+            .await?;
+        Ok(runs.into_iter().map(CheckRun::from).collect())
+    }
+
+    async fn rerequest_check_suite(
+        &self,
+        repo: &RepoName,
+        suite: CheckSuiteId,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/check-suites/{suite}/rerequest", repo_path(repo));
+        self.send(call("re-request check suite", Method::POST, path, None))
+            .await?;
+        Ok(())
+    }
+
+    async fn download_artifact_file(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        file: &str,
+    ) -> Result<Vec<u8>, ForgeError> {
+        let operation = "download artifact";
+        let path = format!(
+            "{}/actions/runs/{run}/artifacts?name={}",
+            repo_path(repo),
+            segment(artifact)
+        );
+        let artifacts: Vec<ArtifactJson> = self
+            .paginate("list workflow run artifacts", &path, Some("artifacts"))
+            .await?;
+        let found = artifacts
+            .iter()
+            .find(|a| a.name == artifact && !a.expired)
+            .ok_or_else(|| ForgeError::Artifact {
+                operation,
+                message: format!("workflow run {run} has no unexpired artifact named `{artifact}`"),
+            })?;
+        let path = format!("{}/actions/artifacts/{}/zip", repo_path(repo), found.id);
+        let reply = self.send(call(operation, Method::GET, path, None)).await?;
+        let zip = if (300..400).contains(&reply.status) {
+            let location = reply
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| ForgeError::Decode {
+                    operation,
+                    message: "redirect without a Location".into(),
+                })?;
+            // Storage gets a signed URL, never the token.
+            let mut fetch = call(operation, Method::GET, location.to_string(), None);
+            fetch.authenticated = false;
+            self.send(fetch).await?.body
+        } else {
+            reply.body
+        };
+        artifact::extract_file(&zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
+            ForgeError::Artifact {
+                operation,
+                message: format!("artifact `{artifact}` of run {run}: {e}"),
+            }
+        })
+    }
+
+    async fn dispatch_workflow(
+        &self,
+        repo: &RepoName,
+        workflow: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<(), ForgeError> {
+        let path = format!(
+            "{}/actions/workflows/{}/dispatches",
+            repo_path(repo),
+            segment(workflow)
+        );
+        let body = if inputs.is_empty() {
+            json!({ "ref": git_ref })
+        } else {
+            json!({ "ref": git_ref, "inputs": inputs })
+        };
+        self.send(call("dispatch workflow", Method::POST, path, Some(&body)))
+            .await?;
+        Ok(())
+    }
+
+    async fn repository_dispatch(
+        &self,
+        repo: &RepoName,
+        event_type: &str,
+        client_payload: &Value,
+    ) -> Result<(), ForgeError> {
+        let path = format!("{}/dispatches", repo_path(repo));
+        let body = json!({ "event_type": event_type, "client_payload": client_payload });
+        self.send(call("repository dispatch", Method::POST, path, Some(&body)))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,210 @@
+//! The `Forge`: every GitHub operation itergate performs, as one object-safe async trait,
+//! so the event handler core runs the same against octocrab ([`super::client`]), a fake
+//! GitHub server in tests, or a recording mock.
+//!
+//! Effects are idempotent where GitHub lets them be: adding a label that is already there,
+//! creating a label that exists (422 `already_exists`) and removing one that is not there
+//! (404) all succeed, so a retried or re-run job never fails on its own earlier effect.
+//! Creating a comment is the one effect that is not: callers upsert the sticky comment
+//! ([`super::sticky::upsert`]) instead of creating one blindly.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use super::checks::CheckRunSpec;
+use super::commands::Permission;
+use super::types::{
+    CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity, LabelSpec, PrCommit,
+    PrNumber, PullRequest, Reaction, RepoName, RunId,
+};
+
+/// A GitHub request that finally failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForgeError {
+    /// GitHub answered with an error status (after retries, where the status allowed them).
+    #[error("{operation}: GitHub answered HTTP {status} after {attempts} attempt(s): {message}{}",
+        details_suffix(.details))]
+    Status {
+        operation: &'static str,
+        status: u16,
+        /// GitHub's `message` field, or the start of the body when it is not JSON.
+        message: String,
+        /// The `code`s of GitHub's `errors` list (e.g. `already_exists`).
+        details: Vec<String>,
+        attempts: u32,
+    },
+    /// No answer: connection refused, timeout, TLS.
+    #[error("{operation}: no answer from GitHub after {attempts} attempt(s): {message}")]
+    Transport {
+        operation: &'static str,
+        message: String,
+        attempts: u32,
+    },
+    /// GitHub answered 2xx with something we cannot read.
+    #[error("{operation}: unexpected answer from GitHub: {message}")]
+    Decode {
+        operation: &'static str,
+        message: String,
+    },
+    /// The workflow run has no (unexpired) artifact of that name, or it lacks the file.
+    #[error("{operation}: {message}")]
+    Artifact {
+        operation: &'static str,
+        message: String,
+    },
+    /// Settings are missing or malformed (token, API URL).
+    #[error("GitHub settings: {0}")]
+    Settings(String),
+}
+
+fn details_suffix(details: &[String]) -> String {
+    if details.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", details.join(", "))
+    }
+}
+
+impl ForgeError {
+    /// The HTTP status GitHub answered, if it answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ForgeError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The operation that failed, e.g. `"create issue comment"`.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            ForgeError::Status { operation, .. }
+            | ForgeError::Transport { operation, .. }
+            | ForgeError::Decode { operation, .. }
+            | ForgeError::Artifact { operation, .. } => operation,
+            ForgeError::Settings(_) => "read GitHub settings",
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status() == Some(404)
+    }
+
+    /// The token may not do this (403 without a rate limit, or 401).
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self.status(), Some(401 | 403))
+    }
+}
+
+/// The GitHub operations itergate needs. `pr` numbers are issue numbers for the issue
+/// endpoints (comments, labels), as on GitHub.
+#[async_trait]
+pub trait Forge: Send + Sync {
+    /// The account the token acts as: `GET /user`, or the configured bot login for tokens
+    /// that may not read it (`GITHUB_TOKEN`, App installation tokens).
+    async fn identity(&self) -> Result<Identity, ForgeError>;
+
+    /// All comments of the PR's conversation, oldest first (every page).
+    async fn list_comments(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<Comment>, ForgeError>;
+    async fn create_comment(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        body: &str,
+    ) -> Result<Comment, ForgeError>;
+    async fn update_comment(
+        &self,
+        repo: &RepoName,
+        id: CommentId,
+        body: &str,
+    ) -> Result<Comment, ForgeError>;
+    async fn add_reaction(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError>;
+
+    /// Creates the label with its colour and description if the repository lacks it, then
+    /// adds it to the PR.
+    async fn add_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        label: &LabelSpec,
+    ) -> Result<(), ForgeError>;
+    /// Removes the label; a label that is not on the PR is not an error.
+    async fn remove_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<(), ForgeError>;
+
+    /// The user's permission on the repository; a user who is no collaborator has `None`.
+    async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError>;
+
+    async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError>;
+    /// The PR's commits, oldest first (GitHub lists at most 250).
+    async fn pull_request_commits(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<PrCommit>, ForgeError>;
+
+    /// Creates a check run; annotations beyond the first 50 follow in updates of 50.
+    async fn create_check_run(
+        &self,
+        repo: &RepoName,
+        spec: &CheckRunSpec,
+    ) -> Result<CheckRunId, ForgeError>;
+    /// Updates a check run (its `head_sha` is ignored); annotations are appended in
+    /// batches of 50.
+    async fn update_check_run(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        spec: &CheckRunSpec,
+    ) -> Result<(), ForgeError>;
+    /// The check runs of a commit (sha, branch or tag), every page.
+    async fn list_check_runs(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+    ) -> Result<Vec<CheckRun>, ForgeError>;
+    async fn rerequest_check_suite(
+        &self,
+        repo: &RepoName,
+        suite: CheckSuiteId,
+    ) -> Result<(), ForgeError>;
+
+    /// Downloads the workflow run's artifact named `artifact` and returns the content of
+    /// `file` inside it.
+    async fn download_artifact_file(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        file: &str,
+    ) -> Result<Vec<u8>, ForgeError>;
+
+    /// `workflow_dispatch` of `workflow` (file name or id) on `git_ref`.
+    async fn dispatch_workflow(
+        &self,
+        repo: &RepoName,
+        workflow: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<(), ForgeError>;
+    /// `repository_dispatch` with `event_type` and a `client_payload` object.
+    async fn repository_dispatch(
+        &self,
+        repo: &RepoName,
+        event_type: &str,
+        client_payload: &serde_json::Value,
+    ) -> Result<(), ForgeError>;
+}

@@ -1,0 +1,292 @@
+//! The one sticky PR comment: what the bot shows on a pull request and where it keeps the
+//! PR's history between runs.
+//!
+//! Layout: the hidden marker [`MARKER`] on the first line, the visible markdown, and last the
+//! hidden state `<!-- itergate:state v1 BASE64(JSON) -->`. Trust rules:
+//! - only a comment authored by the bot's own login and starting with the marker is the
+//!   sticky comment ([`find_sticky`]); state anywhere else is never read;
+//! - the state is the *last* state comment of that body and is base64, so nothing in the
+//!   visible text — which may quote untrusted text — can end it early or replace it;
+//! - the visible text cannot contain the marker keywords (they are broken on render), and
+//!   untrusted text inside it goes through [`escape_markdown_inline`] or [`fence`].
+//!
+//! GitHub refuses comments of 65,536 characters or more; [`render_body`] compacts the state
+//! to fit: first the issues and triggers of the oldest records go, then the oldest records.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use super::forge::{Forge, ForgeError};
+use super::types::{Comment, CommentId, PrNumber, RepoName};
+use crate::engine::Feedback;
+use crate::model::IterationRecord;
+
+pub use super::markdown::{
+    escape_markdown_inline, fence, fence_with_info, neutralise_html_comments,
+};
+
+/// First line of the sticky comment.
+pub const MARKER: &str = "<!-- itergate:sticky -->";
+const STATE_OPEN: &str = "<!-- itergate:state ";
+const STATE_CLOSE: &str = " -->";
+const STATE_VERSION: &str = "v1";
+/// The largest body written, in bytes (so in characters too): GitHub's limit is 65,536.
+pub const MAX_BODY_BYTES: usize = 65_535;
+/// Room always kept for the state, so a huge visible text is cut rather than the history.
+const STATE_RESERVE_BYTES: usize = 16 * 1024;
+const FEEDBACK_KEEP: usize = 10;
+const FEEDBACK_CHARS: usize = 500;
+
+/// How much history was compacted away so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Compaction {
+    /// Records whose issues and triggers were dropped.
+    pub stripped_records: u32,
+    /// Oldest records dropped entirely.
+    pub dropped_records: u32,
+}
+
+/// The PR's state kept in the sticky comment between runs.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StickyState {
+    /// The PR's iterations, oldest first.
+    pub records: Vec<IterationRecord>,
+    /// What people said: acceptance, escalation, budget override, restart point after
+    /// `/iterate adjust`, feedback not yet answered by an iteration.
+    pub feedback: Feedback,
+    /// The newest comment whose commands were applied: commands of comments up to this id are
+    /// not applied again when a job re-runs.
+    pub last_command_comment: Option<CommentId>,
+    /// The iteration at which the escalation comment mentioning reviewers was posted.
+    pub escalation_notified_at: Option<u32>,
+    /// `CONTEXT_GAP_REPORT` rounds answered for the current iteration (at most 3).
+    pub context_rounds: u32,
+    pub compaction: Compaction,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    #[error("the comment does not start with the itergate marker")]
+    NoMarker,
+    #[error("the comment has no itergate state at its end")]
+    NoState,
+    #[error("state version `{0}` is not supported (this itergate reads v1)")]
+    UnsupportedVersion(String),
+    #[error("the state is not valid base64: {0}")]
+    Base64(String),
+    #[error("the state is not valid: {0}")]
+    Json(String),
+}
+
+/// The sticky comment among `comments`: the first authored by `bot_login` that starts with
+/// the marker. Comments by anyone else are never trusted, whatever they contain.
+pub fn find_sticky<'c>(comments: &'c [Comment], bot_login: &str) -> Option<&'c Comment> {
+    comments
+        .iter()
+        .find(|c| c.author.is(bot_login) && c.body.trim_start().starts_with(MARKER))
+}
+
+/// Reads the state of a sticky comment's body.
+pub fn parse_state(body: &str) -> Result<StickyState, StateError> {
+    if !body.trim_start().starts_with(MARKER) {
+        return Err(StateError::NoMarker);
+    }
+    let inner = body
+        .trim_end()
+        .strip_suffix(STATE_CLOSE)
+        .ok_or(StateError::NoState)?;
+    let start = inner.rfind(STATE_OPEN).ok_or(StateError::NoState)?;
+    let rest = &inner[start + STATE_OPEN.len()..];
+    let (version, payload) = rest.split_once(' ').ok_or(StateError::NoState)?;
+    if version != STATE_VERSION {
+        return Err(StateError::UnsupportedVersion(
+            version.chars().take(20).collect(),
+        ));
+    }
+    let json = STANDARD
+        .decode(payload.trim())
+        .map_err(|e| StateError::Base64(e.to_string()))?;
+    serde_json::from_slice(&json).map_err(|e| StateError::Json(e.to_string()))
+}
+
+/// The state found in `comments`, with the sticky comment it came from.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Loaded {
+    pub comment: Option<CommentId>,
+    /// Why the sticky comment's state could not be read (a fresh state is used instead).
+    pub problem: Option<StateError>,
+    pub state: StickyState,
+}
+
+/// Finds the bot's sticky comment and reads its state; no comment means a fresh state, and
+/// an unreadable state is reported in `problem` and replaced by a fresh one.
+pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
+    let Some(comment) = find_sticky(comments, bot_login) else {
+        return Loaded::default();
+    };
+    match parse_state(&comment.body) {
+        Ok(state) => Loaded {
+            comment: Some(comment.id),
+            problem: None,
+            state,
+        },
+        Err(problem) => {
+            tracing::warn!(comment = comment.id.0, %problem, "unreadable itergate state");
+            Loaded {
+                comment: Some(comment.id),
+                problem: Some(problem),
+                state: StickyState::default(),
+            }
+        }
+    }
+}
+
+/// The whole comment body: marker, `visible_markdown`, state. The body is at most
+/// [`MAX_BODY_BYTES`]: the state is compacted to fit, and a visible text so long that it
+/// leaves no room is cut.
+pub fn render_body(visible_markdown: &str, state: &StickyState) -> String {
+    let visible = fit_visible(&break_markers(visible_markdown));
+    let head = format!("{MARKER}\n{visible}\n\n");
+    let room = MAX_BODY_BYTES.saturating_sub(head.len() + 1);
+    let state_line = compact_to_fit(state, room);
+    format!("{head}{state_line}\n")
+}
+
+/// Creates the sticky comment or edits it in place (no edit when the body is unchanged).
+pub async fn upsert(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    pr: PrNumber,
+    comments: &[Comment],
+    bot_login: &str,
+    body: &str,
+) -> Result<CommentId, ForgeError> {
+    match find_sticky(comments, bot_login) {
+        Some(existing) if existing.body == body => Ok(existing.id),
+        Some(existing) => Ok(forge.update_comment(repo, existing.id, body).await?.id),
+        None => Ok(forge.create_comment(repo, pr, body).await?.id),
+    }
+}
+
+/// Breaks the marker keywords so visible text can never carry a marker or a state.
+fn break_markers(text: &str) -> String {
+    text.replace("itergate:sticky", "itergate\u{200B}:sticky")
+        .replace("itergate:state", "itergate\u{200B}:state")
+}
+
+fn fit_visible(visible: &str) -> String {
+    let limit = MAX_BODY_BYTES - STATE_RESERVE_BYTES;
+    if visible.len() <= limit {
+        return visible.to_string();
+    }
+    let note = "\n\n… (cut: the comment reached GitHub's size limit)";
+    let mut end = limit - note.len();
+    while !visible.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = &visible[..end];
+    let cut = cut.rfind('\n').map_or(cut, |nl| &cut[..nl]);
+    format!("{cut}{note}")
+}
+
+fn encode(state: &StickyState) -> String {
+    // Serializing plain data (strings, numbers, maps with string keys) cannot fail.
+    let json = serde_json::to_vec(state).unwrap_or_default();
+    format!(
+        "{STATE_OPEN}{STATE_VERSION} {}{STATE_CLOSE}",
+        STANDARD.encode(json)
+    )
+}
+
+fn strip(record: &mut IterationRecord) {
+    record.issues.clear();
+    record.triggers.clear();
+}
+
+/// The state line for `state`, compacted until it is at most `room` bytes.
+fn compact_to_fit(state: &StickyState, room: usize) -> String {
+    let line = encode(state);
+    if line.len() <= room {
+        return line;
+    }
+    let older = state.records.len().saturating_sub(1);
+    // 1. Strip issues and triggers of the oldest records, as few as needed.
+    let stripped = |k: usize| {
+        let mut s = state.clone();
+        let newly = s.records[..k]
+            .iter()
+            .filter(|r| !r.issues.is_empty() || !r.triggers.is_empty())
+            .count();
+        s.records[..k].iter_mut().for_each(strip);
+        s.compaction.stripped_records += newly as u32;
+        s
+    };
+    if let Some(line) = smallest_fitting(older, room, |k| encode(&stripped(k))) {
+        return line;
+    }
+    // 2. Then drop the oldest records, keeping the latest.
+    let all_stripped = stripped(older);
+    let dropped = |k: usize| {
+        let mut s = all_stripped.clone();
+        s.records.drain(..k);
+        s.compaction.dropped_records += k as u32;
+        s
+    };
+    if let Some(line) = smallest_fitting(older, room, |k| encode(&dropped(k))) {
+        return line;
+    }
+    // 3. Last resort: the latest record loses its issues too, and feedback is shortened.
+    let mut last = dropped(older);
+    last.records.iter_mut().for_each(strip);
+    shorten_feedback(&mut last.feedback);
+    let line = encode(&last);
+    if line.len() <= room {
+        return line;
+    }
+    last.records.clear();
+    encode(&last)
+}
+
+/// The encoding for the smallest `k` in `0..=max` whose encoding fits in `room`, if any;
+/// `encode_with(k)` shrinks as `k` grows.
+fn smallest_fitting(
+    max: usize,
+    room: usize,
+    encode_with: impl Fn(usize) -> String,
+) -> Option<String> {
+    let fits = |k: usize| {
+        let line = encode_with(k);
+        (line.len() <= room).then_some(line)
+    };
+    let mut best = fits(max)?;
+    let (mut lo, mut hi) = (0, max);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match fits(mid) {
+            Some(line) => {
+                best = line;
+                hi = mid;
+            }
+            None => lo = mid + 1,
+        }
+    }
+    Some(best)
+}
+
+fn shorten_feedback(feedback: &mut Feedback) {
+    for list in [&mut feedback.messages, &mut feedback.rejections] {
+        let excess = list.len().saturating_sub(FEEDBACK_KEEP);
+        list.drain(..excess);
+        for text in list.iter_mut() {
+            if text.chars().count() > FEEDBACK_CHARS {
+                *text = text.chars().take(FEEDBACK_CHARS).collect::<String>() + "…";
+            }
+        }
+    }
+    if let Some(reason) = &mut feedback.escalation {
+        *reason = reason.chars().take(FEEDBACK_CHARS).collect();
+    }
+}

@@ -1,0 +1,582 @@
+//! The fake GitHub's state and the operations that read and change it. Handlers answer with
+//! the fields GitHub answers with (those itergate reads and a few more), and change the
+//! model the way GitHub would: a created comment is listed afterwards, an added label is on
+//! the issue, annotations accumulate on their check run.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::{json, Value};
+
+use super::Fault;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeComment {
+    pub id: u64,
+    pub issue: u64,
+    pub author: String,
+    pub author_type: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeLabel {
+    pub name: String,
+    pub color: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeReaction {
+    pub comment_id: u64,
+    pub content: String,
+    pub user: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeCheckRun {
+    pub id: u64,
+    pub name: String,
+    pub head_sha: String,
+    pub status: String,
+    pub conclusion: Option<String>,
+    pub suite_id: u64,
+    pub output: Value,
+    pub annotations: Vec<Value>,
+    /// Annotations per request that carried some: GitHub's limit is 50.
+    pub annotation_batches: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakePull {
+    pub number: u64,
+    pub title: String,
+    pub author: String,
+    pub head_sha: String,
+    pub head_ref: String,
+    pub head_repo: String,
+    pub base_sha: String,
+    pub base_ref: String,
+    /// `(sha, message)`, oldest first.
+    pub commits: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeArtifact {
+    pub id: u64,
+    pub run_id: u64,
+    pub name: String,
+    pub zip: Vec<u8>,
+    pub expired: bool,
+}
+
+/// A request as the fake saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub operation_id: String,
+    pub method: String,
+    pub path: String,
+    pub body: Option<Value>,
+}
+
+/// What a handler answers.
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Answer {
+    pub fn json(status: u16, body: Value) -> Answer {
+        Answer {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn empty(status: u16) -> Answer {
+        Answer::json(status, Value::Null)
+    }
+
+    pub fn message(status: u16, message: &str) -> Answer {
+        Answer::json(
+            status,
+            json!({ "message": message, "documentation_url": "https://docs.github.com/rest" }),
+        )
+    }
+}
+
+pub struct Model {
+    pub repo: String,
+    /// The login the token acts as.
+    pub login: String,
+    pub login_type: String,
+    /// `GET /user` answers 403, as for a `GITHUB_TOKEN`.
+    pub user_endpoint_forbidden: bool,
+    pub base_url: String,
+    next_id: u64,
+    pub comments: Vec<FakeComment>,
+    pub labels: BTreeMap<String, FakeLabel>,
+    pub issue_labels: BTreeMap<u64, Vec<String>>,
+    pub reactions: Vec<FakeReaction>,
+    pub check_runs: Vec<FakeCheckRun>,
+    /// login → (`permission`, `role_name`).
+    pub permissions: BTreeMap<String, (String, String)>,
+    pub pulls: BTreeMap<u64, FakePull>,
+    pub artifacts: Vec<FakeArtifact>,
+    pub dispatches: Vec<Value>,
+    pub rerequested_suites: Vec<u64>,
+    pub faults: BTreeMap<String, VecDeque<Fault>>,
+    pub violations: Vec<String>,
+    pub requests: Vec<Recorded>,
+}
+
+impl Model {
+    pub fn new(repo: &str, login: &str, base_url: String) -> Model {
+        Model {
+            repo: repo.to_string(),
+            login: login.to_string(),
+            login_type: if login.ends_with("[bot]") {
+                "Bot"
+            } else {
+                "User"
+            }
+            .into(),
+            user_endpoint_forbidden: false,
+            base_url,
+            next_id: 1000,
+            comments: Vec::new(),
+            labels: BTreeMap::new(),
+            issue_labels: BTreeMap::new(),
+            reactions: Vec::new(),
+            check_runs: Vec::new(),
+            permissions: BTreeMap::new(),
+            pulls: BTreeMap::new(),
+            artifacts: Vec::new(),
+            dispatches: Vec::new(),
+            rerequested_suites: Vec::new(),
+            faults: BTreeMap::new(),
+            violations: Vec::new(),
+            requests: Vec::new(),
+        }
+    }
+
+    pub fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// A comment written by someone else (a person, another bot).
+    pub fn add_comment(&mut self, issue: u64, author: &str, author_type: &str, body: &str) -> u64 {
+        let id = self.next_id();
+        self.comments.push(FakeComment {
+            id,
+            issue,
+            author: author.into(),
+            author_type: author_type.into(),
+            body: body.into(),
+        });
+        id
+    }
+
+    pub fn comments_on(&self, issue: u64) -> Vec<&FakeComment> {
+        self.comments.iter().filter(|c| c.issue == issue).collect()
+    }
+
+    pub fn labels_on(&self, issue: u64) -> Vec<String> {
+        self.issue_labels.get(&issue).cloned().unwrap_or_default()
+    }
+
+    /// Runs operation `id` with path `params`, `query` and JSON `body`.
+    pub fn handle(
+        &mut self,
+        id: &str,
+        params: &BTreeMap<String, String>,
+        query: &[(String, String)],
+        body: &Value,
+    ) -> Answer {
+        let repo = format!("{}/{}", param(params, "owner"), param(params, "repo"));
+        if params.contains_key("owner") && !repo.eq_ignore_ascii_case(&self.repo) {
+            return Answer::message(404, "Not Found");
+        }
+        let number = |name: &str| param(params, name).parse::<u64>().unwrap_or(0);
+        match id {
+            "users/get-authenticated" => self.get_user(),
+            "issues/list-comments" => self.list_comments(number("issue_number"), query),
+            "issues/create-comment" => self.create_comment(number("issue_number"), body),
+            "issues/update-comment" => self.update_comment(number("comment_id"), body),
+            "reactions/create-for-issue-comment" => self.react(number("comment_id"), body),
+            "issues/create-label" => self.create_label(body),
+            "issues/add-labels" => self.add_labels(number("issue_number"), body),
+            "issues/remove-label" => {
+                self.remove_label(number("issue_number"), param(params, "name"))
+            }
+            "repos/get-collaborator-permission-level" => self.permission(param(params, "username")),
+            "pulls/get" => self.get_pull(number("pull_number")),
+            "pulls/list-commits" => self.list_commits(number("pull_number"), query),
+            "checks/create" => self.create_check_run(body),
+            "checks/update" => self.update_check_run(number("check_run_id"), body),
+            "checks/list-for-ref" => self.list_check_runs(param(params, "ref"), query),
+            "checks/rerequest-suite" => {
+                self.rerequested_suites.push(number("check_suite_id"));
+                Answer::json(201, json!({}))
+            }
+            "actions/list-workflow-run-artifacts" => self.list_artifacts(number("run_id"), query),
+            "actions/download-artifact" => self.download_artifact(number("artifact_id")),
+            "actions/create-workflow-dispatch" | "repos/create-dispatch-event" => {
+                let mut record = body.clone();
+                if let Some(map) = record.as_object_mut() {
+                    map.insert("operation".into(), json!(id));
+                    map.insert("workflow_id".into(), json!(param(params, "workflow_id")));
+                }
+                self.dispatches.push(record);
+                Answer::empty(204)
+            }
+            other => Answer::message(501, &format!("the fake does not implement {other}")),
+        }
+    }
+
+    fn user_json(&self, login: &str, kind: &str) -> Value {
+        json!({ "login": login, "id": 1, "type": kind, "site_admin": false })
+    }
+
+    fn get_user(&self) -> Answer {
+        if self.user_endpoint_forbidden {
+            return Answer::message(403, "Resource not accessible by integration");
+        }
+        Answer::json(200, self.user_json(&self.login, &self.login_type))
+    }
+
+    fn comment_json(&self, c: &FakeComment) -> Value {
+        json!({
+            "id": c.id,
+            "node_id": format!("IC_{}", c.id),
+            "body": c.body,
+            "user": self.user_json(&c.author, &c.author_type),
+            "html_url": format!("https://github.com/{}/pull/{}#issuecomment-{}", self.repo, c.issue, c.id),
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "author_association": "MEMBER",
+        })
+    }
+
+    fn list_comments(&self, issue: u64, query: &[(String, String)]) -> Answer {
+        let all: Vec<Value> = self
+            .comments_on(issue)
+            .into_iter()
+            .map(|c| self.comment_json(c))
+            .collect();
+        self.page(
+            all,
+            query,
+            &format!("repos/{}/issues/{issue}/comments", self.repo),
+        )
+    }
+
+    fn create_comment(&mut self, issue: u64, body: &Value) -> Answer {
+        let text = body["body"].as_str().unwrap_or_default().to_string();
+        let (login, kind) = (self.login.clone(), self.login_type.clone());
+        let id = self.add_comment(issue, &login, &kind, &text);
+        let created = self
+            .comments
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| self.comment_json(c));
+        Answer::json(201, created.unwrap_or(Value::Null))
+    }
+
+    fn update_comment(&mut self, id: u64, body: &Value) -> Answer {
+        let login = self.login.clone();
+        let Some(comment) = self.comments.iter_mut().find(|c| c.id == id) else {
+            return Answer::message(404, "Not Found");
+        };
+        if comment.author != login {
+            // GitHub lets maintainers edit others' comments; itergate must never do that.
+            self.violations
+                .push(format!("edited comment {id} of {}", comment.author));
+        }
+        comment.body = body["body"].as_str().unwrap_or_default().to_string();
+        let comment = comment.clone();
+        Answer::json(200, self.comment_json(&comment))
+    }
+
+    fn react(&mut self, comment_id: u64, body: &Value) -> Answer {
+        if !self.comments.iter().any(|c| c.id == comment_id) {
+            return Answer::message(404, "Not Found");
+        }
+        let content = body["content"].as_str().unwrap_or_default().to_string();
+        let user = self.login.clone();
+        let existed = self
+            .reactions
+            .iter()
+            .any(|r| r.comment_id == comment_id && r.content == content && r.user == user);
+        if !existed {
+            self.reactions.push(FakeReaction {
+                comment_id,
+                content: content.clone(),
+                user,
+            });
+        }
+        let id = self.next_id();
+        Answer::json(
+            if existed { 200 } else { 201 },
+            json!({ "id": id, "content": content }),
+        )
+    }
+
+    fn label_json(label: &FakeLabel) -> Value {
+        json!({ "name": label.name, "color": label.color, "description": label.description, "default": false })
+    }
+
+    fn create_label(&mut self, body: &Value) -> Answer {
+        let name = body["name"].as_str().unwrap_or_default().to_string();
+        if self.labels.contains_key(&name.to_lowercase()) {
+            return Answer::json(
+                422,
+                json!({
+                    "message": "Validation Failed",
+                    "errors": [{ "resource": "Label", "code": "already_exists", "field": "name" }],
+                }),
+            );
+        }
+        let label = FakeLabel {
+            name: name.clone(),
+            color: body["color"].as_str().unwrap_or("ededed").to_string(),
+            description: body["description"].as_str().map(String::from),
+        };
+        let answer = Self::label_json(&label);
+        self.labels.insert(name.to_lowercase(), label);
+        Answer::json(201, answer)
+    }
+
+    fn add_labels(&mut self, issue: u64, body: &Value) -> Answer {
+        let names: Vec<String> = body["labels"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for name in names {
+            // Like GitHub: a missing label is created in the default colour.
+            self.labels
+                .entry(name.to_lowercase())
+                .or_insert_with(|| FakeLabel {
+                    name: name.clone(),
+                    color: "ededed".into(),
+                    description: None,
+                });
+            let on = self.issue_labels.entry(issue).or_default();
+            if !on.iter().any(|l| l.eq_ignore_ascii_case(&name)) {
+                on.push(name);
+            }
+        }
+        let on: Vec<Value> = self
+            .labels_on(issue)
+            .iter()
+            .filter_map(|n| self.labels.get(&n.to_lowercase()).map(Self::label_json))
+            .collect();
+        Answer::json(200, Value::Array(on))
+    }
+
+    fn remove_label(&mut self, issue: u64, name: &str) -> Answer {
+        let on = self.issue_labels.entry(issue).or_default();
+        let before = on.len();
+        on.retain(|l| !l.eq_ignore_ascii_case(name));
+        if on.len() == before {
+            return Answer::message(404, "Label does not exist");
+        }
+        Answer::json(200, json!([]))
+    }
+
+    fn permission(&self, user: &str) -> Answer {
+        let (permission, role) = self
+            .permissions
+            .get(&user.to_lowercase())
+            .cloned()
+            .unwrap_or_else(|| ("read".into(), "read".into()));
+        Answer::json(
+            200,
+            json!({ "permission": permission, "role_name": role, "user": self.user_json(user, "User") }),
+        )
+    }
+
+    fn get_pull(&self, number: u64) -> Answer {
+        let Some(p) = self.pulls.get(&number) else {
+            return Answer::message(404, "Not Found");
+        };
+        let branch = |sha: &str, r: &str, repo: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "full_name": repo } });
+        Answer::json(
+            200,
+            json!({
+                "number": p.number, "title": p.title, "body": null, "state": "open", "draft": false,
+                "user": self.user_json(&p.author, "User"),
+                "head": branch(&p.head_sha, &p.head_ref, &p.head_repo),
+                "base": branch(&p.base_sha, &p.base_ref, &self.repo),
+            }),
+        )
+    }
+
+    fn list_commits(&self, number: u64, query: &[(String, String)]) -> Answer {
+        let Some(p) = self.pulls.get(&number) else {
+            return Answer::message(404, "Not Found");
+        };
+        let mut parent = p.base_sha.clone();
+        let mut all = Vec::new();
+        for (sha, message) in &p.commits {
+            all.push(json!({ "sha": sha, "commit": { "message": message }, "parents": [{ "sha": parent }] }));
+            parent = sha.clone();
+        }
+        self.page(
+            all,
+            query,
+            &format!("repos/{}/pulls/{number}/commits", self.repo),
+        )
+    }
+
+    fn apply_output(run: &mut FakeCheckRun, body: &Value) {
+        if let Some(output) = body.get("output") {
+            let annotations = output["annotations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !annotations.is_empty() {
+                run.annotation_batches.push(annotations.len());
+                run.annotations.extend(annotations);
+            }
+            for key in ["title", "summary", "text"] {
+                if let Some(v) = output.get(key) {
+                    run.output[key] = v.clone();
+                }
+            }
+        }
+        if let Some(status) = body["status"].as_str() {
+            run.status = status.into();
+        }
+        if let Some(conclusion) = body["conclusion"].as_str() {
+            run.conclusion = Some(conclusion.into());
+            run.status = "completed".into();
+        }
+        if let Some(name) = body["name"].as_str() {
+            run.name = name.into();
+        }
+    }
+
+    fn check_run_json(run: &FakeCheckRun) -> Value {
+        json!({
+            "id": run.id, "name": run.name, "head_sha": run.head_sha, "status": run.status,
+            "conclusion": run.conclusion, "check_suite": { "id": run.suite_id },
+            "output": {
+                "title": run.output["title"], "summary": run.output["summary"], "text": run.output["text"],
+                "annotations_count": run.annotations.len(),
+            },
+        })
+    }
+
+    fn create_check_run(&mut self, body: &Value) -> Answer {
+        let mut run = FakeCheckRun {
+            id: self.next_id(),
+            name: String::new(),
+            head_sha: body["head_sha"].as_str().unwrap_or_default().into(),
+            status: "queued".into(),
+            conclusion: None,
+            suite_id: 77,
+            output: json!({}),
+            annotations: Vec::new(),
+            annotation_batches: Vec::new(),
+        };
+        Self::apply_output(&mut run, body);
+        let answer = Self::check_run_json(&run);
+        self.check_runs.push(run);
+        Answer::json(201, answer)
+    }
+
+    fn update_check_run(&mut self, id: u64, body: &Value) -> Answer {
+        let Some(run) = self.check_runs.iter_mut().find(|r| r.id == id) else {
+            return Answer::message(404, "Not Found");
+        };
+        Self::apply_output(run, body);
+        Answer::json(200, Self::check_run_json(run))
+    }
+
+    fn list_check_runs(&self, git_ref: &str, query: &[(String, String)]) -> Answer {
+        let runs: Vec<Value> = self
+            .check_runs
+            .iter()
+            .filter(|r| r.head_sha == git_ref)
+            .map(Self::check_run_json)
+            .collect();
+        let mut answer = self.page(
+            runs,
+            query,
+            &format!("repos/{}/commits/{git_ref}/check-runs", self.repo),
+        );
+        answer.body = json!({ "total_count": self.check_runs.len(), "check_runs": answer.body });
+        answer
+    }
+
+    fn list_artifacts(&self, run_id: u64, query: &[(String, String)]) -> Answer {
+        let name = query
+            .iter()
+            .find(|(k, _)| k == "name")
+            .map(|(_, v)| v.clone());
+        let all: Vec<Value> = self
+            .artifacts
+            .iter()
+            .filter(|a| a.run_id == run_id && name.as_ref().is_none_or(|n| *n == a.name))
+            .map(|a| json!({ "id": a.id, "name": a.name, "expired": a.expired, "size_in_bytes": a.zip.len() }))
+            .collect();
+        let mut answer = self.page(
+            all,
+            query,
+            &format!("repos/{}/actions/runs/{run_id}/artifacts", self.repo),
+        );
+        answer.body = json!({ "total_count": self.artifacts.len(), "artifacts": answer.body });
+        answer
+    }
+
+    fn download_artifact(&self, id: u64) -> Answer {
+        if !self.artifacts.iter().any(|a| a.id == id && !a.expired) {
+            return Answer::message(410, "Gone");
+        }
+        let mut answer = Answer::empty(302);
+        answer
+            .headers
+            .push(("location".into(), format!("{}/_blob/{id}", self.base_url)));
+        answer
+    }
+
+    /// One page of `all`, with a `Link` header naming the next page as GitHub does.
+    fn page(&self, all: Vec<Value>, query: &[(String, String)], path: &str) -> Answer {
+        let get = |k: &str, d: usize| {
+            query
+                .iter()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(d)
+        };
+        let per_page = get("per_page", 30).clamp(1, 100);
+        let page = get("page", 1).max(1);
+        let items: Vec<Value> = all
+            .iter()
+            .skip((page - 1) * per_page)
+            .take(per_page)
+            .cloned()
+            .collect();
+        let mut answer = Answer::json(200, Value::Array(items));
+        if page * per_page < all.len() {
+            let next = format!(
+                "<{}/{path}?per_page={per_page}&page={}>; rel=\"next\"",
+                self.base_url,
+                page + 1
+            );
+            answer.headers.push(("link".into(), next));
+        }
+        answer
+    }
+}
+
+fn param<'p>(params: &'p BTreeMap<String, String>, name: &str) -> &'p str {
+    params.get(name).map(String::as_str).unwrap_or_default()
+}

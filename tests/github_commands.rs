@@ -1,0 +1,298 @@
+//! The `/iterate` grammar: where a command counts, what each parses to, the errors people
+//! see, `CONTEXT_GAP_REPORT` replies and permission levels.
+
+use itergate::github::commands::{
+    parse_comment, parse_context_gap_report, Command, CommandError, Permission,
+};
+use proptest::prelude::*;
+
+fn commands(body: &str) -> Vec<Result<Command, CommandError>> {
+    parse_comment(body)
+}
+
+fn ok(body: &str) -> Vec<Command> {
+    commands(body)
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|e| panic!("{body:?}: {e}")))
+        .collect()
+}
+
+#[test]
+fn each_command_parses() {
+    let feedback = |s: &str| Command::Feedback(s.into());
+    let cases: Vec<(&str, Command)> = vec![
+        ("/iterate", Command::Reevaluate),
+        ("/iterate   ", Command::Reevaluate),
+        ("/iterate accept", Command::Accept),
+        ("/iterate ACCEPT", Command::Accept),
+        ("/iterate status", Command::Status),
+        ("/iterate help", Command::Help),
+        ("/iterate budget 5", Command::Budget(5)),
+        ("/iterate budget 100", Command::Budget(100)),
+        ("/iterate escalate", Command::Escalate(None)),
+        (
+            "/iterate escalate the tests are flaky",
+            Command::Escalate(Some("the tests are flaky".into())),
+        ),
+        (
+            "/iterate adjust split the parser first",
+            Command::Adjust("split the parser first".into()),
+        ),
+        (
+            "/iterate please handle the empty input",
+            feedback("please handle the empty input"),
+        ),
+        (
+            "/iterate Fix the `unwrap` in main.rs",
+            feedback("Fix the `unwrap` in main.rs"),
+        ),
+        ("/iterate retry", feedback("retry")),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(ok(body), [expected], "{body:?}");
+    }
+}
+
+#[test]
+fn commands_count_only_at_the_start_of_a_paragraph_line() {
+    let not_commands = [
+        "> /iterate accept",
+        "> quoting you:\n> /iterate accept",
+        "```\n/iterate accept\n```",
+        "~~~md\n/iterate accept\n~~~",
+        "    /iterate accept",
+        "[/iterate accept](https://example.com)",
+        "please run /iterate accept",
+        "`/iterate accept`",
+        "<!-- /iterate accept -->",
+        "hello <!--\n/iterate accept\n-->",
+        "- /iterate accept",
+        "1. /iterate accept",
+        "# /iterate accept",
+        "*/iterate accept*",
+        "/iterated accept",
+        "/iterate:accept",
+        "<details>\n/iterate accept\n</details>",
+        "| a |\n| - |\n| /iterate accept |",
+        "",
+        "no command here",
+    ];
+    for body in not_commands {
+        assert_eq!(commands(body), [], "{body:?} is not a command");
+    }
+}
+
+#[test]
+fn several_commands_and_multi_line_arguments() {
+    let body = "Thanks!\n/iterate budget 6\n/iterate adjust use a streaming parser\nand keep memory flat\n\nsome prose\n\n/iterate status";
+    assert_eq!(
+        ok(body),
+        [
+            Command::Budget(6),
+            Command::Adjust("use a streaming parser\nand keep memory flat".into()),
+            Command::Status,
+        ]
+    );
+    let after_quote = "> /iterate accept\n\n/iterate escalate not convinced";
+    assert_eq!(
+        ok(after_quote),
+        [Command::Escalate(Some("not convinced".into()))]
+    );
+    let after_fence = "```\n/iterate accept\n```\n/iterate help";
+    assert_eq!(ok(after_fence), [Command::Help]);
+    let crlf = "hi\r\n/iterate accept\r\n";
+    assert_eq!(ok(crlf), [Command::Accept]);
+}
+
+#[test]
+fn malformed_commands_explain_themselves() {
+    let cases: Vec<(&str, CommandError, &str)> = vec![
+        (
+            "/iterate budget",
+            CommandError::BudgetMissing,
+            "needs a number",
+        ),
+        (
+            "/iterate budget many",
+            CommandError::BudgetNotANumber("many".into()),
+            "not a whole number",
+        ),
+        (
+            "/iterate budget 0",
+            CommandError::BudgetOutOfRange("0".into()),
+            "between 1 and 100",
+        ),
+        (
+            "/iterate budget -3",
+            CommandError::BudgetOutOfRange("-3".into()),
+            "between 1 and 100",
+        ),
+        (
+            "/iterate budget 101",
+            CommandError::BudgetOutOfRange("101".into()),
+            "between 1 and 100",
+        ),
+        (
+            "/iterate budget 99999999999999999999999",
+            CommandError::BudgetOutOfRange("99999999999999999999999".into()),
+            "between 1 and 100",
+        ),
+        (
+            "/iterate budget 5 more",
+            CommandError::BudgetNotANumber("5 more".into()),
+            "not a whole number",
+        ),
+        (
+            "/iterate budget 2.5",
+            CommandError::BudgetNotANumber("2.5".into()),
+            "not a whole number",
+        ),
+        (
+            "/iterate adjust",
+            CommandError::AdjustWithoutGuidance,
+            "needs guidance",
+        ),
+        (
+            "/iterate accept now please",
+            CommandError::TakesNoArguments {
+                keyword: "accept".into(),
+            },
+            "takes no arguments",
+        ),
+        (
+            "/iterate acept",
+            CommandError::UnknownSubcommand {
+                word: "acept".into(),
+                suggestion: "accept".into(),
+            },
+            "did you mean `/iterate accept`",
+        ),
+        (
+            "/iterate stauts",
+            CommandError::UnknownSubcommand {
+                word: "stauts".into(),
+                suggestion: "status".into(),
+            },
+            "did you mean",
+        ),
+    ];
+    for (body, expected, message) in cases {
+        let parsed = commands(body);
+        assert_eq!(parsed, [Err(expected.clone())], "{body:?}");
+        assert!(
+            expected.to_string().contains(message),
+            "{body:?}: {expected}"
+        );
+    }
+}
+
+#[test]
+fn state_changing_commands_are_the_ones_that_need_write_access() {
+    let changing = [
+        Command::Accept,
+        Command::Adjust("x".into()),
+        Command::Escalate(None),
+        Command::Budget(3),
+        Command::Feedback("x".into()),
+    ];
+    assert!(changing.iter().all(Command::changes_state));
+    let reading = [Command::Reevaluate, Command::Status, Command::Help];
+    assert!(!reading.iter().any(Command::changes_state));
+}
+
+#[test]
+fn permission_levels_are_ordered_and_parsed_from_github_values() {
+    use Permission::{Admin, Maintain, Read, Triage, Write};
+    assert!(
+        Admin > Maintain
+            && Maintain > Write
+            && Write > Triage
+            && Triage > Read
+            && Read > Permission::None
+    );
+    assert_eq!(
+        Permission::from_github(Some("maintain"), Some("write")),
+        Maintain
+    );
+    assert_eq!(
+        Permission::from_github(Some("triage"), Some("read")),
+        Triage
+    );
+    assert_eq!(
+        Permission::from_github(Some("custom-reviewer"), Some("write")),
+        Write
+    );
+    assert_eq!(Permission::from_github(None, Some("admin")), Admin);
+    assert_eq!(
+        Permission::from_github(None, Some("none")),
+        Permission::None
+    );
+    assert_eq!(Permission::from_github(None, None), Permission::None);
+    assert_eq!("Write".parse::<Permission>(), Ok(Write));
+    let error = "owner".parse::<Permission>().expect_err("not a level");
+    assert!(error
+        .to_string()
+        .contains("admin, maintain, write, triage, read, none"));
+}
+
+#[test]
+fn context_gap_report_is_read_fenced_or_not() {
+    let body = "I need more context.\n\n```\nCONTEXT_GAP_REPORT\n------------------\nNEEDS: src/parser.rs:40-80 | REASON: the failing test calls it | ALTERNATIVE: I can stub it\nNEEDS: the retry policy | REASON: unclear which errors retry | ALTERNATIVE: <none — required>\nNEEDS: | REASON: nothing named\nREADY_TO_EXECUTE: false\n```\n";
+    let report = parse_context_gap_report(body).expect("report");
+    assert_eq!(report.ready_to_execute, Some(false));
+    assert_eq!(report.items.len(), 2);
+    assert_eq!(report.items[0].needs, "src/parser.rs:40-80");
+    assert_eq!(
+        report.items[0].reason.as_deref(),
+        Some("the failing test calls it")
+    );
+    assert_eq!(
+        report.items[0].alternative.as_deref(),
+        Some("I can stub it")
+    );
+    assert!(!report.items[0].required());
+    assert!(report.items[1].required());
+    assert_eq!(report.malformed, ["NEEDS: | REASON: nothing named"]);
+
+    let ready =
+        parse_context_gap_report("CONTEXT_GAP_REPORT\n------------------\nREADY_TO_EXECUTE: true")
+            .expect("report");
+    assert_eq!((ready.items.len(), ready.ready_to_execute), (0, Some(true)));
+    assert_eq!(parse_context_gap_report("no report here"), None);
+}
+
+proptest! {
+    #[test]
+    fn the_parser_never_panics(body in any::<String>()) {
+        let _ = parse_comment(&body);
+        let _ = parse_context_gap_report(&body);
+    }
+
+    #[test]
+    fn markdown_around_commands_never_panics(
+        parts in proptest::collection::vec(
+            prop_oneof![
+                Just("/iterate".to_string()), Just(" accept".to_string()), Just("\n".to_string()),
+                Just("> ".to_string()), Just("```".to_string()), Just("<!--".to_string()),
+                Just("-->".to_string()), Just("[".to_string()), Just("](u)".to_string()),
+                Just("    ".to_string()), Just(" budget ".to_string()), "[0-9a-z ]{0,6}",
+                Just("CONTEXT_GAP_REPORT\n".to_string()), Just("NEEDS: a | REASON: b\n".to_string()),
+            ],
+            0..24,
+        )
+    ) {
+        let body: String = parts.concat();
+        for parsed in parse_comment(&body) {
+            if let Ok(Command::Budget(n)) = parsed {
+                prop_assert!((1..=100).contains(&n));
+            }
+        }
+        let _ = parse_context_gap_report(&body);
+    }
+
+    #[test]
+    fn a_quoted_command_is_never_a_command(line in "[a-z /]{0,30}") {
+        let body = format!("> /iterate {line}");
+        prop_assert_eq!(parse_comment(&body), vec![]);
+    }
+}

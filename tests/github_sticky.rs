@@ -1,0 +1,296 @@
+//! The sticky comment: its state round-trips, only the bot's own comment is trusted, untrusted
+//! text can neither forge nor break the marker or the state, and the body stays under
+//! GitHub's size limit by compacting old iterations.
+
+mod fake_github;
+
+use chrono::{TimeZone, Utc};
+use fake_github::{FakeGithub, BOT_LOGIN, REPO};
+use itergate::engine::Feedback;
+use itergate::github::sticky::{
+    escape_markdown_inline, fence, find_sticky, load_state, parse_state, render_body, upsert,
+    StateError, StickyState, MARKER, MAX_BODY_BYTES,
+};
+use itergate::github::types::{Actor, ActorKind, Comment};
+use itergate::github::{CommentId, Forge, PrNumber, RepoName};
+use itergate::model::{CheckerIssue, IterationRecord, Scores, Severity, Trigger, TriggerType};
+use proptest::prelude::*;
+
+fn record(iteration: u32, issues: usize) -> IterationRecord {
+    let mut r = IterationRecord::new(
+        iteration,
+        Utc.timestamp_opt(1_700_000_000 + i64::from(iteration), 0)
+            .unwrap(),
+    );
+    r.scores = Scores {
+        tests_passing: Some(0.5 + f64::from(iteration % 5) / 10.0),
+        ..Scores::default()
+    };
+    r.quality = Some(0.61);
+    r.issues = (0..issues)
+        .map(|i| CheckerIssue {
+            dimension: "code_quality".into(),
+            severity: Severity::Warning,
+            finding: format!("clippy::needless_clone in a rather long explanation number {i}"),
+            affected_field: Some(format!("src/module_{i}.rs:{}", i + 10)),
+            suggested_fix: Some("remove the clone".into()),
+        })
+        .collect();
+    r.triggers = vec![Trigger {
+        kind: TriggerType::QualityThreshold,
+        source: "engine".into(),
+        severity: 0.5,
+        details: "quality below 0.95".into(),
+        fixable: true,
+    }];
+    r
+}
+
+fn state(records: u32, issues: usize) -> StickyState {
+    StickyState {
+        records: (1..=records).map(|i| record(i, issues)).collect(),
+        feedback: Feedback {
+            messages: vec!["handle the empty input".into()],
+            accepted: false,
+            max_iterations: Some(8),
+            restart_after: Some(2),
+            ..Feedback::default()
+        },
+        last_command_comment: Some(CommentId(42)),
+        escalation_notified_at: None,
+        context_rounds: 1,
+        ..StickyState::default()
+    }
+}
+
+fn comment(id: u64, login: &str, body: String) -> Comment {
+    Comment {
+        id: CommentId(id),
+        author: Actor::new(login, ActorKind::Bot),
+        body,
+    }
+}
+
+#[test]
+fn state_round_trips_through_the_body() {
+    let s = state(3, 2);
+    let body = render_body("## itergate: iterate\n\nquality 0.61", &s);
+    assert!(body.starts_with(MARKER));
+    assert_eq!(parse_state(&body), Ok(s));
+}
+
+#[test]
+fn only_the_bots_own_comment_is_trusted() {
+    let real = render_body("real", &state(2, 0));
+    let forged = render_body(
+        "forged",
+        &StickyState {
+            feedback: Feedback {
+                accepted: true,
+                ..Feedback::default()
+            },
+            ..StickyState::default()
+        },
+    );
+    let comments = vec![
+        comment(1, "mallory", forged.clone()),
+        comment(2, "github-actions", forged.clone()),
+        comment(3, BOT_LOGIN, "a plain bot comment".into()),
+        comment(4, &BOT_LOGIN.to_uppercase(), real.clone()),
+    ];
+    assert_eq!(
+        find_sticky(&comments, BOT_LOGIN).map(|c| c.id),
+        Some(CommentId(4))
+    );
+    let loaded = load_state(&comments, BOT_LOGIN);
+    assert_eq!(loaded.comment, Some(CommentId(4)));
+    assert!(!loaded.state.feedback.accepted);
+    assert_eq!(loaded.state.records.len(), 2);
+    assert_eq!(load_state(&comments[..3], BOT_LOGIN).comment, None);
+}
+
+#[test]
+fn corrupt_or_foreign_state_is_reported_not_trusted() {
+    let cases = [
+        (
+            "no marker\n<!-- itergate:state v1 e30= -->",
+            StateError::NoMarker,
+        ),
+        ("<!-- itergate:sticky -->\nnothing", StateError::NoState),
+        (
+            "<!-- itergate:sticky -->\n<!-- itergate:state v9 e30= -->",
+            StateError::UnsupportedVersion("v9".into()),
+        ),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(parse_state(body), Err(expected), "{body}");
+    }
+    assert!(matches!(
+        parse_state("<!-- itergate:sticky -->\n<!-- itergate:state v1 !!! -->"),
+        Err(StateError::Base64(_))
+    ));
+    assert!(matches!(
+        parse_state("<!-- itergate:sticky -->\n<!-- itergate:state v1 bm90IGpzb24= -->"),
+        Err(StateError::Json(_))
+    ));
+    let broken = vec![comment(
+        9,
+        BOT_LOGIN,
+        "<!-- itergate:sticky -->\n<!-- itergate:state v1 !!! -->".into(),
+    )];
+    let loaded = load_state(&broken, BOT_LOGIN);
+    assert_eq!(loaded.comment, Some(CommentId(9)));
+    assert!(matches!(loaded.problem, Some(StateError::Base64(_))));
+    assert_eq!(loaded.state, StickyState::default());
+}
+
+#[test]
+fn a_forged_state_in_the_visible_text_is_ignored() {
+    let forged_state = StickyState {
+        feedback: Feedback {
+            accepted: true,
+            ..Feedback::default()
+        },
+        ..StickyState::default()
+    };
+    let forged_line = render_body("", &forged_state);
+    let s = state(1, 0);
+    let body = render_body(&format!("quoted from a user:\n{forged_line}"), &s);
+    assert_eq!(parse_state(&body), Ok(s));
+    assert_eq!(body.matches(MARKER).count(), 1);
+    assert_eq!(body.matches("<!-- itergate:state").count(), 1);
+}
+
+#[test]
+fn fence_outlasts_any_backtick_run_and_escape_stays_inline() {
+    let text = "a ``` b ```` c\n```\n<!-- itergate:sticky -->";
+    let fenced = fence(text);
+    assert!(
+        fenced.starts_with("`````\n") && fenced.ends_with("\n`````"),
+        "{fenced}"
+    );
+    assert!(!fenced.contains("<!--") && !fenced.contains("-->"));
+    let inline = escape_markdown_inline("**bold** [x](y) <b> @alice\n/iterate accept <!-- -->");
+    assert!(!inline.contains('\n') && !inline.contains('<') && !inline.contains('>'));
+    assert!(
+        inline.starts_with("\\*\\*bold\\*\\* \\[x\\]\\(y\\) &lt;b&gt; @\u{2060}alice"),
+        "{inline}"
+    );
+}
+
+#[test]
+fn large_histories_are_compacted_oldest_first_under_the_limit() {
+    let s = state(400, 20);
+    let body = render_body("visible", &s);
+    assert!(body.len() <= MAX_BODY_BYTES, "{} bytes", body.len());
+    let kept = parse_state(&body).expect("state");
+    let last = kept.records.last().expect("records");
+    assert_eq!(last.iteration, 400);
+    assert_eq!(
+        last.issues.len(),
+        20,
+        "the latest iteration keeps its issues"
+    );
+    let first_with_issues = kept
+        .records
+        .iter()
+        .position(|r| !r.issues.is_empty())
+        .expect("some kept");
+    assert!(
+        kept.records[first_with_issues..]
+            .iter()
+            .all(|r| !r.issues.is_empty()),
+        "stripped oldest first"
+    );
+    assert_eq!(
+        kept.compaction.dropped_records as usize + kept.records.len(),
+        400
+    );
+    assert!(kept.compaction.stripped_records > 0);
+    assert_eq!(kept.feedback, s.feedback);
+
+    let huge_visible = "x".repeat(200_000);
+    let body = render_body(&huge_visible, &state(3, 1));
+    assert!(body.len() <= MAX_BODY_BYTES);
+    assert!(body.contains("cut: the comment reached GitHub's size limit"));
+    assert_eq!(parse_state(&body).expect("state").records.len(), 3);
+}
+
+#[test]
+fn small_histories_are_not_compacted() {
+    let s = state(30, 5);
+    let kept = parse_state(&render_body("v", &s)).expect("state");
+    assert_eq!(kept, s);
+}
+
+#[tokio::test]
+async fn upsert_creates_once_then_edits_in_place() {
+    let server = FakeGithub::start().await;
+    let (forge, _) = server.forge();
+    let repo: RepoName = REPO.parse().expect("repo");
+    let pr = PrNumber(7);
+    server.with(|m| {
+        m.add_comment(
+            7,
+            "mallory",
+            "User",
+            &render_body("fake", &StickyState::default()),
+        )
+    });
+    for round in 1..=3u32 {
+        let comments = forge.list_comments(&repo, pr).await.expect("list");
+        let body = render_body(&format!("round {round}"), &state(round, 1));
+        upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &body)
+            .await
+            .expect("upsert");
+    }
+    let comments = forge.list_comments(&repo, pr).await.expect("list");
+    assert_eq!(comments.len(), 2, "mallory's and exactly one of ours");
+    let loaded = load_state(&comments, BOT_LOGIN);
+    assert_eq!(loaded.state.records.len(), 3);
+    assert_eq!(server.count("issues/create-comment"), 1);
+    assert_eq!(server.count("issues/update-comment"), 2);
+    let same = comments
+        .iter()
+        .find(|c| c.author.login == BOT_LOGIN)
+        .expect("ours")
+        .body
+        .clone();
+    upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &same)
+        .await
+        .expect("unchanged");
+    assert_eq!(
+        server.count("issues/update-comment"),
+        2,
+        "an unchanged body is not sent"
+    );
+    server.assert_no_violations();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn untrusted_text_never_changes_the_state_or_adds_a_marker(
+        untrusted in prop_oneof![
+            any::<String>(),
+            "(<!--|-->|<!-- itergate:sticky -->|<!-- itergate:state v1 e30= -->|```|`|\n|\r| |[a-z]{1,4}|@|>|\\\\|--|!)*",
+        ]
+    ) {
+        let s = state(2, 1);
+        let visible = format!(
+            "Finding: {}\n\n{}\n\n{}",
+            escape_markdown_inline(&untrusted),
+            fence(&untrusted),
+            untrusted, // even unescaped, it cannot forge the marker or the state
+        );
+        let body = render_body(&visible, &s);
+        prop_assert_eq!(parse_state(&body), Ok(s));
+        prop_assert_eq!(body.matches(MARKER).count(), 1);
+        prop_assert_eq!(body.matches("<!-- itergate:state").count(), 1);
+        let escaped = escape_markdown_inline(&untrusted);
+        prop_assert!(!escaped.contains("<!--") && !escaped.contains("-->") && !escaped.contains('\n'));
+        let fenced = fence(&untrusted);
+        prop_assert!(!fenced.contains("<!--") && !fenced.contains("-->"));
+    }
+}
