@@ -156,7 +156,8 @@ fn first_push_then_improving_then_regressing() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("Best iteration so far: 2"), "{err}");
     assert!(f.note(&second).is_some());
-    assert_eq!(f.runs(), 3);
+    // Iteration 2 has the base's tree: the cache scores it only once.
+    assert_eq!(f.runs(), 3, "three trees, each scored once");
 }
 
 #[test]
@@ -164,7 +165,7 @@ fn the_cache_runs_nothing_for_a_tree_already_scored() {
     let f = Fixture::new("warn");
     f.repo.commit_file("results.txt", "3 1\n", "first");
     assert!(f.push(&["origin", "feature"]).status.success());
-    assert_eq!(f.runs(), 1);
+    assert_eq!(f.runs(), 2, "the iteration and the base");
     // Same tree, new message: amend and force-push.
     f.repo.git(&[
         "commit",
@@ -176,7 +177,7 @@ fn the_cache_runs_nothing_for_a_tree_already_scored() {
     let amended = f.repo.head();
     let out = f.push(&["--force", "origin", "feature"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(f.runs(), 1, "no check ran for a cached tree");
+    assert_eq!(f.runs(), 2, "no check ran for a cached tree");
     let note = f.note(&amended).expect("the amended commit is recorded");
     assert_eq!(
         note["tokens_used"], 900,
@@ -321,11 +322,11 @@ fn status_and_prompt_read_the_recorded_history() {
     f.repo.commit_file("results.txt", "3 1\n", "first");
     let out = itergate(&f.repo.path, &["run"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(f.runs(), 1);
+    assert_eq!(f.runs(), 2);
     let out = itergate(&f.repo.path, &["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Decision: ITERATE"), "{text}");
-    assert_eq!(f.runs(), 1, "status runs nothing");
+    assert_eq!(f.runs(), 2, "status runs nothing");
     let out = itergate(&f.repo.path, &["prompt"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -411,7 +412,7 @@ fn husky_style_hooks_path_snippet() {
         out.status.success() && err.contains("Decision: ITERATE"),
         "{err}"
     );
-    assert_eq!(f.runs(), 1);
+    assert_eq!(f.runs(), 2, "the iteration and the base");
 }
 
 #[test]
@@ -434,5 +435,45 @@ fn pre_commit_variables_stand_in_for_stdin() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "the gate blocks: {err}");
     assert!(err.contains("feature: iterate"), "{err}");
-    assert_eq!(f.runs(), 1);
+    assert_eq!(f.runs(), 2);
+}
+
+#[test]
+fn failures_already_on_the_base_are_pre_existing() {
+    let repo = TestRepo::new();
+    let counter = repo.sibling("runs.txt");
+    std::fs::write(&counter, "").expect("counter");
+    write_script(&repo.path.join("check.sh"), CHECK);
+    repo.write(
+        ".itergate.yml",
+        &format!(
+            "checks:\n  tests:\n    run: ./check.sh\n    report: {{ format: junit, path: out/junit.xml }}\n    env: {{ COUNT_FILE: {} }}\nhook:\n  base: main\n",
+            counter.display()
+        ),
+    );
+    repo.write(".gitignore", "out/\n");
+    repo.commit_file("results.txt", "3 1\n", "base with a known failure");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    let tip = repo.commit_file("feature.txt", "new work", "unrelated work");
+    let out = itergate(&repo.path, &["run"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("Revision iteration 1/3 -- 0 blockers, 0 warnings"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("validation_failure"),
+        "a pre-existing failure triggers nothing: {err}"
+    );
+    let note = git_output(&repo.path, &["notes", "--ref", "itergate", "show", &tip]);
+    let text = String::from_utf8_lossy(&note.stdout);
+    assert!(text.contains("pre-existing on the base"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&counter)
+            .expect("counter")
+            .lines()
+            .count(),
+        2
+    );
 }

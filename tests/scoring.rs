@@ -141,3 +141,56 @@ fn lint_severity_scale_and_hallucinations() {
     assert_eq!(r.count(Severity::Warning), 1);
     assert_eq!(r.count(Severity::Info), 1);
 }
+
+fn failing_at(iteration: u32, spans: &[&str]) -> IterationRecord {
+    let mut r = IterationRecord::new(
+        iteration,
+        Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0)
+            .single()
+            .expect("date"),
+    );
+    r.issues = spans
+        .iter()
+        .map(|s| itergate::model::CheckerIssue {
+            dimension: "tests".into(),
+            severity: Severity::Blocker,
+            finding: format!("test at {s} failed"),
+            affected_field: Some((*s).into()),
+            suggested_fix: None,
+        })
+        .collect();
+    if !spans.is_empty() {
+        r.triggers.push(itergate::model::Trigger {
+            kind: TriggerType::ValidationFailure,
+            source: "tests".into(),
+            severity: 0.7,
+            details: "tests failed".into(),
+            fixable: true,
+        });
+    }
+    r
+}
+
+#[test]
+fn a_test_that_flips_without_related_changes_is_flaky() {
+    use itergate::signals::flaky;
+    let earlier = [failing_at(1, &["tests/net.rs:10"]), failing_at(2, &[])];
+    let mut current = failing_at(3, &["tests/net.rs:10"]);
+    assert_eq!(flaky::mark(&mut current, &earlier, &|_| false), 1);
+    assert!(current.issues[0].finding.starts_with("(flaky"));
+    assert_eq!(current.triggers[0].source, "flaky");
+    // The same flip, but the change touched the test's file: a real failure.
+    let mut touched = failing_at(3, &["tests/net.rs:10"]);
+    assert_eq!(
+        flaky::mark(&mut touched, &earlier, &|f| f == "tests/net.rs"),
+        0
+    );
+    assert_eq!(touched.triggers[0].source, "tests");
+    // Failing throughout is not flaky.
+    let steady = [
+        failing_at(1, &["tests/net.rs:10"]),
+        failing_at(2, &["tests/net.rs:10"]),
+    ];
+    let mut again = failing_at(3, &["tests/net.rs:10"]);
+    assert_eq!(flaky::mark(&mut again, &steady, &|_| false), 0);
+}

@@ -114,7 +114,8 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             task::score_once(env, &repo, &store, &task, commit, progress)?;
         }
         let history = task.history(&store)?;
-        let decision = task::decide(env, &task, &history)?;
+        let base = task::stored_base(env, &store, &task)?;
+        let decision = task::decide(env, &task, &history, base.as_ref())?;
         if !quiet {
             eprintln!();
         }

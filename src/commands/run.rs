@@ -63,7 +63,8 @@ pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
         );
     }
     let history = task.history(&store)?;
-    let decision = task::decide(env, &task, &history)?;
+    let base = task::stored_base(env, &store, &task)?;
+    let decision = task::decide(env, &task, &history, base.as_ref())?;
     task::report(env, &repo, &history, &decision)?;
     Ok(())
 }
@@ -72,7 +73,9 @@ pub fn status(env: &Env) -> Result<(), Failure> {
     let (name, history) = recorded_history(env, None)?;
     let repo = open(env)?;
     let task = current_task(env, &repo, None)?;
-    let decision = task::decide(env, &Task { name, ..task }, &history)?;
+    let store = task::open_store(env, &repo)?;
+    let base = task::stored_base(env, &store, &task)?;
+    let decision = task::decide(env, &Task { name, ..task }, &history, base.as_ref())?;
     let view = crate::summary::decision_view(&env.config, &history, &decision);
     print(&env.renderer()?.render("decision.txt.tera", &view)?)
 }
@@ -81,7 +84,9 @@ pub fn prompt(env: &Env) -> Result<(), Failure> {
     let (name, history) = recorded_history(env, None)?;
     let repo = open(env)?;
     let task = current_task(env, &repo, None)?;
-    let decision = task::decide(env, &Task { name, ..task }, &history)?;
+    let store = task::open_store(env, &repo)?;
+    let base = task::stored_base(env, &store, &task)?;
+    let decision = task::decide(env, &Task { name, ..task }, &history, base.as_ref())?;
     print(&task::render_prompt(env, &history, &decision)?)
 }
 

@@ -46,24 +46,41 @@ pub fn locate(repo: &Repository, rev: &str, base: Option<&str>) -> Result<Positi
     })
 }
 
-/// Scores `position.commit`: runs or ingests the checks and reads the commit itself.
+/// How to score one commit.
+pub struct ScoreRequest<'a> {
+    pub position: &'a Position,
+    /// Existing reports to read instead of running checks (`FORMAT:PATH`).
+    pub reports: &'a [String],
+    pub progress: Progress,
+    /// Run the checks in the user's work tree (HEAD) rather than a temporary worktree.
+    pub in_place: bool,
+    /// The base's record: findings already there are pre-existing.
+    pub base: Option<&'a IterationRecord>,
+}
+
+/// Scores a commit: runs or ingests the checks and reads the commit itself.
 pub fn score_commit(
     env: &Env,
     repo: &Repository,
-    position: &Position,
-    reports: &[String],
-    progress: Progress,
-    in_place: bool,
+    request: &ScoreRequest,
 ) -> Result<IterationRecord, Failure> {
+    let position = request.position;
     let commit = repo
         .find_commit(position.commit)
         .map_err(|e| Failure::Internal(e.into()))?;
     let changed = git::added_lines(repo, position.merge_base, position.commit)?;
     let started = Instant::now();
-    let outcomes = if reports.is_empty() {
-        run_checks(env, repo, position.commit, &changed, progress, in_place)?
+    let outcomes = if request.reports.is_empty() {
+        run_checks(
+            env,
+            repo,
+            position.commit,
+            &changed,
+            request.progress,
+            request.in_place,
+        )?
     } else {
-        ingest(env, reports, &changed)?
+        ingest(env, request.reports, &changed)?
     };
     let timestamp = Utc
         .timestamp_opt(commit.time().seconds(), 0)
@@ -80,7 +97,7 @@ pub fn score_commit(
             config: &env.config,
             checks: &outcomes,
             changed: Some(&changed),
-            base: None,
+            base: request.base,
         },
         &mut record,
     );
@@ -182,7 +199,17 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
     };
     // HEAD is scored in place, as a test run would be; any other commit in a worktree.
     let in_place = git::resolve_commit(&repo, "HEAD").ok() == Some(position.commit);
-    let record = score_commit(env, &repo, &position, &args.reports, progress, in_place)?;
+    let record = score_commit(
+        env,
+        &repo,
+        &ScoreRequest {
+            position: &position,
+            reports: &args.reports,
+            progress,
+            in_place,
+            base: None,
+        },
+    )?;
     let text = match args.format {
         DecideFormat::Json => {
             serde_json::to_string_pretty(&record).map_err(|e| Failure::Internal(e.into()))? + "\n"

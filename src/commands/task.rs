@@ -18,7 +18,7 @@ use crate::signals::checks::Progress;
 use crate::signals::trailers;
 use crate::summary::decision_view;
 
-use super::score::{score_commit, Position};
+use super::score::{score_commit, Position, ScoreRequest};
 use super::{Env, Failure};
 
 /// One branch's iterations: the first-parent commits since the merge-base with the base.
@@ -114,15 +114,111 @@ pub fn score_once(
         store.write(commit, &record, &fingerprint)?;
         return Ok((record, false));
     }
+    let base = base_record(env, repo, store, task, progress)?;
     let position = Position {
         commit,
         merge_base: task.merge_base,
         iteration,
     };
-    let in_place = is_clean_head(repo, commit);
-    let record = score_commit(env, repo, &position, &[], progress, in_place)?;
+    let mut record = score_commit(
+        env,
+        repo,
+        &ScoreRequest {
+            position: &position,
+            reports: &[],
+            progress,
+            in_place: is_clean_head(repo, commit),
+            base: base.as_ref(),
+        },
+    )?;
+    mark_flaky(repo, store, task, commit, &mut record)?;
     store.write(commit, &record, &fingerprint)?;
     Ok((record, true))
+}
+
+/// The base's record (the merge-base with the base branch), scored once and cached like any
+/// other tree, so findings already there count as pre-existing.
+pub fn base_record(
+    env: &Env,
+    repo: &Repository,
+    store: &NotesStore,
+    task: &Task,
+    progress: Progress,
+) -> Result<Option<IterationRecord>, Failure> {
+    let Some(base) = task.merge_base.filter(|_| env.config.scoring.compare_base) else {
+        return Ok(None);
+    };
+    let fingerprint = fingerprint(env);
+    if let Some(stored) = store.read_stored(base)? {
+        if stored.fingerprint.as_deref() == Some(fingerprint.as_str()) {
+            return Ok(Some(stored.record));
+        }
+    }
+    let tree = repo
+        .find_commit(base)
+        .map_err(anyhow::Error::from)?
+        .tree_id();
+    let record = match store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)? {
+        Some(cached) => reuse(repo, cached, base, 0)?,
+        None => {
+            let position = Position {
+                commit: base,
+                merge_base: None,
+                iteration: 0,
+            };
+            score_commit(
+                env,
+                repo,
+                &ScoreRequest {
+                    position: &position,
+                    reports: &[],
+                    progress,
+                    in_place: false,
+                    base: None,
+                },
+            )?
+        }
+    };
+    store.write(base, &record, &fingerprint)?;
+    Ok(Some(record))
+}
+
+/// The base's record if it was scored already (never scores anything).
+pub fn stored_base(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+) -> Result<Option<IterationRecord>, Failure> {
+    match task.merge_base.filter(|_| env.config.scoring.compare_base) {
+        Some(base) => Ok(store.read(base)?),
+        None => Ok(None),
+    }
+}
+
+/// Marks failures that flip across iterations without related changes as flaky.
+fn mark_flaky(
+    repo: &Repository,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+    record: &mut IterationRecord,
+) -> Result<(), Failure> {
+    let Some(index) = task
+        .commits
+        .iter()
+        .position(|c| *c == commit)
+        .filter(|i| *i > 0)
+    else {
+        return Ok(());
+    };
+    let earlier = store.history(&task.commits[..index])?;
+    let touched = git::added_lines(repo, Some(task.commits[index - 1]), commit)?;
+    let count =
+        crate::signals::flaky::mark(record, &earlier, &|path| touched.files.contains_key(path));
+    if count > 0 {
+        tracing::info!(count, "marked flaky test failures");
+    }
+    Ok(())
 }
 
 /// A cached record made this commit's: same scores, this commit's id, time and trailers.
@@ -162,13 +258,18 @@ fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
         .is_ok_and(|s| s.is_empty())
 }
 
-pub fn decide(env: &Env, task: &Task, history: &[IterationRecord]) -> Result<Decision, Failure> {
+pub fn decide(
+    env: &Env,
+    task: &Task,
+    history: &[IterationRecord],
+    baseline: Option<&IterationRecord>,
+) -> Result<Decision, Failure> {
     engine::decide(&DecideInput {
         task_id: &task.name,
         config: &env.config,
         history,
         feedback: &Feedback::default(),
-        baseline: None,
+        baseline,
         now: Utc::now(),
     })
     .map_err(|e| super::user(format!("{}: {e}", task.name)))

@@ -232,12 +232,16 @@ pub struct Scoring {
     /// Cyclomatic complexity at which the complexity score reaches 0; changed functions
     /// above it are WARNINGs.
     pub complexity_threshold: u32,
+    /// Score the base (merge-base) once too, so findings already there are pre-existing
+    /// (INFO, no trigger) and the decision compares against it.
+    pub compare_base: bool,
 }
 
 impl Default for Scoring {
     fn default() -> Self {
         Scoring {
             complexity_threshold: 15,
+            compare_base: true,
         }
     }
 }
