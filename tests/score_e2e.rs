@@ -232,3 +232,31 @@ fn init_writes_a_config_we_accept() {
     let o = itergate(dir.path(), &["init"]);
     assert_eq!(o.status.code(), Some(2), "refuses to overwrite");
 }
+
+#[test]
+fn holdout_details_go_to_the_private_path_only() {
+    let dir = repo();
+    let p = dir.path();
+    std::fs::write(
+        p.join(".itergate.yml"),
+        "checks:\n  holdout:\n    run: sh checks/tests.sh\n    report: { format: junit, path: out/junit.xml }\n    visibility: aggregate_only\n",
+    )
+    .expect("write");
+    let o = itergate(p, &["score", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let visible = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !visible.contains("divides") && !visible.contains("ZeroDivisionError"),
+        "{visible}"
+    );
+    assert!(visible.contains("3 of 4 passed"), "{visible}");
+    let r: serde_json::Value = serde_json::from_str(&visible).expect("json");
+    let commit = r["commit"].as_str().expect("commit");
+    let private = std::fs::read_to_string(
+        p.join(".git/itergate/private")
+            .join(commit)
+            .join("holdout.json"),
+    )
+    .expect("private diagnostics written");
+    assert!(private.contains("divides"), "{private}");
+}

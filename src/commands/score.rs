@@ -82,6 +82,7 @@ pub fn score_commit(
     } else {
         ingest(env, request.reports, &changed)?
     };
+    write_private_diagnostics(repo, position.commit, &outcomes)?;
     let timestamp = Utc
         .timestamp_opt(commit.time().seconds(), 0)
         .single()
@@ -103,6 +104,48 @@ pub fn score_commit(
     );
     record.quality = weighted_quality(&record.scores, &env.config.quality_weights);
     Ok(record)
+}
+
+/// Where a holdout check's details go: inside the git directory, never in a record,
+/// prompt or comment.
+pub fn private_dir(repo: &Repository, commit: Oid) -> PathBuf {
+    repo.path()
+        .join("itergate")
+        .join("private")
+        .join(commit.to_string())
+}
+
+/// Writes the full results of `aggregate_only` checks to the private directory.
+fn write_private_diagnostics(
+    repo: &Repository,
+    commit: Oid,
+    outcomes: &[CheckOutcome],
+) -> Result<(), Failure> {
+    let holdouts = outcomes
+        .iter()
+        .filter(|o| o.visibility == crate::config::Visibility::AggregateOnly);
+    for outcome in holdouts {
+        let dir = private_dir(repo, commit);
+        std::fs::create_dir_all(&dir).map_err(anyhow::Error::from)?;
+        let details = match &outcome.result {
+            CheckResult::Report { report, exit_code } => {
+                serde_json::json!({ "exit_code": exit_code, "report": report })
+            }
+            CheckResult::Exited { exit_code, tail } => {
+                serde_json::json!({ "exit_code": exit_code, "output": tail })
+            }
+            CheckResult::Failed { message, tail } => {
+                serde_json::json!({ "error": message, "output": tail })
+            }
+        };
+        let path = dir.join(format!("{}.json", outcome.name));
+        std::fs::write(
+            &path,
+            serde_json::to_vec_pretty(&details).map_err(anyhow::Error::from)?,
+        )
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The checks to run: configured, else detected (and said so).
