@@ -91,6 +91,41 @@ pub enum Command {
     /// Share the recorded history (refs/notes/itergate) with a remote.
     #[command(subcommand)]
     Notes(NotesCommand),
+    /// Run as a GitHub Actions step: score the pull request's head as its next iteration
+    /// and update its sticky comment, or answer `/iterate` commands and reviews.
+    ///
+    /// Reads the event from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH; handles pull_request,
+    /// issue_comment, pull_request_review and workflow_run (the fork-safe path).
+    Ci(CiArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    /// The event that started the workflow.
+    #[arg(long, env = "GITHUB_EVENT_NAME", value_name = "NAME")]
+    pub event_name: String,
+    /// The event's JSON payload.
+    #[arg(long, env = "GITHUB_EVENT_PATH", value_name = "FILE")]
+    pub event_path: PathBuf,
+    /// API token (GITHUB_TOKEN in Actions).
+    #[arg(
+        long,
+        env = "GITHUB_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// Where a fork pull request's record is written, for upload as an artifact.
+    #[arg(
+        long,
+        default_value = "itergate-record/record.json",
+        value_name = "FILE"
+    )]
+    pub record_out: PathBuf,
+    /// Write to the pull request even when it comes from a fork (only with a token that is
+    /// allowed to; never run untrusted code with a write token).
+    #[arg(long)]
+    pub write_on_fork: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 
 pub mod analytics;
 pub mod cli;
+pub mod comment;
 pub mod commands;
 pub mod config;
 pub mod engine;

@@ -2,6 +2,8 @@
 //! break out: code fences longer than any backtick run inside, and tag-like sequences that
 //! could close our prompt sections or open HTML comments neutralised.
 
+pub use crate::github::markdown::{escape_markdown_inline, fence_with_info};
+
 /// `text` in a fenced code block that no backtick run inside it can close.
 pub fn fence(text: &str, info: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tera::{Tera, Value};
 
 /// Built-in templates: (name, source).
-pub const BUILTIN: [(&str, &str); 3] = [
+pub const BUILTIN: [(&str, &str); 6] = [
     (
         "decision.txt.tera",
         include_str!("../templates/decision.txt.tera"),
@@ -26,6 +26,15 @@ pub const BUILTIN: [(&str, &str); 3] = [
         "revision-prompt.md.tera",
         include_str!("../templates/revision-prompt.md.tera"),
     ),
+    (
+        "comment.md.tera",
+        include_str!("../templates/comment.md.tera"),
+    ),
+    (
+        "escalation.md.tera",
+        include_str!("../templates/escalation.md.tera"),
+    ),
+    ("help.md.tera", include_str!("../templates/help.md.tera")),
 ];
 
 pub struct Renderer {

@@ -1,6 +1,7 @@
 //! The commands behind the CLI. Each returns `Failure::User` for what a person can fix
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
+mod ci;
 mod decide;
 mod hook;
 mod run;
@@ -40,6 +41,7 @@ pub fn user(e: impl std::fmt::Display) -> Failure {
 }
 
 /// What every command gets: where it runs, the configuration, how to print.
+#[derive(Clone)]
 pub struct Env {
     pub root: PathBuf,
     pub config: Config,
@@ -87,7 +89,7 @@ impl Env {
         self.renderer_with(self.color_stderr)
     }
 
-    fn renderer_with(&self, color: bool) -> Result<Renderer, Failure> {
+    pub fn renderer_with(&self, color: bool) -> Result<Renderer, Failure> {
         let dir = self
             .config
             .templates
@@ -134,5 +136,6 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt => run::prompt(&env),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
+        Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
     }
 }

@@ -386,17 +386,69 @@ impl Default for Hook {
     }
 }
 
+/// Permission levels GitHub grants on a repository, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionLevel {
+    None,
+    Read,
+    Triage,
+    #[default]
+    Write,
+    Maintain,
+    Admin,
+}
+
+impl PermissionLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionLevel::None => "none",
+            PermissionLevel::Read => "read",
+            PermissionLevel::Triage => "triage",
+            PermissionLevel::Write => "write",
+            PermissionLevel::Maintain => "maintain",
+            PermissionLevel::Admin => "admin",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Github {
-    /// Label added on escalation.
+    /// Label added on escalation and removed on `/iterate accept`.
     pub label: String,
+    /// People (logins) mentioned when a pull request is escalated.
+    pub reviewers: Vec<String>,
+    /// Also request their review on escalation.
+    pub request_review: bool,
+    /// Permission needed for commands that change state (accept, adjust, escalate, budget,
+    /// feedback).
+    pub permission: PermissionLevel,
+    /// Act on commands written by other bots (never on itergate's own comments).
+    pub allow_bots: bool,
+    /// The login itergate comments as, when the token cannot tell (`GITHUB_TOKEN` in
+    /// Actions comments as `github-actions[bot]`).
+    pub bot_login: String,
+    /// Also publish a check run with the checker issues as annotations.
+    pub check_run: bool,
+    /// Exit status of `itergate ci`, like `hook.gate`.
+    pub gate: Gate,
+    /// Name of the workflow artifact that carries a fork PR's iteration record.
+    pub artifact: String,
 }
 
 impl Default for Github {
     fn default() -> Self {
         Github {
             label: "needs-human-review".into(),
+            reviewers: Vec::new(),
+            request_review: false,
+            permission: PermissionLevel::Write,
+            allow_bots: false,
+            bot_login: "github-actions[bot]".into(),
+            check_run: false,
+            gate: Gate::Warn,
+            artifact: "itergate-record".into(),
         }
     }
 }

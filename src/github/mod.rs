@@ -21,9 +21,13 @@
 //! - [`events`]: normalized events from webhook payloads, deserialized tolerantly.
 //!
 //! A typical Actions run: `events::parse_event(name, payload)` →
-//! `OctocrabForge::new(ForgeSettings::from_env()?)` → `forge.identity()` →
-//! `forge.list_comments(..)` → `sticky::load_state(&comments, &identity.login)` → decide →
-//! `sticky::render_body(visible, &state)` → `sticky::upsert(&forge, ..)`.
+//! `OctocrabForge::new(ForgeSettings::from_env())?` → `forge.identity()` →
+//! `forge.list_comments(..)` → `sticky::load_state(&comments, &identity.login)` → apply the
+//! comment's `commands::parse_comment(body)` (after `forge.permission(..)` for those that
+//! `changes_state()`) → decide → `sticky::render_body(visible, &state)` →
+//! `sticky::upsert(&forge, ..)`.
+//!
+//! Tests: `tests/github_*.rs` against the fake GitHub of `tests/fake_github/`.
 
 pub mod artifact;
 pub mod checks;
@@ -32,6 +36,7 @@ pub mod commands;
 pub mod context_gap;
 pub mod events;
 pub mod forge;
+pub mod handler;
 pub mod markdown;
 pub mod retry;
 pub mod sticky;

@@ -1,0 +1,414 @@
+//! `itergate ci` end to end: the real binary, a real git checkout, real webhook payloads, and
+//! the fake GitHub that checks every request against GitHub's OpenAPI description.
+
+mod fake_github;
+mod gitrepo;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use fake_github::{grant, FakeGithub, Fault, BOT_LOGIN, REPO, TOKEN};
+use gitrepo::{write_script, TestRepo};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+const PR: u64 = 7;
+
+const CHECK: &str = r#"#!/bin/sh
+read passed failed < results.txt
+mkdir -p out
+{
+  echo '<testsuite name="s">'
+  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"ok$i\"/>"; i=$((i+1)); done
+  i=0; while [ $i -lt $failed ]; do echo "<testcase classname=\"s\" name=\"bad$i\" file=\"lib.txt\" line=\"$((i+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); done
+  echo '</testsuite>'
+} > out/junit.xml
+"#;
+
+struct Checkout {
+    repo: TestRepo,
+    base: String,
+}
+
+fn checkout(extra_config: &str) -> Checkout {
+    let repo = TestRepo::new();
+    write_script(&repo.path.join("check.sh"), CHECK);
+    repo.write(
+        ".itergate.yml",
+        &format!(
+            "checks:\n  tests:\n    run: ./check.sh\n    report: {{ format: junit, path: out/junit.xml }}\nscoring: {{ compare_base: false }}\n{extra_config}"
+        ),
+    );
+    repo.write(".gitignore", "out/\n");
+    let base = repo.commit_file("results.txt", "4 0\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    Checkout { repo, base }
+}
+
+fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github/webhooks")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json")
+}
+
+fn point_at_repo(payload: &mut Value) {
+    payload["repository"]["full_name"] = json!(REPO);
+    payload["repository"]["name"] = json!("widgets");
+    payload["repository"]["owner"]["login"] = json!("octo-org");
+}
+
+/// A real `pull_request.synchronize` payload, pointed at our repository and commits.
+fn pull_request_event(c: &Checkout, head: &str, fork: bool) -> Value {
+    let mut p = fixture("pull_request.synchronize.1.json");
+    point_at_repo(&mut p);
+    let pr = &mut p["pull_request"];
+    pr["number"] = json!(PR);
+    pr["head"]["sha"] = json!(head);
+    pr["head"]["ref"] = json!("feature");
+    pr["base"]["sha"] = json!(c.base);
+    pr["base"]["ref"] = json!("main");
+    pr["base"]["repo"]["full_name"] = json!(REPO);
+    pr["head"]["repo"]["full_name"] = json!(if fork { "stranger/widgets" } else { REPO });
+    p
+}
+
+/// A comment written on the PR (it exists on the fake) and its real `issue_comment` payload.
+fn comment_event(server: &FakeGithub, author: &str, body: &str) -> Value {
+    let id = server.with(|m| m.add_comment(PR, author, "User", body));
+    let mut p = fixture("derived.issue_comment.created.on_pull_request.json");
+    point_at_repo(&mut p);
+    p["issue"]["number"] = json!(PR);
+    p["comment"]["id"] = json!(id);
+    p["comment"]["body"] = json!(body);
+    p["comment"]["user"]["login"] = json!(author);
+    p["comment"]["user"]["type"] = json!("User");
+    p
+}
+
+async fn ci(server: &FakeGithub, dir: &Path, event: &str, payload: &Value) -> Output {
+    let event_file = dir.join(format!("../event-{}.json", rand_suffix()));
+    std::fs::write(&event_file, serde_json::to_vec(payload).expect("json")).expect("write event");
+    let api = server.api_url();
+    let dir: PathBuf = dir.to_path_buf();
+    let event = event.to_string();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(BIN)
+            .args(["ci", "-q"])
+            .current_dir(&dir)
+            .env("GITHUB_API_URL", api)
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("GITHUB_EVENT_NAME", event)
+            .env("GITHUB_EVENT_PATH", &event_file)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_OUTPUT")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("itergate ci runs")
+    })
+    .await
+    .expect("join")
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+fn bot_comments(server: &FakeGithub) -> Vec<String> {
+    server.with(|m| {
+        m.comments_on(PR)
+            .into_iter()
+            .filter(|c| c.author == BOT_LOGIN)
+            .map(|c| c.body.clone())
+            .collect()
+    })
+}
+
+fn sticky(server: &FakeGithub) -> String {
+    let all = bot_comments(server);
+    let stickies: Vec<&String> = all
+        .iter()
+        .filter(|b| b.starts_with("<!-- itergate:sticky -->"))
+        .collect();
+    assert_eq!(stickies.len(), 1, "exactly one sticky comment: {all:#?}");
+    stickies[0].clone()
+}
+
+fn labels(server: &FakeGithub) -> Vec<String> {
+    server.with(|m| m.labels_on(PR))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_iteration_creates_the_comment_and_the_next_edits_it() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "one failing");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("🔁 iterate") && body.contains("Revision iteration 1/3 -- 1 blockers"),
+        "{body}"
+    );
+    assert!(
+        body.contains("xychart-beta") && body.contains("<checker_issues>"),
+        "{body}"
+    );
+
+    let head = c.repo.commit_file("results.txt", "4 0\n", "all pass");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        bot_comments(&server).len(),
+        1,
+        "edited in place, never a second comment"
+    );
+    let body = sticky(&server);
+    assert!(
+        body.contains("✅ accept") && body.contains("Iteration 2/"),
+        "{body}"
+    );
+    assert_eq!(server.count("issues/update-comment"), 1);
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
+    let server = FakeGithub::start().await;
+    let c = checkout("github: { reviewers: [octocat] }\n");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    // No progress: the issue count does not fall, the revision loop stalls.
+    let head = c.repo.commit_file("noise.txt", "x", "no progress");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
+    let comments = bot_comments(&server);
+    assert_eq!(
+        comments.len(),
+        2,
+        "the sticky comment and one escalation call: {comments:#?}"
+    );
+    assert!(comments
+        .iter()
+        .any(|b| b.contains("@octocat") && b.contains("/iterate accept")));
+    assert!(sticky(&server).contains("🙋 escalate"));
+
+    // A reader cannot accept: polite refusal, nothing changes.
+    grant(&server, "visitor", "read", "read");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "visitor", "/iterate accept"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
+    assert!(bot_comments(&server)
+        .iter()
+        .any(|b| b.contains("needs write permission")));
+    assert!(sticky(&server).contains("🙋 escalate"));
+
+    // A maintainer accepts: the label goes.
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate accept"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(labels(&server).is_empty());
+    assert!(sticky(&server).contains("✅ accept"));
+    let accept_id = server.with(|m| {
+        m.comments_on(PR)
+            .into_iter()
+            .filter(|c| c.author == "maintainer")
+            .map(|c| c.id)
+            .last()
+    });
+    let reactions: Vec<String> = server.with(|m| {
+        m.reactions
+            .iter()
+            .filter(|r| Some(r.comment_id) == accept_id)
+            .map(|r| r.content.clone())
+            .collect()
+    });
+    assert_eq!(reactions, vec!["eyes".to_string(), "+1".to_string()]);
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comments_without_commands_cost_nothing_and_forged_state_is_ignored() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    let before = sticky(&server);
+    let event = comment_event(&server, "someone", "Looks good to me.\n> /iterate accept");
+    let requests = server.operations().len();
+    let out = ci(&server, &c.repo.path, "issue_comment", &event).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        server.operations().len(),
+        requests,
+        "no API call: {:?}",
+        server.operations()
+    );
+
+    // A user's comment carrying a marker and a forged state changes nothing.
+    let forged =
+        "<!-- itergate:sticky -->\nall good\n<!-- itergate:state v1 eyJyZWNvcmRzIjpbXX0= -->";
+    server.with(|m| m.add_comment(PR, "mallory", "User", forged));
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let after = sticky(&server);
+    assert!(
+        after.contains("Revision iteration 1/3"),
+        "history survived: {after}"
+    );
+    assert_eq!(before.lines().next(), after.lines().next());
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_502_then_success_posts_exactly_one_comment() {
+    let server = FakeGithub::start().await;
+    server.fail_next("issues/create-comment", Fault::BadGateway, 1);
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(bot_comments(&server).len(), 1);
+    assert_eq!(server.count("issues/create-comment"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limited_call_waits_and_succeeds() {
+    let server = FakeGithub::start().await;
+    server.fail_next(
+        "issues/list-comments",
+        Fault::TooManyRequests {
+            retry_after_secs: 1,
+        },
+        1,
+    );
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    let started = std::time::Instant::now();
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "it waited for Retry-After"
+    );
+    assert_eq!(bot_comments(&server).len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_pull_request_performs_no_write() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, true),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        server.operations().is_empty(),
+        "no request at all: {:?}",
+        server.operations()
+    );
+    let record = std::fs::read_to_string(c.repo.path.join("itergate-record/record.json"))
+        .expect("record for the artifact");
+    assert!(record.contains(&head));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_comes_from_the_base_branch() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    // The PR tries to loosen its own rules: remove the check and accept anything.
+    c.repo.write(
+        ".itergate.yml",
+        "stopping_criteria: { quality_threshold: { value: 0.1 } }\n",
+    );
+    let head = c
+        .repo
+        .commit_file("results.txt", "1 3\n", "loosen the rules");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("🔁 iterate") && body.contains("3 blockers"),
+        "the base's checks ran: {body}"
+    );
+}
