@@ -98,7 +98,11 @@ def install_tools(root):
     tools = {}
     npm_dir = os.path.join(root, "npm")
     os.makedirs(npm_dir)
-    if sh(["npm", "install", "--silent", "--prefix", npm_dir, "lefthook"], check=False).returncode == 0:
+    # lefthook's postinstall installs hooks into the current repository unless told not to:
+    # run npm from the scratch directory, with LEFTHOOK=0.
+    npm_env = dict(ENV, LEFTHOOK="0", CI="true")
+    npm = ["npm", "install", "--silent", "--prefix", npm_dir, "lefthook"]
+    if sh(npm, cwd=npm_dir, env=npm_env, check=False).returncode == 0:
         tools["lefthook"] = os.path.join(npm_dir, "node_modules", ".bin", "lefthook")
     venv = os.path.join(root, "venv")
     if sh([sys.executable, "-m", "venv", venv], check=False).returncode == 0:
