@@ -44,7 +44,7 @@ impl XmlHandler for CheckstyleHandler {
         match name {
             b"file" => {
                 let mut file = None;
-                for_each_attr(e, |key, value| {
+                for_each_attr(e, &[b"name"], |key, value| {
                     if key == b"name" {
                         file = Some(value.into_owned());
                     }
@@ -78,17 +78,21 @@ impl CheckstyleHandler {
             column: None,
             suggested_fix: None,
         };
-        for_each_attr(e, |key, value| {
-            match key {
-                b"line" => finding.line = parse_u32_str(&value),
-                b"column" => finding.column = parse_u32_str(&value),
-                b"message" => finding.message = value.into_owned(),
-                b"source" => finding.rule = Some(value.into_owned()),
-                b"severity" => finding.level = level(&value)?,
-                _ => {}
-            }
-            Ok(())
-        })?;
+        for_each_attr(
+            e,
+            &[b"line", b"column", b"message", b"source", b"severity"],
+            |key, value| {
+                match key {
+                    b"line" => finding.line = parse_u32_str(&value),
+                    b"column" => finding.column = parse_u32_str(&value),
+                    b"message" => finding.message = value.into_owned(),
+                    b"source" => finding.rule = Some(value.into_owned()),
+                    b"severity" => finding.level = level(&value)?,
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
         if let Some(tool) = finding.rule.as_deref().and_then(foreign_tool) {
             finding.tool = tool.to_string();
         }

@@ -115,7 +115,7 @@ impl XmlHandler for CoberturaHandler<'_> {
 
 impl CoberturaHandler<'_> {
     fn root(&mut self, e: &BytesStart) -> Result<(), String> {
-        for_each_attr(e, |key, value| {
+        for_each_attr(e, &[b"lines-valid", b"lines-covered"], |key, value| {
             match key {
                 b"lines-valid" => self.declared.0 = Some(number_attr("lines-valid", &value)?),
                 b"lines-covered" => self.declared.1 = Some(number_attr("lines-covered", &value)?),
@@ -130,7 +130,7 @@ impl CoberturaHandler<'_> {
             return Err("a <class> nested inside another <class>".to_string());
         }
         let (mut filename, mut name) = (None, None);
-        for_each_attr(e, |key, value| {
+        for_each_attr(e, &[b"filename", b"name"], |key, value| {
             match key {
                 b"filename" => filename = Some(value.into_owned()),
                 b"name" => name = Some(value.into_owned()),
@@ -162,7 +162,7 @@ impl CoberturaHandler<'_> {
             return Ok(()); // a method's copy of the line
         }
         let (mut number, mut hits) = (None, None);
-        for_each_attr(e, |key, value| {
+        for_each_attr(e, &[b"number", b"hits"], |key, value| {
             match key {
                 b"number" => number = Some(number_attr("number", &value)?),
                 b"hits" => hits = Some(number_attr("hits", &value)?),

@@ -101,16 +101,27 @@ impl JunitHandler {
         case.message = None;
         case.output.clear();
         case.capture_depth = None;
-        for_each_attr(e, |key, value| {
-            match key {
-                b"name" => case.name.push_str(&value),
-                b"classname" => case.classname.push_str(&value),
-                b"file" | b"filepath" => case.file.push_str(&value),
-                b"line" | b"lineno" => case.line = parse_u32_str(&value),
-                _ => {}
-            }
-            Ok(())
-        })
+        for_each_attr(
+            e,
+            &[
+                b"name",
+                b"classname",
+                b"file",
+                b"filepath",
+                b"line",
+                b"lineno",
+            ],
+            |key, value| {
+                match key {
+                    b"name" => case.name.push_str(&value),
+                    b"classname" => case.classname.push_str(&value),
+                    b"file" | b"filepath" => case.file.push_str(&value),
+                    b"line" | b"lineno" => case.line = parse_u32_str(&value),
+                    _ => {}
+                }
+                Ok(())
+            },
+        )
     }
 
     fn open_child(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
@@ -134,7 +145,7 @@ impl JunitHandler {
             case.outcome = Some(outcome);
         }
         let (mut message, mut kind) = (None, None);
-        for_each_attr(e, |key, value| {
+        for_each_attr(e, &[b"message", b"type"], |key, value| {
             match key {
                 b"message" => message = Some(value.into_owned()),
                 b"type" => kind = Some(value.into_owned()),

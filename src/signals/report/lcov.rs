@@ -15,8 +15,8 @@
 use std::io::BufRead;
 
 use super::error::Position;
-use super::input::{for_each_line, Ctx, Input};
-use super::text::{parse_u32, parse_u64};
+use super::input::{for_each_block, Ctx, Input};
+use super::text::parse_u64;
 use super::types::{CoverageSummary, FileLines};
 use super::{ParseError, ParseOptions};
 
@@ -32,7 +32,9 @@ pub(crate) fn parse<R: BufRead>(
         lines: Vec::new(),
         saw_any: false,
     };
-    let last_line = for_each_line(input, ctx, |line_no, line| state.line(ctx, line_no, line))?;
+    let last_line = for_each_block(input, ctx, |line_no, block| {
+        state.block(ctx, line_no, block)
+    })?;
     state.finish(ctx, last_line)
 }
 
@@ -59,7 +61,27 @@ struct LcovState<'o> {
 }
 
 impl LcovState<'_> {
-    #[inline]
+    /// Parses a block of whole lines. A plain `DA:<line>,<hits>\n` (nearly every line of a
+    /// big report) is parsed in the same pass that finds its end; anything else goes
+    /// through [`Self::line`].
+    fn block(&mut self, ctx: &Ctx, mut line_no: u64, block: &[u8]) -> Result<u64, ParseError> {
+        let mut rest = block;
+        while !rest.is_empty() {
+            if let Some((number, hits, len)) = rest.strip_prefix(b"DA:").and_then(plain_da) {
+                self.da_values(ctx, line_no, number, hits)?;
+                rest = rest.get(3 + len..).unwrap_or_default();
+            } else {
+                let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+                let (line, tail) = rest.split_at(end);
+                let line = line.strip_suffix(b"\n").unwrap_or(line);
+                self.line(ctx, line_no, line.strip_suffix(b"\r").unwrap_or(line))?;
+                rest = tail;
+            }
+            line_no += 1;
+        }
+        Ok(line_no)
+    }
+
     fn line(&mut self, ctx: &Ctx, line_no: u64, line: &[u8]) -> Result<(), ParseError> {
         if let Some(rest) = line.strip_prefix(b"DA:") {
             return self.da(ctx, line_no, rest);
@@ -114,17 +136,24 @@ impl LcovState<'_> {
                 format!("bad DA line `DA:{shown}`; expected DA:<line>,<hits>"),
             )
         };
-        let comma = memchr::memchr(b',', rest).ok_or_else(bad)?;
-        let (number, tail) = (
-            rest.get(..comma).unwrap_or_default(),
-            rest.get(comma + 1..).unwrap_or_default(),
-        );
-        let hits_text = match memchr::memchr(b',', tail) {
-            Some(end) => tail.get(..end).unwrap_or_default(),
-            None => tail,
-        };
-        let number = parse_u32(number).ok_or_else(bad)?;
-        let hits = parse_u64(hits_text).ok_or_else(bad)?;
+        let (number, tail) = leading_number(rest).ok_or_else(bad)?;
+        let tail = tail.strip_prefix(b",").ok_or_else(bad)?;
+        let (hits, tail) = leading_number(tail).ok_or_else(bad)?;
+        if !(tail.is_empty() || tail.starts_with(b",")) {
+            return Err(bad()); // anything but the optional checksum
+        }
+        let number = u32::try_from(number).map_err(|_| bad())?;
+        self.da_values(ctx, line_no, number, hits)
+    }
+
+    #[inline]
+    fn da_values(
+        &mut self,
+        ctx: &Ctx,
+        line_no: u64,
+        number: u32,
+        hits: u64,
+    ) -> Result<(), ParseError> {
         let Some(record) = self.record.as_mut() else {
             return Err(ctx.line(
                 line_no,
@@ -225,6 +254,36 @@ fn merge_duplicates(lines: &mut Vec<(u32, u64)>) {
             false
         }
     });
+}
+
+/// `<line>,<hits>\n` exactly (after `DA:`): the values and the length including the
+/// newline. Anything else (a checksum, `\r`, a malformed line) is left to the slow path.
+#[inline]
+fn plain_da(bytes: &[u8]) -> Option<(u32, u64, usize)> {
+    let (number, rest) = leading_number(bytes)?;
+    let after_comma = rest.strip_prefix(b",")?;
+    let (hits, rest) = leading_number(after_comma)?;
+    if rest.first() != Some(&b'\n') {
+        return None;
+    }
+    let len = bytes.len() - rest.len() + 1;
+    Some((u32::try_from(number).ok()?, hits, len))
+}
+
+/// The number the bytes start with, and the rest; `None` without digits or on overflow.
+#[inline]
+fn leading_number(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut value: u64 = 0;
+    let mut digits = 0;
+    for &b in bytes {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+        digits += 1;
+    }
+    (digits > 0).then(|| (value, bytes.get(digits..).unwrap_or_default()))
 }
 
 /// `TAG:...` with an upper-case tag (`TN`, `FN`, `FNDA`, `BRDA`, `VER`, ...), or a blank line.

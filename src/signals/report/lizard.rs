@@ -124,7 +124,7 @@ impl XmlHandler for XmlFunctions {
         match name {
             b"measure" => {
                 let mut is_function = false;
-                for_each_attr(e, |key, value| {
+                for_each_attr(e, &[b"type"], |key, value| {
                     is_function |= key == b"type" && value == "Function";
                     Ok(())
                 })?;
@@ -136,7 +136,7 @@ impl XmlHandler for XmlFunctions {
             _ if self.measure.is_none() => {}
             b"item" => {
                 let mut item_name = String::new();
-                for_each_attr(e, |key, value| {
+                for_each_attr(e, &[b"name"], |key, value| {
                     if key == b"name" {
                         item_name = value.into_owned();
                     }

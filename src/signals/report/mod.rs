@@ -230,7 +230,7 @@ pub fn parse(
     opts: &ParseOptions,
 ) -> Result<Report, ParseError> {
     let ctx = Ctx { format, source };
-    let mut input = Input::new(input, format.counts_lines());
+    let mut input = Input::new(input);
     if input.skip_blank_prefix().map_err(|e| ctx.io(&input, &e))? {
         return Err(ctx.expected(input.position(), "empty report"));
     }
@@ -270,15 +270,4 @@ pub fn parse_file(
         &source,
         opts,
     )
-}
-
-impl ReportFormat {
-    /// JSON documents get their positions from serde_json, so the input wrapper need not
-    /// count newlines for them (which would cost a call per byte).
-    fn counts_lines(self) -> bool {
-        !matches!(
-            self,
-            ReportFormat::Sarif | ReportFormat::RuffJson | ReportFormat::EslintJson
-        )
-    }
 }
