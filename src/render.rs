@@ -38,43 +38,60 @@ pub const BUILTIN: [(&str, &str); 6] = [
 ];
 
 pub struct Renderer {
-    tera: Tera,
+    /// Template name → source: the built-ins, overridden by the repository's.
+    sources: HashMap<String, String>,
+    color: bool,
 }
 
 impl Renderer {
     /// Built-in templates, overridden by `*.tera` files in `override_dir` when given.
+    /// Templates are compiled when first rendered, so a command pays only for what it prints.
     pub fn new(override_dir: Option<&Path>, color: bool) -> Result<Renderer> {
-        let mut tera = Tera::default();
-        tera.autoescape_on(vec![]);
-        for (name, source) in BUILTIN {
-            tera.add_raw_template(name, source)
-                .with_context(|| format!("built-in template {name}"))?;
-        }
+        let mut sources: HashMap<String, String> = BUILTIN
+            .iter()
+            .map(|(name, source)| (name.to_string(), source.to_string()))
+            .collect();
         if let Some(dir) = override_dir {
-            add_overrides(&mut tera, dir)?;
+            add_overrides(&mut sources, dir)?;
         }
-        tera.register_filter("paint", Paint { enabled: color });
-        Ok(Renderer { tera })
+        Ok(Renderer { sources, color })
     }
 
     pub fn render(&self, name: &str, view: &impl Serialize) -> Result<String> {
+        let source = self
+            .sources
+            .get(name)
+            .with_context(|| format!("no template named {name}"))?;
+        let mut tera = Tera::default();
+        tera.autoescape_on(vec![]);
+        tera.register_filter(
+            "paint",
+            Paint {
+                enabled: self.color,
+            },
+        );
+        tera.add_raw_template(name, source)
+            .map_err(|e| anyhow::anyhow!("template {name}: {}", chain(&e)))?;
         let context = tera::Context::from_serialize(view)
             .with_context(|| format!("preparing data for template {name}"))?;
-        self.tera.render(name, &context).map_err(|e| {
-            // tera keeps the useful part of the message in the error's source chain.
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                message.push_str(": ");
-                message.push_str(&s.to_string());
-                source = s.source();
-            }
-            anyhow::anyhow!("rendering template {name}: {message}")
-        })
+        tera.render(name, &context)
+            .map_err(|e| anyhow::anyhow!("rendering template {name}: {}", chain(&e)))
     }
 }
 
-fn add_overrides(tera: &mut Tera, dir: &Path) -> Result<()> {
+/// tera keeps the useful part of a message in the error's source chain.
+fn chain(e: &tera::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+fn add_overrides(sources: &mut HashMap<String, String>, dir: &Path) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("reading the templates directory {}", dir.display()))?;
     for entry in entries {
@@ -87,8 +104,11 @@ fn add_overrides(tera: &mut Tera, dir: &Path) -> Result<()> {
         }
         let source = std::fs::read_to_string(&path)
             .with_context(|| format!("reading template {}", path.display()))?;
-        tera.add_raw_template(name, &source)
-            .map_err(|e| anyhow::anyhow!("template {}: {e:?}", path.display()))?;
+        // Check it now, so a broken override is reported where it lives.
+        Tera::default()
+            .add_raw_template(name, &source)
+            .map_err(|e| anyhow::anyhow!("template {}: {}", path.display(), chain(&e)))?;
+        sources.insert(name.to_string(), source);
     }
     Ok(())
 }

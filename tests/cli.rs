@@ -270,3 +270,35 @@ fn color_always_paints_and_never_does_not() {
     );
     assert!(!stdout(&o).contains('\u{1b}'));
 }
+
+#[test]
+fn templates_can_be_overridden_per_repository() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        root().join("examples/history.yml"),
+        dir.path().join("h.yml"),
+    )
+    .expect("copy");
+    std::fs::create_dir(dir.path().join("tpl")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("tpl/decision.txt.tera"),
+        "custom: {{ recommendation }}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join(".itergate.yml"),
+        "templates: { dir: tpl }\n",
+    )
+    .expect("write");
+    let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "custom: accept\n");
+    std::fs::write(dir.path().join("tpl/decision.txt.tera"), "{% if %}\n").expect("write");
+    let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("tpl/decision.txt.tera"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -103,12 +103,13 @@ pub fn score_once(
         .find_commit(commit)
         .map_err(anyhow::Error::from)?
         .tree_id();
-    let cached = match store.read_stored(commit)? {
-        Some(stored) if stored.fingerprint.as_deref() == Some(fingerprint.as_str()) => {
-            Some(stored.record)
+    if let Some(stored) = store.read_stored(commit)? {
+        if stored.fingerprint.as_deref() == Some(fingerprint.as_str()) {
+            // Re-pushing a commit already recorded: nothing to score or write.
+            return Ok((stored.record, false));
         }
-        _ => store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)?,
-    };
+    }
+    let cached = store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)?;
     if let Some(record) = cached {
         let record = reuse(repo, record, commit, iteration)?;
         store.write(commit, &record, &fingerprint)?;

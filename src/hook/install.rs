@@ -293,8 +293,9 @@ fn make_executable(_path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The hook script. It saves stdin once so that the chained hook and itergate both read
-/// the same ref list, and hands the file to itergate as its stdin.
+/// The hook script. With a chained hook it saves stdin once so that the chained hook and
+/// itergate both read the same ref list; without one it execs itergate directly, so a push
+/// pays for one shell and no helper process.
 pub fn hook_script(binary: Option<&Path>) -> String {
     let fallback = match binary.and_then(Path::to_str) {
         Some(path) => format!(
@@ -309,17 +310,10 @@ pub fn hook_script(binary: Option<&Path>) -> String {
 # Installed by `itergate hook install`; `itergate hook uninstall` removes it and puts
 # back the hook it chained. ITERGATE_SKIP=1 skips itergate (a chained hook still runs);
 # `git push --no-verify` skips every hook.
-chained="$(dirname -- "$0")/{CHAINED_HOOK_NAME}"
+case $0 in */*) chained="${{0%/*}}/{CHAINED_HOOK_NAME}" ;; *) chained="./{CHAINED_HOOK_NAME}" ;; esac
 if [ "${{ITERGATE_SKIP:-0}}" = "1" ]; then
 	[ -x "$chained" ] && exec "$chained" "$@"
 	exit 0
-fi
-input=$(mktemp "${{TMPDIR:-/tmp}}/itergate-pre-push.XXXXXX") || exit 1
-trap 'rm -f -- "$input"' EXIT
-trap 'exit 130' HUP INT TERM
-cat >"$input" || exit 1
-if [ -x "$chained" ]; then
-	"$chained" "$@" <"$input" || exit $?
 fi
 bin=${{ITERGATE_BIN:-}}
 if [ -z "$bin" ]; then
@@ -328,9 +322,16 @@ if ! command -v "$bin" >/dev/null 2>&1; then
 	echo "itergate: cannot run '$bin' (set ITERGATE_BIN, or push with ITERGATE_SKIP=1)" >&2
 	exit 1
 fi
-exec <"$input"
-rm -f -- "$input"
-trap - EXIT HUP INT TERM
+if [ -x "$chained" ]; then
+	input=$(mktemp "${{TMPDIR:-/tmp}}/itergate-pre-push.XXXXXX") || exit 1
+	trap 'rm -f -- "$input"' EXIT
+	trap 'exit 130' HUP INT TERM
+	cat >"$input" || exit 1
+	"$chained" "$@" <"$input" || exit $?
+	exec <"$input"
+	rm -f -- "$input"
+	trap - EXIT HUP INT TERM
+fi
 exec "$bin" hook pre-push "$@"
 "#
     )
