@@ -283,6 +283,7 @@ async fn comments_without_commands_cost_nothing_and_forged_state_is_ignored() {
         &pull_request_event(&c, &head, false),
     )
     .await;
+    fake_github::seed_pull(&server, PR, &[(head.as_str(), "failing")]);
     let before = sticky(&server);
     let event = comment_event(&server, "someone", "Looks good to me.\n> /iterate accept");
     let requests = server.operations().len();
@@ -411,4 +412,62 @@ async fn the_config_comes_from_the_base_branch() {
         body.contains("🔁 iterate") && body.contains("3 blockers"),
         "the base's checks ran: {body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reevaluate_dispatches_a_rerun_that_scores_the_head_again() {
+    let server = FakeGithub::start().await;
+    let c = checkout("github: { check_run: true }\n");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    fake_github::seed_pull(&server, PR, &[(head.as_str(), "failing")]);
+    server.with(|m| {
+        if let Some(pull) = m.pulls.get_mut(&PR) {
+            pull.base_sha = c.base.clone();
+        }
+    });
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let annotations = server.with(|m| {
+        m.check_runs
+            .iter()
+            .map(|r| r.annotations.len())
+            .sum::<usize>()
+    });
+    assert_eq!(annotations, 1, "the failing test's file:line is annotated");
+
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dispatch = server
+        .with(|m| m.dispatches.last().cloned())
+        .expect("a repository_dispatch");
+    assert_eq!(dispatch["event_type"], "itergate-reevaluate");
+    assert_eq!(dispatch["client_payload"]["pr"], PR);
+
+    // The dispatched run scores the same head again: same iteration, still one comment.
+    let payload = json!({
+        "action": "itergate-reevaluate",
+        "repository": { "full_name": REPO },
+        "client_payload": dispatch["client_payload"].clone(),
+    });
+    let out = ci(&server, &c.repo.path, "repository_dispatch", &payload).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        sticky(&server).contains("Iteration 1/"),
+        "{}",
+        sticky(&server)
+    );
+    server.assert_no_violations();
 }

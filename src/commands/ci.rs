@@ -21,8 +21,11 @@ use crate::cli::CiArgs;
 use crate::config::{Config, Gate};
 use crate::engine::{Decision, Recommendation};
 use crate::git;
-use crate::github::events::{self, Event, Parsed, PullRequestEvent, WorkflowRunEvent};
+use crate::github::events::{self, Event, Parsed, PrAction, PullRequestEvent, WorkflowRunEvent};
+use crate::github::handler::REEVALUATE_EVENT;
 use crate::github::handler::{Handler, Input, Outcome};
+use crate::github::types::PrNumber;
+use crate::github::RepoName;
 use crate::github::{Forge, ForgeSettings, OctocrabForge};
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
@@ -40,7 +43,16 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
             args.event_path.display()
         ))
     })?;
-    let event = match events::parse_event(&args.event_name, &payload).map_err(user)? {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    let parsed = if args.event_name == "repository_dispatch" {
+        runtime.block_on(reevaluation(env, args, &payload))?
+    } else {
+        events::parse_event(&args.event_name, &payload).map_err(user)?
+    };
+    let event = match parsed {
         Parsed::Ignored(why) => {
             eprintln!("itergate: nothing to do for this event: {why}");
             return Ok(());
@@ -52,10 +64,6 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
     } else {
         Progress::Auto
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(anyhow::Error::from)?;
     let outcome = match event {
         Event::PullRequest(pr) => {
             let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
@@ -95,6 +103,43 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
     }
     publish_outputs(&outcome)?;
     gate(env.config.github.gate, outcome.decision.as_ref())
+}
+
+/// `/iterate` asked for a re-run with a `repository_dispatch`: the pull request as it is now.
+async fn reevaluation(env: &Env, args: &CiArgs, payload: &[u8]) -> Result<Parsed, Failure> {
+    let value: serde_json::Value = serde_json::from_slice(payload)
+        .map_err(|e| user(format!("repository_dispatch payload: {e}")))?;
+    if value["action"] != REEVALUATE_EVENT {
+        return Ok(Parsed::Ignored(format!(
+            "repository_dispatch `{}` is not itergate's",
+            value["action"]
+        )));
+    }
+    let repo: RepoName = value["repository"]["full_name"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()
+        .map_err(user)?;
+    let Some(number) = value["client_payload"]["pr"].as_u64() else {
+        return Err(user("repository_dispatch: client_payload.pr is missing"));
+    };
+    let forge = forge(env, args)?;
+    let pull = forge
+        .pull_request(&repo, PrNumber(number))
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?;
+    Ok(Parsed::Event(Event::PullRequest(PullRequestEvent {
+        action: PrAction::Synchronize,
+        repo,
+        pr: pull.number,
+        head_sha: pull.head.sha,
+        head_ref: pull.head.ref_name,
+        base_ref: pull.base.ref_name,
+        base_sha: pull.base.sha,
+        head_repo: pull.head.repo,
+        sender: pull.author,
+        installation_id: None,
+    })))
 }
 
 /// The configuration as the PR's base commit has it: a PR cannot loosen its own rules.

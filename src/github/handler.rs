@@ -16,6 +16,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::checks::{Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState};
 use super::commands::{self, Command, Permission};
 use super::events::{CommentEvent, ReviewEvent};
 use super::forge::{Forge, ForgeError};
@@ -91,6 +92,7 @@ impl Handler<'_> {
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let mut state = sticky::load_state(&comments, &self.bot_login).state;
+        let latest = Some(record.clone());
         match state.records.iter().position(|r| r.commit == record.commit) {
             Some(i) => {
                 record.iteration = state.records[i].iteration;
@@ -107,14 +109,22 @@ impl Handler<'_> {
                 state.context_rounds = 0;
             }
         }
-        self.publish(
-            pr,
-            &comments,
-            state,
-            base.as_ref(),
-            vec!["recorded a new iteration".into()],
-        )
-        .await
+        let outcome = self
+            .publish(
+                pr,
+                &comments,
+                state,
+                base.as_ref(),
+                vec!["recorded a new iteration".into()],
+            )
+            .await?;
+        if self.config.github.check_run {
+            if let (Some(decision), Some(latest)) = (&outcome.decision, &latest) {
+                self.check_run(latest, decision, outcome.summary.as_deref().unwrap_or(""))
+                    .await?;
+            }
+        }
+        Ok(outcome)
     }
 
     async fn review(&self, event: ReviewEvent) -> Result<Outcome, HandlerError> {
@@ -198,7 +208,18 @@ impl Handler<'_> {
                 }
                 Ok(Command::Help) => self.reply(event.pr, &self.help()?).await?,
                 Ok(Command::Status) => self.reply(event.pr, &self.status(&state)?).await?,
-                Ok(Command::Reevaluate) => actions.push("re-evaluated".into()),
+                Ok(Command::Reevaluate) => {
+                    let have = match permission {
+                        Some(p) => p,
+                        None => *permission
+                            .insert(self.forge.permission(repo, &event.author.login).await?),
+                    };
+                    if have >= required(self.config) {
+                        actions.push(self.rerun(event.pr).await?);
+                    } else {
+                        actions.push("re-posted the current decision".into());
+                    }
+                }
                 Ok(_) => {}
             }
         }
@@ -218,6 +239,52 @@ impl Handler<'_> {
             .add_reaction(repo, event.comment_id, reaction)
             .await?;
         Ok(outcome)
+    }
+
+    /// Asks CI to score the PR's head again: a `repository_dispatch` (one of the few events a
+    /// workflow's own token can trigger). Never for a fork: that would run its code with a
+    /// token that can write.
+    async fn rerun(&self, pr: PrNumber) -> Result<String, ForgeError> {
+        let pull = self.forge.pull_request(&self.repo, pr).await?;
+        if pull.is_fork() {
+            return Ok("re-posted the current decision (a fork's checks are not re-run)".into());
+        }
+        let payload = serde_json::json!({ "pr": pr.0, "head_sha": pull.head.sha.0 });
+        self.forge
+            .repository_dispatch(&self.repo, REEVALUATE_EVENT, &payload)
+            .await?;
+        Ok(format!(
+            "asked CI to re-run the checks ({REEVALUATE_EVENT})"
+        ))
+    }
+
+    /// A check run whose annotations are the checker issues that name a file and line.
+    async fn check_run(
+        &self,
+        latest: &IterationRecord,
+        decision: &Decision,
+        summary: &str,
+    ) -> Result<(), ForgeError> {
+        let conclusion = match decision.recommendation() {
+            Recommendation::Accept => CheckConclusion::Success,
+            Recommendation::Iterate => CheckConclusion::Neutral,
+            Recommendation::Escalate | Recommendation::Abort => CheckConclusion::ActionRequired,
+        };
+        let spec = CheckRunSpec {
+            name: "itergate".into(),
+            head_sha: latest.commit.clone(),
+            state: CheckState::Completed(conclusion),
+            title: format!("itergate: {}", decision.recommendation().as_str()),
+            summary: decision.revision.line(),
+            text: Some(summary.to_string()),
+            annotations: latest.issues.iter().filter_map(annotation).collect(),
+            details_url: None,
+            external_id: Some(format!("itergate-{}", latest.iteration)),
+        };
+        self.forge
+            .create_check_run(&self.repo, &spec)
+            .await
+            .map(|_| ())
     }
 
     async fn reply(&self, pr: PrNumber, body: &str) -> Result<(), ForgeError> {
@@ -355,6 +422,34 @@ impl Handler<'_> {
             .render("comment.md.tera", &view)
             .map_err(HandlerError::Render)
     }
+}
+
+/// The `repository_dispatch` event type `/iterate` sends to re-run the checks.
+pub const REEVALUATE_EVENT: &str = "itergate-reevaluate";
+
+/// An issue with a `path:line` (or `path:start-end`) span as a check-run annotation.
+fn annotation(issue: &crate::model::CheckerIssue) -> Option<Annotation> {
+    let at = issue.affected_field.as_deref()?;
+    let (path, lines) = at.rsplit_once(':')?;
+    let (start, end) = match lines.split_once('-') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None => {
+            let line = lines.parse().ok()?;
+            (line, line)
+        }
+    };
+    Some(Annotation {
+        path: path.to_string(),
+        start_line: start,
+        end_line: end,
+        level: match issue.severity {
+            crate::model::Severity::Blocker => AnnotationLevel::Failure,
+            crate::model::Severity::Warning => AnnotationLevel::Warning,
+            crate::model::Severity::Info => AnnotationLevel::Notice,
+        },
+        message: issue.finding.clone(),
+        title: Some(issue.dimension.clone()),
+    })
 }
 
 fn required(config: &Config) -> Permission {
