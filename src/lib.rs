@@ -4,8 +4,8 @@
 
 pub mod analytics;
 pub mod cli;
-pub mod comment;
 pub mod commands;
+pub mod comment;
 pub mod config;
 pub mod engine;
 pub mod git;
