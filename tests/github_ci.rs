@@ -471,3 +471,58 @@ async fn reevaluate_dispatches_a_rerun_that_scores_the_head_again() {
     );
     server.assert_no_violations();
 }
+
+fn zip_with(name: &str, content: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    writer.start_file(name, options).expect("start");
+    writer.write_all(content).expect("write");
+    writer.finish().expect("finish").into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_record_is_published_by_the_workflow_run() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
+    // The untrusted run: writes the record, touches nothing on GitHub.
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, true),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
+    server.with(|m| {
+        m.artifacts.push(fake_github::model::FakeArtifact {
+            id: 900,
+            run_id: 77,
+            name: "itergate-record".into(),
+            zip: zip_with("record.json", &record),
+            expired: false,
+        });
+    });
+    // The trusted workflow_run: reads the artifact and publishes the decision.
+    let mut run = fixture("workflow_run.completed.1.json");
+    point_at_repo(&mut run);
+    run["workflow_run"]["id"] = json!(77);
+    run["workflow_run"]["head_sha"] = json!(head);
+    run["workflow_run"]["pull_requests"] = json!([{ "number": PR }]);
+    let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));
+
+    // A record that does not belong to the run's commit is refused.
+    run["workflow_run"]["head_sha"] = json!("f".repeat(40));
+    let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("refusing to publish"),
+        "{}",
+        stderr(&out)
+    );
+    server.assert_no_violations();
+}
