@@ -865,6 +865,57 @@ fn lcov_record_without_end_is_truncated() {
 }
 
 #[test]
+fn error_places_stay_exact_past_the_first_read_chunk() {
+    // Well over the 256 KiB the parsers read at a time.
+    let mut lcov = String::from("TN:\nSF:big.rs\n");
+    for line in 1..=60_000 {
+        lcov.push_str(&format!("DA:{line},{}\n", line % 3));
+    }
+    lcov.push_str("DA:7;1\nend_of_record\n");
+    let err = parse(
+        ReportFormat::Lcov,
+        Cursor::new(lcov),
+        "big.lcov",
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.line, Some(60_003), "{err}");
+    assert!(err.message.starts_with("bad DA line `DA:7;1`"), "{err}");
+
+    let mut junit = String::from("<testsuites>\n<testsuite name=\"s\">\n");
+    for case in 0..5_000 {
+        junit.push_str(&format!(
+            "  <testcase name=\"case_{case}\" classname=\"c\" time=\"0.001\"/>\n"
+        ));
+    }
+    let cut = format!("{junit}  <testcase name=\"last\">\n    <failure message=\"boom\">half");
+    let err = parse(
+        ReportFormat::Junit,
+        Cursor::new(cut),
+        "cut.xml",
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!((err.line, err.column), (Some(5_004), Some(33)), "{err}");
+    assert!(
+        err.message
+            .starts_with("unexpected end of file inside <failure>"),
+        "{err}"
+    );
+
+    let crossed = format!("{junit}</testsuite>\n</testsuitez>\n");
+    let err = parse(
+        ReportFormat::Junit,
+        Cursor::new(crossed),
+        "x.xml",
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.line, Some(5_004), "{err}");
+    assert!(err.message.contains("malformed XML"), "{err}");
+}
+
+#[test]
 fn type_mismatches_and_bad_values_are_errors() {
     let e = assert_error(
         ReportFormat::Sarif,

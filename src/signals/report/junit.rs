@@ -12,8 +12,9 @@
 //! way to the panic's own message; the output is the tail of the failure body plus `<system-out>`/`<system-err>`.
 //! `file`/`line` come from the attributes (pytest xunit1, jest-junit with
 //! `addFileAttribute`), else from a Rust panic or pytest traceback in the body.
-//! Only non-passing cases are kept; text is captured in a bounded buffer, so a report of
-//! a million passing tests costs the same memory as one of ten.
+//! Only non-passing cases are kept, and only their attributes are ever decoded (a passing
+//! case's attributes are copied raw and dropped); text is captured in a bounded buffer, so
+//! a report of a million passing tests costs the same memory as one of ten.
 
 use std::io::BufRead;
 
@@ -22,7 +23,7 @@ use quick_xml::events::BytesStart;
 use super::input::{Ctx, Input};
 use super::text::{failure_location, parse_u32_str, rust_panic_message, TailBuf};
 use super::types::{TestCase, TestOutcome, TestSummary};
-use super::xml::{drive, for_each_attr, XmlHandler};
+use super::xml::{drive, for_each_attr, for_each_raw_attr, XmlHandler};
 use super::ParseError;
 
 pub(crate) fn parse<R: BufRead>(
@@ -46,6 +47,8 @@ struct OpenCase {
     outcome: Option<TestOutcome>,
     message: Option<String>,
     output: TailBuf,
+    /// The `<testcase>` tag's attributes, undecoded.
+    raw_attributes: Vec<u8>,
     /// Depth of the child whose text is being captured (failure body, system-out, ...).
     capture_depth: Option<usize>,
 }
@@ -75,7 +78,7 @@ impl XmlHandler for JunitHandler {
             self.case.capture_depth = None;
         }
         if self.case.depth == Some(depth) {
-            self.close_case();
+            self.close_case()?;
         }
         Ok(())
     }
@@ -93,35 +96,42 @@ impl JunitHandler {
     fn open_case(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {
         let case = &mut self.case;
         case.depth = Some(depth);
-        case.classname.clear();
-        case.name.clear();
-        case.file.clear();
-        case.line = None;
         case.outcome = None;
         case.message = None;
         case.output.clear();
         case.capture_depth = None;
-        for_each_attr(
-            e,
-            &[
-                b"name",
-                b"classname",
-                b"file",
-                b"filepath",
-                b"line",
-                b"lineno",
-            ],
-            |key, value| {
-                match key {
-                    b"name" => case.name.push_str(&value),
-                    b"classname" => case.classname.push_str(&value),
-                    b"file" | b"filepath" => case.file.push_str(&value),
-                    b"line" | b"lineno" => case.line = parse_u32_str(&value),
-                    _ => {}
-                }
-                Ok(())
-            },
-        )
+        // Most cases pass and need none of their attributes: keep the raw bytes and
+        // decode them only for a case that turns out not to pass.
+        case.raw_attributes.clear();
+        case.raw_attributes.extend_from_slice(e.attributes_raw());
+        Ok(())
+    }
+
+    /// Decodes the kept attributes of a case that did not pass.
+    fn decode_case_attributes(&mut self) -> Result<(), String> {
+        let case = &mut self.case;
+        case.classname.clear();
+        case.name.clear();
+        case.file.clear();
+        case.line = None;
+        let wanted: &[&[u8]] = &[
+            b"name",
+            b"classname",
+            b"file",
+            b"filepath",
+            b"line",
+            b"lineno",
+        ];
+        for_each_raw_attr(&case.raw_attributes, wanted, |key, value| {
+            match key {
+                b"name" => case.name.push_str(&value),
+                b"classname" => case.classname.push_str(&value),
+                b"file" | b"filepath" => case.file.push_str(&value),
+                b"line" | b"lineno" => case.line = parse_u32_str(&value),
+                _ => {}
+            }
+            Ok(())
+        })
     }
 
     fn open_child(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
@@ -161,14 +171,15 @@ impl JunitHandler {
         Ok(())
     }
 
-    fn close_case(&mut self) {
-        let case = &mut self.case;
-        case.depth = None;
-        let outcome = case.outcome.unwrap_or(TestOutcome::Passed);
+    fn close_case(&mut self) -> Result<(), String> {
+        self.case.depth = None;
+        let outcome = self.case.outcome.unwrap_or(TestOutcome::Passed);
         if outcome == TestOutcome::Passed {
             self.summary.count(outcome);
-            return;
+            return Ok(());
         }
+        self.decode_case_attributes()?;
+        let case = &mut self.case;
         // jest-junit repeats the classname in the name by default: don't say it twice.
         let id = if case.classname.is_empty() || case.name.starts_with(case.classname.as_str()) {
             case.name.clone()
@@ -199,6 +210,7 @@ impl JunitHandler {
             found.line = case.line;
         }
         self.summary.record(found);
+        Ok(())
     }
 }
 

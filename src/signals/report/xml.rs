@@ -225,9 +225,18 @@ fn xml_error<R: BufRead>(
 pub(crate) fn for_each_attr<'e>(
     e: &'e BytesStart<'_>,
     wanted: &[&[u8]],
+    each: impl FnMut(&[u8], Cow<'e, str>) -> Result<(), String>,
+) -> Result<(), String> {
+    for_each_raw_attr(e.attributes_raw(), wanted, each)
+}
+
+/// [`for_each_attr`] over the raw attribute text of a tag (after its name).
+pub(crate) fn for_each_raw_attr<'e>(
+    raw: &'e [u8],
+    wanted: &[&[u8]],
     mut each: impl FnMut(&[u8], Cow<'e, str>) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut rest: &'e [u8] = e.attributes_raw();
+    let mut rest: &'e [u8] = raw;
     loop {
         rest = skip_space(rest);
         if rest.is_empty() || rest == b"/" {
