@@ -117,7 +117,7 @@ pub fn comment_view(
     let latest = history.last();
     let mut issues: Vec<_> = latest
         .map(|r| r.issues.iter().collect())
-        .unwrap_or_else(Vec::new);
+        .unwrap_or_default();
     issues.sort_by_key(|i| i.severity);
     let listed = issues
         .iter()

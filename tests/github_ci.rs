@@ -256,9 +256,9 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
     let accept_id = server.with(|m| {
         m.comments_on(PR)
             .into_iter()
-            .filter(|c| c.author == "maintainer")
+            .rev()
+            .find(|c| c.author == "maintainer")
             .map(|c| c.id)
-            .last()
     });
     let reactions: Vec<String> = server.with(|m| {
         m.reactions
