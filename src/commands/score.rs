@@ -155,11 +155,6 @@ pub fn checks_for(env: &Env, root: &Path) -> BTreeMap<String, crate::config::Che
     }
     match detect::detect(root) {
         Some(d) => {
-            tracing::warn!(
-                "no checks configured; detected a {} project and running: {}",
-                d.toolchain,
-                d.checks.keys().cloned().collect::<Vec<_>>().join(", ")
-            );
             eprintln!(
                 "itergate: no checks configured; detected a {} project (run `itergate init` to write them down)",
                 d.toolchain
