@@ -87,6 +87,17 @@ fn comment_event(server: &FakeGithub, author: &str, body: &str) -> Value {
 }
 
 async fn ci(server: &FakeGithub, dir: &Path, event: &str, payload: &Value) -> Output {
+    ci_with_files(server, dir, event, payload, None).await
+}
+
+/// Like `ci`, with `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY` files in `files`.
+async fn ci_with_files(
+    server: &FakeGithub,
+    dir: &Path,
+    event: &str,
+    payload: &Value,
+    files: Option<PathBuf>,
+) -> Output {
     let event_file = dir.join(format!("../event-{}.json", rand_suffix()));
     std::fs::write(&event_file, serde_json::to_vec(payload).expect("json")).expect("write event");
     let api = server.api_url();
@@ -103,6 +114,12 @@ async fn ci(server: &FakeGithub, dir: &Path, event: &str, payload: &Value) -> Ou
             .env_remove("GITHUB_ACTIONS")
             .env_remove("GITHUB_OUTPUT")
             .env_remove("GITHUB_STEP_SUMMARY")
+            .envs(files.iter().flat_map(|d| {
+                [
+                    ("GITHUB_OUTPUT", d.join("output.txt")),
+                    ("GITHUB_STEP_SUMMARY", d.join("summary.md")),
+                ]
+            }))
             .env("NO_COLOR", "1")
             .output()
             .expect("itergate ci runs")
@@ -523,6 +540,63 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
         stderr(&out).contains("refusing to publish"),
         "{}",
         stderr(&out)
+    );
+    server.assert_no_violations();
+}
+
+fn review_event(reviewer: &str, state: &str, body: &str) -> Value {
+    let mut p = fixture("pull_request_review.submitted.1.json");
+    point_at_repo(&mut p);
+    p["pull_request"]["number"] = json!(PR);
+    p["review"]["state"] = json!(state);
+    p["review"]["body"] = json!(body);
+    p["review"]["user"]["login"] = json!(reviewer);
+    p["review"]["user"]["type"] = json!("User");
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_requested_is_a_user_rejection_and_outputs_are_written() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("feature.txt", "new", "passing");
+    let files = c.repo.sibling("gh");
+    std::fs::create_dir_all(&files).expect("mkdir");
+    let out = ci_with_files(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+        Some(files.clone()),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let outputs = std::fs::read_to_string(files.join("output.txt")).expect("GITHUB_OUTPUT written");
+    assert!(
+        outputs.contains("recommendation=accept\n")
+            && outputs.contains("quality=1.0000\n")
+            && outputs.contains("iteration=1\n"),
+        "{outputs}"
+    );
+    let summary = std::fs::read_to_string(files.join("summary.md")).expect("job summary written");
+    assert!(summary.contains("✅ accept"), "{summary}");
+
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request_review",
+        &review_event("reviewer", "changes_requested", "Please keep the old API."),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("🔁 iterate"),
+        "a rejection reopens the loop: {body}"
+    );
+    assert!(
+        body.contains("Please keep the old API."),
+        "the reviewer's words reach the prompt: {body}"
     );
     server.assert_no_violations();
 }

@@ -419,8 +419,6 @@ pub struct Github {
     pub label: String,
     /// People (logins) mentioned when a pull request is escalated.
     pub reviewers: Vec<String>,
-    /// Also request their review on escalation.
-    pub request_review: bool,
     /// Permission needed for commands that change state (accept, adjust, escalate, budget,
     /// feedback).
     pub permission: PermissionLevel,
@@ -442,7 +440,6 @@ impl Default for Github {
         Github {
             label: "needs-human-review".into(),
             reviewers: Vec::new(),
-            request_review: false,
             permission: PermissionLevel::Write,
             allow_bots: false,
             bot_login: "github-actions[bot]".into(),
