@@ -7,10 +7,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let body = String::from_utf8_lossy(data);
-    for parsed in parse_comment(&body) {
-        if let Ok(command) = parsed {
-            let _ = command.changes_state();
-        }
+    for command in parse_comment(&body).into_iter().flatten() {
+        let _ = command.changes_state();
     }
     let _ = parse_context_gap_report(&body);
 });
