@@ -149,6 +149,9 @@ fn cases() -> Vec<Case> {
         case("000 strategy: one iteration short of the limit -> escalate",
             "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", vec![failing(1, 0.5, 1), rec(2, 0.7)])
             .expect(Escalate, Some(StopCode::IterationLimitNear)),
+        case("compacted history: the latest record's number counts toward max iterations",
+            "stopping_criteria: {iteration_limits: {min: 1, max: 10}}", vec![rec(9, 0.5), rec(10, 0.6)])
+            .expect(Escalate, Some(StopCode::MaxIterationsReached)),
         case("VOID iteration alone: a validation failure, no best output -> iterate", "",
             { let mut r = rec(1, 0.9); r.status = Status::Void; vec![r] })
             .expect(Iterate, None),

@@ -401,7 +401,10 @@ async fn a_fork_pull_request_performs_no_write() {
     );
     let record = std::fs::read_to_string(c.repo.path.join("itergate-record/record.json"))
         .expect("record for the artifact");
-    assert!(record.contains(&head));
+    assert!(
+        record.contains(&head) && record.contains("\"pr\": 7"),
+        "{record}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -527,7 +530,9 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
     point_at_repo(&mut run);
     run["workflow_run"]["id"] = json!(77);
     run["workflow_run"]["head_sha"] = json!(head);
-    run["workflow_run"]["pull_requests"] = json!([{ "number": PR }]);
+    // GitHub lists no pull request for a fork's run: the artifact says which one it is.
+    run["workflow_run"]["pull_requests"] = json!([]);
+    fake_github::seed_pull(&server, PR, &[(head.as_str(), "from a fork")]);
     let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));

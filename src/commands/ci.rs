@@ -74,7 +74,7 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
             };
             let (record, base) = score_head(&env, &repo, &pr, progress)?;
             if pr.is_fork() && !args.write_on_fork {
-                return save_for_artifact(&args.record_out, &record);
+                return save_for_artifact(&args.record_out, pr.pr, &record);
             }
             let input = Input::Iteration {
                 pr: pr.pr,
@@ -209,11 +209,23 @@ fn score_head(
     Ok((record, base_record))
 }
 
-fn save_for_artifact(path: &Path, record: &IterationRecord) -> Result<(), Failure> {
+/// What a fork's run hands to the `workflow_run` workflow: GitHub does not say which pull
+/// request a fork's run belongs to, so the artifact does.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ArtifactRecord {
+    pr: u64,
+    record: IterationRecord,
+}
+
+fn save_for_artifact(path: &Path, pr: PrNumber, record: &IterationRecord) -> Result<(), Failure> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(anyhow::Error::from)?;
     }
-    let json = serde_json::to_vec_pretty(record).map_err(anyhow::Error::from)?;
+    let artifact = ArtifactRecord {
+        pr: pr.0,
+        record: record.clone(),
+    };
+    let json = serde_json::to_vec_pretty(&artifact).map_err(anyhow::Error::from)?;
     std::fs::write(path, json).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     eprintln!(
         "itergate: a pull request from a fork: no write with this token; the record is in {} \
@@ -241,22 +253,31 @@ async fn from_artifact(
         )
         .await
         .map_err(|e| Failure::Internal(e.into()))?;
-    let record: IterationRecord = serde_json::from_slice(&bytes).map_err(|e| {
+    let artifact: ArtifactRecord = serde_json::from_slice(&bytes).map_err(|e| {
         user(format!(
-            "the artifact's {RECORD_FILE} is not an iteration record: {e}"
+            "the artifact's {RECORD_FILE} is not an itergate record: {e}"
         ))
     })?;
+    let record = artifact.record;
     if record.commit.0 != run.head_sha.0 {
         return Err(user(format!(
             "the artifact's record is for {}, but the run was for {}; refusing to publish it",
             record.commit, run.head_sha
         )));
     }
-    let Some(pr) = run.prs.first().copied() else {
-        return Err(user(
-            "the workflow run names no pull request; nothing to publish",
-        ));
-    };
+    // The artifact comes from untrusted code: believe its PR number only if that PR's head
+    // is the commit the run built.
+    let pr = run.prs.first().copied().unwrap_or(PrNumber(artifact.pr));
+    let pull = forge
+        .pull_request(&run.repo, pr)
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?;
+    if pull.head.sha.0 != run.head_sha.0 {
+        return Err(user(format!(
+            "the artifact names pull request #{} whose head is {}, not the run's {}; refusing to publish it",
+            pr.0, pull.head.sha, run.head_sha
+        )));
+    }
     handle_with(
         env,
         &forge,

@@ -103,7 +103,10 @@ pub fn compute(
     max_iterations: u32,
 ) -> BudgetStatus {
     let limits = &config.stopping_criteria.budget_limits;
-    let current = u32::try_from(records.len()).unwrap_or(u32::MAX);
+    // Compacted histories drop their oldest records: the latest record's number still
+    // counts every iteration.
+    let counted = u32::try_from(records.len()).unwrap_or(u32::MAX);
+    let current = records.last().map_or(counted, |r| r.iteration.max(counted));
     let elapsed_ms = records
         .first()
         .map(|r| (now - r.timestamp).num_milliseconds().max(0) as u64)
