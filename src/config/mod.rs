@@ -12,7 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use schema::*;
-pub use values::{Fraction, Metric, NonNegative, QualityWeights};
+pub use values::{Fraction, Metric, NonNegative, Permission, PermissionError, QualityWeights};
 
 /// The commented default configuration; `itergate init` starts from it.
 pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../config/default.itergate.yml");

@@ -386,32 +386,6 @@ impl Default for Hook {
     }
 }
 
-/// Permission levels GitHub grants on a repository, lowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum PermissionLevel {
-    None,
-    Read,
-    Triage,
-    #[default]
-    Write,
-    Maintain,
-    Admin,
-}
-
-impl PermissionLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionLevel::None => "none",
-            PermissionLevel::Read => "read",
-            PermissionLevel::Triage => "triage",
-            PermissionLevel::Write => "write",
-            PermissionLevel::Maintain => "maintain",
-            PermissionLevel::Admin => "admin",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Github {
@@ -421,7 +395,7 @@ pub struct Github {
     pub reviewers: Vec<String>,
     /// Permission needed for commands that change state (accept, adjust, escalate, budget,
     /// feedback).
-    pub permission: PermissionLevel,
+    pub permission: super::values::Permission,
     /// Act on commands written by other bots (never on itergate's own comments).
     pub allow_bots: bool,
     /// The login itergate comments as, when the token cannot tell (`GITHUB_TOKEN` in
@@ -440,7 +414,7 @@ impl Default for Github {
         Github {
             label: "needs-human-review".into(),
             reviewers: Vec::new(),
-            permission: PermissionLevel::Write,
+            permission: super::values::Permission::Write,
             allow_bots: false,
             bot_login: "github-actions[bot]".into(),
             check_run: false,

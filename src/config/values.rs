@@ -2,6 +2,7 @@
 //! being read, so the error carries the line and column of the value itself.
 
 use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -204,5 +205,68 @@ impl TryFrom<String> for Metric {
 impl From<Metric> for String {
     fn from(m: Metric) -> String {
         m.0
+    }
+}
+
+/// A repository permission level, ordered `None < Read < Triage < Write < Maintain < Admin`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Permission {
+    #[default]
+    None,
+    Read,
+    Triage,
+    Write,
+    Maintain,
+    Admin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a permission level (admin, maintain, write, triage, read, none)")]
+pub struct PermissionError(pub String);
+
+impl FromStr for Permission {
+    type Err = PermissionError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "admin" => Ok(Permission::Admin),
+            "maintain" => Ok(Permission::Maintain),
+            "write" | "push" => Ok(Permission::Write),
+            "triage" => Ok(Permission::Triage),
+            "read" | "pull" => Ok(Permission::Read),
+            "none" => Ok(Permission::None),
+            _ => Err(PermissionError(s.to_string())),
+        }
+    }
+}
+
+impl Permission {
+    /// From the collaborator-permission answer: `role_name` is the finer one (it knows
+    /// maintain and triage) unless it is a custom role; then `permission` decides.
+    pub fn from_github(role_name: Option<&str>, permission: Option<&str>) -> Self {
+        role_name
+            .and_then(|r| r.parse().ok())
+            .or_else(|| permission.and_then(|p| p.parse().ok()))
+            .unwrap_or(Permission::None)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::None => "none",
+            Permission::Read => "read",
+            Permission::Triage => "triage",
+            Permission::Write => "write",
+            Permission::Maintain => "maintain",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+impl fmt::Display for Permission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -453,13 +453,7 @@ fn annotation(issue: &crate::model::CheckerIssue) -> Option<Annotation> {
 }
 
 fn required(config: &Config) -> Permission {
-    // Both enums name the same six levels.
-    config
-        .github
-        .permission
-        .as_str()
-        .parse()
-        .unwrap_or(Permission::Write)
+    config.github.permission
 }
 
 fn required_name(config: &Config) -> &'static str {
