@@ -23,7 +23,10 @@ fn fixture(rel: &str) -> PathBuf {
 
 fn read(format: ReportFormat, rel: &str, opts: &ParseOptions) -> Report {
     match parse_file(format, &fixture(rel), opts) {
-        Ok(report) => report,
+        Ok(report) => {
+            assert_eq!(report.kind(), format.kind());
+            report
+        }
         Err(e) => panic!("{rel} should parse as {format}: {e}"),
     }
 }

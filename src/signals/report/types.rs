@@ -18,6 +18,18 @@ pub enum Report {
     Complexity(ComplexitySummary),
 }
 
+impl Report {
+    /// Which summary this is.
+    pub fn kind(&self) -> super::ReportKind {
+        match self {
+            Report::Tests(_) => super::ReportKind::Tests,
+            Report::Lint(_) => super::ReportKind::Lint,
+            Report::Coverage(_) => super::ReportKind::Coverage,
+            Report::Complexity(_) => super::ReportKind::Complexity,
+        }
+    }
+}
+
 /// Test counts plus the cases that did not pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestSummary {
