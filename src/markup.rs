@@ -1,15 +1,88 @@
-//! Placing untrusted text (test output, findings, comments) inside markup so that it cannot
-//! break out: code fences longer than any backtick run inside, and tag-like sequences that
-//! could close our prompt sections or open HTML comments neutralised.
+//! Placing untrusted text (test output, findings, file names, commit messages, people's
+//! comments) inside what itergate writes, so that it shows as written and does nothing else:
+//! in markdown it cannot start a block, a link, a mention or an HTML element, close or open
+//! an HTML comment, or forge the sticky comment's marker; in a prompt it cannot close or open
+//! the prompt's sections; in a fence it cannot close the fence.
 
-pub use crate::github::markdown::{escape_markdown_inline, fence_with_info};
+/// ASCII punctuation that CommonMark lets a backslash escape and that means something inline
+/// or at a line start.
+const MARKDOWN_PUNCTUATION: &[char] = &[
+    '\\', '`', '*', '_', '{', '}', '[', ']', '(', ')', '#', '+', '-', '.', '!', '|', '~', '$', ':',
+];
 
-/// `text` in a fenced code block that no backtick run inside it can close.
-pub fn fence(text: &str, info: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let ticks = "`".repeat(longest.max(2) + 1);
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    format!("{ticks}{info}\n{body}\n{ticks}")
+/// Zero-width space, used to break sequences that must not appear (`<!--`, `-->`).
+const ZWSP: char = '\u{200B}';
+/// Word joiner after `@`: the text still reads `@name` but mentions nobody.
+const WORD_JOINER: char = '\u{2060}';
+
+/// `text` as one line of inline markdown that renders as the text itself.
+pub fn escape_markdown_inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    for c in text.chars() {
+        match c {
+            '\r' | '\n' | '\u{0085}' | '\u{2028}' | '\u{2029}' => out.push(' '),
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '@' => {
+                out.push('@');
+                out.push(WORD_JOINER);
+            }
+            c if MARKDOWN_PUNCTUATION.contains(&c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Breaks every `<!--` and `-->` in `text` with a zero-width space, so that the text can
+/// neither open nor close an HTML comment.
+pub fn neutralise_html_comments(text: &str) -> String {
+    let mut out = text.to_string();
+    while out.contains("<!--") || out.contains("-->") {
+        out = out
+            .replace("<!--", &format!("<!{ZWSP}--"))
+            .replace("-->", &format!("--{ZWSP}>"));
+    }
+    out
+}
+
+/// `text` in a fenced code block whose fence is longer than any backtick run inside, so the
+/// text cannot close it; HTML comment delimiters are neutralised as well.
+pub fn fence(text: &str) -> String {
+    fence_with_info(text, "")
+}
+
+/// Like [`fence`] with an info string (a language name); characters other than ASCII
+/// letters, digits, `-`, `_` and `+` are dropped from it.
+pub fn fence_with_info(text: &str, info: &str) -> String {
+    let info: String = info
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+'))
+        .collect();
+    let text = neutralise_html_comments(text);
+    let longest = longest_backtick_run(&text);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.trim_end_matches(['\n', '\r']);
+    format!("{fence}{info}\n{body}\n{fence}")
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    let mut longest = 0;
+    let mut current = 0;
+    for c in text.chars() {
+        if c == '`' {
+            current += 1;
+            longest = longest.max(current);
+        } else {
+            current = 0;
+        }
+    }
+    longest
 }
 
 /// Makes tag-like sequences (`<checker_issues>`, `</revision_instructions>`, `<!--`) and
@@ -36,7 +109,7 @@ mod tests {
 
     #[test]
     fn fence_outlasts_inner_backticks() {
-        let f = fence("a ```` b", "yaml");
+        let f = fence_with_info("a ```` b", "yaml");
         assert!(f.starts_with("`````yaml\n"));
         assert!(f.ends_with("\n`````"));
     }

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::engine::{ContextAdjustment, Decision, StrategyType};
-use crate::markup::{fence, neutralise_tags};
+use crate::markup::{fence_with_info, neutralise_tags};
 use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
 
 #[derive(Debug, Serialize)]
@@ -81,7 +81,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .as_ref()
             .map(|r| r.summary.clone())
             .unwrap_or_default(),
-        issues_block: fence(&neutralise_tags(&yaml), "yaml"),
+        issues_block: fence_with_info(&neutralise_tags(&yaml), "yaml"),
         info_count: record.count(Severity::Info),
         previous_count: decision.revision.previous_count,
         strategy: strategy.map(|s| strategy_name(s.kind)),
@@ -95,7 +95,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
                     TriggerType::ExplicitFeedback | TriggerType::UserRejection
                 )
             })
-            .map(|t| fence(&neutralise_tags(&t.details), "text"))
+            .map(|t| fence_with_info(&neutralise_tags(&t.details), "text"))
             .collect(),
         spans,
     }

@@ -37,7 +37,6 @@ pub mod context_gap;
 pub mod events;
 pub mod forge;
 pub mod handler;
-pub mod markdown;
 pub mod retry;
 pub mod sticky;
 pub mod types;

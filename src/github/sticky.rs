@@ -22,9 +22,7 @@ use super::types::{Comment, CommentId, PrNumber, RepoName};
 use crate::engine::Feedback;
 use crate::model::IterationRecord;
 
-pub use super::markdown::{
-    escape_markdown_inline, fence, fence_with_info, neutralise_html_comments,
-};
+pub use crate::markup::{escape_markdown_inline, fence, fence_with_info, neutralise_html_comments};
 
 /// First line of the sticky comment.
 pub const MARKER: &str = "<!-- itergate:sticky -->";
