@@ -605,3 +605,34 @@ async fn changes_requested_is_a_user_rejection_and_outputs_are_written() {
     );
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comments_by_itergate_or_other_bots_are_ignored() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    grant(&server, "helper[bot]", "admin", "admin");
+    grant(&server, BOT_LOGIN, "admin", "admin");
+    let before = sticky(&server);
+    for author in [BOT_LOGIN, "helper[bot]"] {
+        let mut event = comment_event(&server, author, "/iterate accept");
+        event["comment"]["user"]["type"] = json!("Bot");
+        let writes = server.operations().len();
+        let out = ci(&server, &c.repo.path, "issue_comment", &event).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let new: Vec<String> = server.operations().split_off(writes);
+        assert!(
+            new.iter().all(|op| op == "users/get-authenticated"),
+            "no effect for {author}: {new:?}"
+        );
+    }
+    assert_eq!(sticky(&server), before);
+    assert_eq!(labels(&server), Vec::<String>::new());
+}
