@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::engine::{ContextAdjustment, Decision, StrategyType};
+use crate::engine::{ContextAdjustment, Decision};
 use crate::markup::{fence_with_info, neutralise_tags};
 use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
 
@@ -26,16 +26,6 @@ pub struct PromptView {
     pub guidance: Vec<String>,
     pub feedback: Vec<String>,
     pub spans: Vec<String>,
-}
-
-fn strategy_name(kind: StrategyType) -> &'static str {
-    match kind {
-        StrategyType::Retry => "retry",
-        StrategyType::Refine => "refine",
-        StrategyType::Expand => "expand",
-        StrategyType::Simplify => "simplify",
-        StrategyType::Escalate => "escalate",
-    }
 }
 
 pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView {
@@ -84,7 +74,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
         issues_block: fence_with_info(&neutralise_tags(&yaml), "yaml"),
         info_count: record.count(Severity::Info),
         previous_count: decision.revision.previous_count,
-        strategy: strategy.map(|s| strategy_name(s.kind)),
+        strategy: strategy.map(|s| s.kind.as_str()),
         guidance,
         feedback: decision
             .triggers

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::engine::trajectory::Trajectory;
-use crate::engine::{Decision, Recommendation, StrategyType};
+use crate::engine::{Decision, Recommendation};
 use crate::model::{Dimension, IterationRecord};
 
 #[derive(Debug, Serialize)]
@@ -58,16 +58,6 @@ pub fn format_delta(dimension: Option<Dimension>, delta: f64) -> String {
     }
 }
 
-fn strategy_name(kind: StrategyType) -> &'static str {
-    match kind {
-        StrategyType::Retry => "retry",
-        StrategyType::Refine => "refine",
-        StrategyType::Expand => "expand",
-        StrategyType::Simplify => "simplify",
-        StrategyType::Escalate => "escalate",
-    }
-}
-
 pub fn decision_view(
     config: &Config,
     history: &[IterationRecord],
@@ -95,7 +85,7 @@ pub fn decision_view(
         (None, Some(strategy)) => format!(
             "{} trigger(s) to address; strategy {}",
             decision.triggers.len(),
-            strategy_name(strategy.kind)
+            strategy.kind.as_str()
         ),
         (None, None) => String::new(),
     };
@@ -137,7 +127,7 @@ pub fn decision_view(
             .strategy
             .as_ref()
             .filter(|_| decision.recommendation() == Recommendation::Iterate)
-            .map(|s| strategy_name(s.kind)),
+            .map(|s| s.kind.as_str()),
         next_steps: decision.next_steps.clone(),
         best_iteration: decision.best_iteration,
         budget: budget_lines,

@@ -19,7 +19,7 @@ use git2::Repository;
 
 use crate::cli::CiArgs;
 use crate::config::{Config, Gate};
-use crate::engine::{Decision, Recommendation};
+use crate::engine::Decision;
 use crate::git;
 use crate::github::events::{self, Event, Parsed, PrAction, PullRequestEvent, WorkflowRunEvent};
 use crate::github::handler::REEVALUATE_EVENT;
@@ -376,11 +376,7 @@ fn gate(gate: Gate, decision: Option<&Decision>) -> Result<(), Failure> {
         return Ok(());
     };
     let r = decision.recommendation();
-    let blocked = match gate {
-        Gate::Warn => false,
-        Gate::BlockOnEscalate => matches!(r, Recommendation::Escalate | Recommendation::Abort),
-        Gate::BlockOnIterate => r != Recommendation::Accept,
-    };
+    let blocked = super::gate_blocks(gate, r);
     if blocked {
         return Err(Failure::Blocked(format!(
             "itergate: the decision is `{}` and github.gate blocks it",

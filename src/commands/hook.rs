@@ -9,7 +9,6 @@ use git2::Oid;
 
 use crate::cli::HookCommand;
 use crate::config::{Gate, OnError, ScoreMode};
-use crate::engine::Recommendation;
 use crate::git;
 use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
@@ -120,7 +119,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             eprintln!();
         }
         task::report(env, &repo, &history, &decision)?;
-        if gate_blocks(env.config.hook.gate, decision.recommendation()) {
+        if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             let why = decision
                 .stopping_reason
                 .as_ref()
@@ -156,17 +155,6 @@ fn pre_commit_update() -> Result<Vec<PushUpdate>, githook::PushParseError> {
     githook::parse_push_lines(&format!(
         "{local_ref} {local_oid} {remote_ref} {remote_oid}\n"
     ))
-}
-
-fn gate_blocks(gate: Gate, recommendation: Recommendation) -> bool {
-    match gate {
-        Gate::Warn => false,
-        Gate::BlockOnEscalate => matches!(
-            recommendation,
-            Recommendation::Escalate | Recommendation::Abort
-        ),
-        Gate::BlockOnIterate => recommendation != Recommendation::Accept,
-    }
 }
 
 fn gate_name(gate: Gate) -> &'static str {

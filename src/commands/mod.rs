@@ -139,3 +139,20 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
     }
 }
+
+/// Whether `gate` stops a push or a CI step on this recommendation.
+pub fn gate_blocks(
+    gate: crate::config::Gate,
+    recommendation: crate::engine::Recommendation,
+) -> bool {
+    use crate::config::Gate;
+    use crate::engine::Recommendation;
+    match gate {
+        Gate::Warn => false,
+        Gate::BlockOnEscalate => matches!(
+            recommendation,
+            Recommendation::Escalate | Recommendation::Abort
+        ),
+        Gate::BlockOnIterate => recommendation != Recommendation::Accept,
+    }
+}

@@ -61,6 +61,18 @@ pub enum StrategyType {
     Escalate,
 }
 
+impl StrategyType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StrategyType::Retry => "retry",
+            StrategyType::Refine => "refine",
+            StrategyType::Expand => "expand",
+            StrategyType::Simplify => "simplify",
+            StrategyType::Escalate => "escalate",
+        }
+    }
+}
+
 /// What the next iteration should change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
