@@ -11,6 +11,7 @@ use crate::signals::checks::Progress;
 use super::decide::print;
 use super::task::{self, Task};
 use super::{user, Env, Failure};
+use crate::engine::Decision;
 
 fn open(env: &Env) -> Result<Repository, Failure> {
     git::open(&env.root).map_err(|e| user(format!("{e:#}")))
@@ -39,10 +40,7 @@ pub fn recorded_history(
     let store = task::open_store(env, &repo)?;
     let history = task.history(&store)?;
     if history.is_empty() {
-        return Err(user(format!(
-            "no iteration of `{}` is recorded yet; run `itergate run` (or push with the hook installed)",
-            task.name
-        )));
+        return Err(nothing_recorded(&task.name));
     }
     Ok((task.name, history))
 }
@@ -69,24 +67,34 @@ pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-pub fn status(env: &Env) -> Result<(), Failure> {
-    let (name, history) = recorded_history(env, None)?;
+/// The current branch's recorded history and the decision on it; scores nothing.
+fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Failure> {
     let repo = open(env)?;
     let task = current_task(env, &repo, None)?;
     let store = task::open_store(env, &repo)?;
+    let history = task.history(&store)?;
+    if history.is_empty() {
+        return Err(nothing_recorded(&task.name));
+    }
     let base = task::stored_base(env, &store, &task)?;
-    let decision = task::decide(env, &Task { name, ..task }, &history, base.as_ref())?;
+    let decision = task::decide(env, &task, &history, base.as_ref())?;
+    Ok((history, decision))
+}
+
+fn nothing_recorded(name: &str) -> Failure {
+    user(format!(
+        "no iteration of `{name}` is recorded yet; run `itergate run` (or push with the hook installed)"
+    ))
+}
+
+pub fn status(env: &Env) -> Result<(), Failure> {
+    let (history, decision) = recorded_decision(env)?;
     let view = crate::summary::decision_view(&env.config, &history, &decision);
     print(&env.renderer()?.render("decision.txt.tera", &view)?)
 }
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {
-    let (name, history) = recorded_history(env, None)?;
-    let repo = open(env)?;
-    let task = current_task(env, &repo, None)?;
-    let store = task::open_store(env, &repo)?;
-    let base = task::stored_base(env, &store, &task)?;
-    let decision = task::decide(env, &Task { name, ..task }, &history, base.as_ref())?;
+    let (history, decision) = recorded_decision(env)?;
     print(&task::render_prompt(env, &history, &decision)?)
 }
 
