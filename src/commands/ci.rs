@@ -30,7 +30,7 @@ use crate::github::{Forge, ForgeSettings, OctocrabForge};
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 
-use super::score::{score_commit, Position, ScoreRequest};
+use super::score::{score_base, score_commit, Position, ScoreRequest};
 use super::{user, Env, Failure};
 
 /// The file inside the artifact that carries a fork PR's record.
@@ -178,21 +178,7 @@ fn score_head(
         iteration: 1,
     };
     let base_record = match merge_base.filter(|_| env.config.scoring.compare_base) {
-        Some(mb) => Some(score_commit(
-            env,
-            repo,
-            &ScoreRequest {
-                position: &Position {
-                    commit: mb,
-                    merge_base: None,
-                    iteration: 0,
-                },
-                reports: &[],
-                progress,
-                in_place: false,
-                base: None,
-            },
-        )?),
+        Some(mb) => Some(score_base(env, repo, mb, progress)?),
         None => None,
     };
     let record = score_commit(

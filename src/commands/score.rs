@@ -106,6 +106,31 @@ pub fn score_commit(
     Ok(record)
 }
 
+/// Scores a base commit (a merge-base): in a temporary worktree, with nothing to compare to.
+pub fn score_base(
+    env: &Env,
+    repo: &Repository,
+    base: Oid,
+    progress: Progress,
+) -> Result<IterationRecord, Failure> {
+    let position = Position {
+        commit: base,
+        merge_base: None,
+        iteration: 0,
+    };
+    score_commit(
+        env,
+        repo,
+        &ScoreRequest {
+            position: &position,
+            reports: &[],
+            progress,
+            in_place: false,
+            base: None,
+        },
+    )
+}
+
 /// Where a holdout check's details go: inside the git directory, never in a record,
 /// prompt or comment.
 pub fn private_dir(repo: &Repository, commit: Oid) -> PathBuf {

@@ -18,7 +18,7 @@ use crate::signals::checks::Progress;
 use crate::signals::trailers;
 use crate::summary::decision_view;
 
-use super::score::{score_commit, Position, ScoreRequest};
+use super::score::{score_base, score_commit, Position, ScoreRequest};
 use super::{Env, Failure};
 
 /// One branch's iterations: the first-parent commits since the merge-base with the base.
@@ -161,24 +161,7 @@ pub fn base_record(
         .tree_id();
     let record = match store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)? {
         Some(cached) => reuse(repo, cached, base, 0)?,
-        None => {
-            let position = Position {
-                commit: base,
-                merge_base: None,
-                iteration: 0,
-            };
-            score_commit(
-                env,
-                repo,
-                &ScoreRequest {
-                    position: &position,
-                    reports: &[],
-                    progress,
-                    in_place: false,
-                    base: None,
-                },
-            )?
-        }
+        None => score_base(env, repo, base, progress)?,
     };
     store.write(base, &record, &fingerprint)?;
     Ok(Some(record))
