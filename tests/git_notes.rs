@@ -294,45 +294,100 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
 fn find_by_tree_needs_the_same_tree_and_fingerprint() {
     let repo = TestRepo::new();
     let c1 = repo.commit_file("a.txt", "same\n", "one");
-    repo.commit_file("a.txt", "other\n", "two");
-    let c3 = repo.commit_file("a.txt", "same\n", "three: back to the first tree");
+    let c2 = repo.commit_file("a.txt", "other\n", "two");
+    repo.commit_file("a.txt", "same\n", "three: back to the first tree");
     let tree = repo.git(&["rev-parse", &format!("{c1}^{{tree}}")]);
     let store = NotesStore::new(&repo.path, None).expect("store");
     let cached = record(1, &c1, &tree, 0.8);
     store.write(oid(&c1), &cached, "checks-v1").expect("write");
+
+    assert_eq!(
+        store.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
+        Some(cached.clone())
+    );
+    assert_eq!(
+        store.find_by_tree(oid(&tree), "checks-v2").expect("lookup"),
+        None
+    );
+    let other_tree = repo.git(&["rev-parse", "HEAD~1^{tree}"]);
+    assert_eq!(
+        store
+            .find_by_tree(oid(&other_tree), "checks-v1")
+            .expect("lookup"),
+        None
+    );
+    // The index is the tree's own note, so a fresh store (another process) finds it too.
+    let shown = repo.git(&["notes", "--ref", "itergate", "show", &tree]);
+    assert!(shown.contains("\"fingerprint\":\"checks-v1\""), "{shown}");
+    let fresh = NotesStore::new(&repo.path, None).expect("store");
+    assert_eq!(
+        fresh.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
+        Some(cached)
+    );
+
+    // Scoring the tree with other checks replaces the index entry: the newest record wins.
+    let rescored = record(3, &c1, &tree, 0.6);
+    fresh
+        .write(oid(&c1), &rescored, "checks-v2")
+        .expect("write");
+    assert_eq!(
+        fresh.find_by_tree(oid(&tree), "checks-v2").expect("lookup"),
+        Some(rescored)
+    );
+    assert_eq!(
+        fresh.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
+        None
+    );
+
+    // A record reused for another commit of an indexed tree adds no tree note.
+    let notes_before = repo.git(&["rev-parse", "refs/notes/itergate"]);
+    let other_tree_record = record(2, &c2, &other_tree, 0.1);
+    fresh
+        .write(oid(&c2), &other_tree_record, "checks-v2")
+        .expect("write");
+    let after_first = repo.git(&[
+        "rev-list",
+        "--count",
+        &format!("{notes_before}..refs/notes/itergate"),
+    ]);
+    assert_eq!(after_first, "2", "a new tree: commit note + tree note");
+    let c4 = repo.commit_file("a.txt", "other\n", "four: the second tree again");
+    let before = repo.git(&["rev-parse", "refs/notes/itergate"]);
+    fresh
+        .write(oid(&c4), &record(4, &c4, &other_tree, 0.1), "checks-v2")
+        .expect("write");
+    let added = repo.git(&[
+        "rev-list",
+        "--count",
+        &format!("{before}..refs/notes/itergate"),
+    ]);
+    assert_eq!(added, "1", "an indexed tree: the commit note only");
+
+    // A tree note that is not a record is a cache miss, not an error.
+    let c5 = repo.commit_file("b.txt", "new\n", "five");
+    let tree5 = repo.git(&["rev-parse", &format!("{c5}^{{tree}}")]);
     repo.git(&[
         "notes",
         "--ref",
         "itergate",
         "add",
         "-m",
-        "free text, not a record",
-        &c3,
+        "free text",
+        &tree5,
     ]);
+    let reread = NotesStore::new(&repo.path, None).expect("store");
+    assert_eq!(
+        reread
+            .find_by_tree(oid(&tree5), "checks-v2")
+            .expect("lookup"),
+        None
+    );
 
-    let hit = store
-        .find_by_tree(&TreeId(tree.clone()), "checks-v1")
-        .expect("lookup");
-    assert_eq!(hit, Some(cached));
-    assert_eq!(
-        store
-            .find_by_tree(&TreeId(tree), "checks-v2")
-            .expect("lookup"),
-        None
-    );
-    let other_tree = TreeId(repo.git(&["rev-parse", "HEAD~1^{tree}"]));
-    assert_eq!(
-        store
-            .find_by_tree(&other_tree, "checks-v1")
-            .expect("lookup"),
-        None
-    );
     let empty = TestRepo::new();
     empty.commit_file("x", "x\n", "x");
     let none = NotesStore::new(&empty.path, None).expect("store");
     assert_eq!(
-        none.find_by_tree(&TreeId("abc".into()), "f")
-            .expect("no ref yet"),
+        none.find_by_tree(oid(&tree), "f").expect("no ref yet"),
         None
     );
 }

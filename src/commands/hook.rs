@@ -9,7 +9,6 @@ use git2::Oid;
 
 use crate::cli::HookCommand;
 use crate::config::{Gate, OnError, ScoreMode};
-use crate::git;
 use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
 
@@ -84,8 +83,8 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     if updates.is_empty() {
         updates = pre_commit_update().map_err(user)?;
     }
-    let repo = git::open(&env.root)?;
-    let store = task::open_store(env, &repo)?;
+    let store = task::open_store(env)?;
+    let repo = store.repository();
     let progress = if quiet {
         Progress::Quiet
     } else {
@@ -93,7 +92,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     };
     let mut blocked = Vec::new();
     for update in &updates {
-        let kind = githook::classify(&repo, update)?;
+        let kind = githook::classify(repo, update)?;
         let name = task_name(update);
         match kind {
             PushKind::Delete => {
@@ -104,13 +103,13 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             _ => {}
         }
         let tip = Oid::from_str(&update.local_oid).map_err(anyhow::Error::from)?;
-        let task = Task::locate(env, &repo, &name, tip)?;
+        let task = Task::locate(env, repo, &name, tip)?;
         let to_score = match env.config.hook.score {
             ScoreMode::Tip => vec![tip],
             ScoreMode::Each => task.commits.clone(),
         };
         for commit in to_score {
-            task::score_once(env, &repo, &store, &task, commit, progress)?;
+            task::score_once(env, &store, &task, commit, progress)?;
         }
         let history = task.history(&store)?;
         let base = task::stored_base(env, &store, &task)?;
@@ -118,7 +117,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         if !quiet {
             eprintln!();
         }
-        task::report(env, &repo, &history, &decision)?;
+        task::report(env, repo, &history, &decision)?;
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             let why = decision
                 .stopping_reason

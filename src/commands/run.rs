@@ -13,10 +13,6 @@ use super::task::{self, Task};
 use super::{user, Env, Failure};
 use crate::engine::Decision;
 
-fn open(env: &Env) -> Result<Repository, Failure> {
-    git::open(&env.root).map_err(|e| user(format!("{e:#}")))
-}
-
 /// The task of `branch` (default: the current branch, or HEAD when detached).
 fn current_task(env: &Env, repo: &Repository, branch: Option<&str>) -> Result<Task, Failure> {
     let (name, rev) = match branch {
@@ -35,9 +31,8 @@ pub fn recorded_history(
     env: &Env,
     branch: Option<&str>,
 ) -> Result<(String, Vec<IterationRecord>), Failure> {
-    let repo = open(env)?;
-    let task = current_task(env, &repo, branch)?;
-    let store = task::open_store(env, &repo)?;
+    let store = task::open_store(env)?;
+    let task = current_task(env, store.repository(), branch)?;
     let history = task.history(&store)?;
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
@@ -46,15 +41,14 @@ pub fn recorded_history(
 }
 
 pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
-    let repo = open(env)?;
-    let task = current_task(env, &repo, None)?;
-    let store = task::open_store(env, &repo)?;
+    let store = task::open_store(env)?;
+    let task = current_task(env, store.repository(), None)?;
     let progress = if quiet {
         Progress::Quiet
     } else {
         Progress::Auto
     };
-    let (_, ran) = task::score_once(env, &repo, &store, &task, task.tip, progress)?;
+    let (_, ran) = task::score_once(env, &store, &task, task.tip, progress)?;
     if !ran && !quiet {
         eprintln!(
             "itergate: this tree was already scored with the same checks; reusing that record"
@@ -63,15 +57,14 @@ pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
     let history = task.history(&store)?;
     let base = task::stored_base(env, &store, &task)?;
     let decision = task::decide(env, &task, &history, base.as_ref())?;
-    task::report(env, &repo, &history, &decision)?;
+    task::report(env, store.repository(), &history, &decision)?;
     Ok(())
 }
 
 /// The current branch's recorded history and the decision on it; scores nothing.
 fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Failure> {
-    let repo = open(env)?;
-    let task = current_task(env, &repo, None)?;
-    let store = task::open_store(env, &repo)?;
+    let store = task::open_store(env)?;
+    let task = current_task(env, store.repository(), None)?;
     let history = task.history(&store)?;
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
@@ -99,7 +92,7 @@ pub fn prompt(env: &Env) -> Result<(), Failure> {
 }
 
 pub fn notes_command(env: &Env, command: &NotesCommand) -> Result<(), Failure> {
-    let repo = open(env)?;
+    let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
     let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
     let notes_ref = &env.config.hook.notes_ref;
     match command {

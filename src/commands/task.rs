@@ -82,21 +82,23 @@ pub fn fingerprint(env: &Env) -> String {
     format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
 }
 
-pub fn open_store(env: &Env, repo: &Repository) -> Result<NotesStore, Failure> {
-    let dir = repo.workdir().unwrap_or_else(|| repo.path());
-    Ok(NotesStore::new(dir, Some(&env.config.hook.notes_ref))?)
+/// Opens the repository and its notes store; the store keeps the one repository handle
+/// (`store.repository()`), so objects read once stay cached for the whole command.
+pub fn open_store(env: &Env) -> Result<NotesStore, Failure> {
+    let repo = git::open(&env.root).map_err(|e| super::user(format!("{e:#}")))?;
+    Ok(NotesStore::open(repo, Some(&env.config.hook.notes_ref))?)
 }
 
 /// Scores `commit` unless a record for its tree with the same fingerprint exists; writes the
 /// note. Returns the record and whether checks ran.
 pub fn score_once(
     env: &Env,
-    repo: &Repository,
     store: &NotesStore,
     task: &Task,
     commit: Oid,
     progress: Progress,
 ) -> Result<(IterationRecord, bool), Failure> {
+    let repo = store.repository();
     let fingerprint = fingerprint(env);
     let iteration = task.iteration_of(commit);
     let tree = repo
@@ -109,13 +111,12 @@ pub fn score_once(
             return Ok((stored.record, false));
         }
     }
-    let cached = store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)?;
-    if let Some(record) = cached {
+    if let Some(record) = store.find_by_tree(tree, &fingerprint)? {
         let record = reuse(repo, record, commit, iteration)?;
         store.write(commit, &record, &fingerprint)?;
         return Ok((record, false));
     }
-    let base = base_record(env, repo, store, task, progress)?;
+    let base = base_record(env, store, task, progress)?;
     let position = Position {
         commit,
         merge_base: task.merge_base,
@@ -132,7 +133,7 @@ pub fn score_once(
             base: base.as_ref(),
         },
     )?;
-    mark_flaky(repo, store, task, commit, &mut record)?;
+    mark_flaky(store, task, commit, &mut record)?;
     store.write(commit, &record, &fingerprint)?;
     Ok((record, true))
 }
@@ -141,11 +142,11 @@ pub fn score_once(
 /// other tree, so findings already there count as pre-existing.
 pub fn base_record(
     env: &Env,
-    repo: &Repository,
     store: &NotesStore,
     task: &Task,
     progress: Progress,
 ) -> Result<Option<IterationRecord>, Failure> {
+    let repo = store.repository();
     let Some(base) = task.merge_base.filter(|_| env.config.scoring.compare_base) else {
         return Ok(None);
     };
@@ -159,7 +160,7 @@ pub fn base_record(
         .find_commit(base)
         .map_err(anyhow::Error::from)?
         .tree_id();
-    let record = match store.find_by_tree(&crate::model::TreeId(tree.to_string()), &fingerprint)? {
+    let record = match store.find_by_tree(tree, &fingerprint)? {
         Some(cached) => reuse(repo, cached, base, 0)?,
         None => score_base(env, repo, base, progress)?,
     };
@@ -181,7 +182,6 @@ pub fn stored_base(
 
 /// Marks failures that flip across iterations without related changes as flaky.
 fn mark_flaky(
-    repo: &Repository,
     store: &NotesStore,
     task: &Task,
     commit: Oid,
@@ -196,7 +196,7 @@ fn mark_flaky(
         return Ok(());
     };
     let earlier = store.history(&task.commits[..index])?;
-    let touched = git::added_lines(repo, Some(task.commits[index - 1]), commit)?;
+    let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;
     let count =
         crate::signals::flaky::mark(record, &earlier, &|path| touched.files.contains_key(path));
     if count > 0 {

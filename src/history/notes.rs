@@ -7,6 +7,14 @@
 //! another commit with the same tree only when the checks are the same. A bare record (as a
 //! person or an older tool might write it) is read too.
 //!
+//! The same envelope is also the note of the commit's *tree*: that note is the cache index,
+//! so "was this tree scored with these checks?" is one lookup, however many notes the ref
+//! holds. The tree note names the newest record for that tree (a record scored with other
+//! checks replaces it).
+//!
+//! The hook runs on every push, so reads are cheap: the notes tree is listed once per store
+//! (annotated object → note blob) and only the blobs asked for are read.
+//!
 //! Several processes may write notes at once (parallel pushes, agents in several
 //! worktrees). libgit2's own note writing moves the notes ref unconditionally, so two
 //! writers can each drop the other's note (the concurrency test in `tests/git_notes.rs`
@@ -15,13 +23,15 @@
 //! against the commit it built on, or against "absent" for the first note); a writer that loses the race re-reads the notes tree
 //! and tries again, as `git notes` itself does.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use git2::{ErrorCode, Oid, Repository, Signature};
+use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
 
 use crate::git::{git_command, run_git};
@@ -61,6 +71,9 @@ pub struct StoredRecord {
 pub struct NotesStore {
     repo: Repository,
     notes_ref: String,
+    /// Annotated object → note blob: the notes tree as first read, plus this store's own
+    /// writes. Loaded on first use.
+    index: RefCell<Option<HashMap<Oid, Oid>>>,
 }
 
 impl std::fmt::Debug for NotesStore {
@@ -76,12 +89,20 @@ impl NotesStore {
     /// Opens the store of the repository containing `repo_path`; `notes_ref` defaults to
     /// [`DEFAULT_NOTES_REF`]. A short name (`itergate`) means `refs/notes/itergate`.
     pub fn new(repo_path: &Path, notes_ref: Option<&str>) -> Result<NotesStore> {
-        let repo = crate::git::open(repo_path)?;
+        NotesStore::open(crate::git::open(repo_path)?, notes_ref)
+    }
+
+    /// The store of an open repository, which it keeps (use [`NotesStore::repository`]).
+    pub fn open(repo: Repository, notes_ref: Option<&str>) -> Result<NotesStore> {
         let notes_ref = full_notes_ref(notes_ref.unwrap_or(DEFAULT_NOTES_REF));
         git2::Reference::is_valid_name(&notes_ref)
             .then_some(())
             .ok_or_else(|| anyhow!("`{notes_ref}` is not a valid ref name"))?;
-        Ok(NotesStore { repo, notes_ref })
+        Ok(NotesStore {
+            repo,
+            notes_ref,
+            index: RefCell::new(None),
+        })
     }
 
     pub fn notes_ref(&self) -> &str {
@@ -92,8 +113,10 @@ impl NotesStore {
         &self.repo
     }
 
-    /// Stores `record` as the note of `commit`, replacing any earlier one. Retries (with a
-    /// short, growing, jittered pause) while concurrent writers win the race for the ref.
+    /// Stores `record` as the note of `commit`, replacing any earlier one, and as the note
+    /// of the commit's tree unless that already holds a record of the same checks. Retries
+    /// (with a short, growing, jittered pause) while concurrent writers win the race for
+    /// the ref.
     pub fn write(&self, commit: Oid, record: &IterationRecord, fingerprint: &str) -> Result<()> {
         let envelope = Envelope {
             version: ENVELOPE_VERSION,
@@ -102,13 +125,41 @@ impl NotesStore {
         };
         let mut text = serde_json::to_string(&envelope).context("serialising the record")?;
         text.push('\n');
+        let mut objects = vec![commit];
+        if let Some(tree) = self.tree_to_index(commit, fingerprint)? {
+            objects.push(tree);
+        }
         let signature = self.signature()?;
-        self.with_lock(|| self.write_with_retries(commit, &text, &signature))
+        self.with_lock(|| self.write_with_retries(&objects, &text, &signature))?;
+        let blob = Oid::hash_object(ObjectType::Blob, text.as_bytes())?;
+        if let Some(index) = self.index.borrow_mut().as_mut() {
+            index.extend(objects.iter().map(|&object| (object, blob)));
+        }
+        Ok(())
     }
 
-    fn write_with_retries(&self, commit: Oid, text: &str, signature: &Signature<'_>) -> Result<()> {
+    /// The tree of `commit` when its note does not yet index a record of these checks.
+    fn tree_to_index(&self, commit: Oid, fingerprint: &str) -> Result<Option<Oid>> {
+        let Ok(tree) = self.repo.find_commit(commit).map(|c| c.tree_id()) else {
+            return Ok(None);
+        };
+        let indexed = self
+            .read_stored(tree)
+            .ok()
+            .flatten()
+            .is_some_and(|stored| stored.fingerprint.as_deref() == Some(fingerprint));
+        Ok((!indexed).then_some(tree))
+    }
+
+    fn write_with_retries(
+        &self,
+        objects: &[Oid],
+        text: &str,
+        signature: &Signature<'_>,
+    ) -> Result<()> {
+        let commit = objects[0];
         for attempt in 1..=MAX_WRITE_ATTEMPTS {
-            match self.try_write(commit, text, signature) {
+            match self.try_write(objects, text, signature) {
                 Ok(WriteOutcome::Written) => return Ok(()),
                 Ok(WriteOutcome::Raced) => std::thread::sleep(backoff(attempt)),
                 Err(e) => {
@@ -155,10 +206,11 @@ impl NotesStore {
     /// then moved by compare-and-swap against the commit it was built on.
     fn try_write(
         &self,
-        commit: Oid,
+        objects: &[Oid],
         text: &str,
         signature: &Signature<'_>,
     ) -> Result<WriteOutcome> {
+        let commit = objects[0];
         let current = match self.repo.find_reference(&self.notes_ref) {
             Ok(reference) => Some(
                 reference
@@ -172,16 +224,18 @@ impl NotesStore {
             Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
         };
         let scratch = ScratchRef::create(&self.repo, current)?;
-        self.repo
-            .note(
-                signature,
-                signature,
-                Some(&scratch.name),
-                commit,
-                text,
-                true,
-            )
-            .with_context(|| format!("building a notes commit on {}", scratch.name))?;
+        for &object in objects {
+            self.repo
+                .note(
+                    signature,
+                    signature,
+                    Some(&scratch.name),
+                    object,
+                    text,
+                    true,
+                )
+                .with_context(|| format!("building a notes commit on {}", scratch.name))?;
+        }
         let built = self
             .repo
             .refname_to_id(&scratch.name)
@@ -237,82 +291,57 @@ impl NotesStore {
         Ok(self.read_stored(commit)?.map(|stored| stored.record))
     }
 
-    /// The record stored for `commit` with its fingerprint, if any.
-    pub fn read_stored(&self, commit: Oid) -> Result<Option<StoredRecord>> {
-        let note = match self.repo.find_note(Some(&self.notes_ref), commit) {
-            Ok(note) => note,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading the note of {commit}")),
+    /// The record stored for `object` (a commit, or a tree for the cache) with its
+    /// fingerprint, if any.
+    pub fn read_stored(&self, object: Oid) -> Result<Option<StoredRecord>> {
+        let Some(blob) = self.note_blob(object)? else {
+            return Ok(None);
         };
-        let stored = parse_note(note.message_bytes())
-            .with_context(|| format!("the {} note of {commit} is not a record", self.notes_ref))?;
-        Ok(Some(stored))
-    }
-
-    /// A record for another commit with the same tree and the same check configuration:
-    /// scoring it again would give the same result. The newest such record wins; notes
-    /// that are not records are skipped with a warning.
-    pub fn find_by_tree(
-        &self,
-        tree: &crate::model::TreeId,
-        fingerprint: &str,
-    ) -> Result<Option<IterationRecord>> {
-        let mut best: Option<IterationRecord> = None;
-        for (blob, commit) in self.note_entries()? {
-            let Some(stored) = self.parse_blob(blob, commit) else {
-                continue;
-            };
-            if stored.fingerprint.as_deref() != Some(fingerprint) {
-                continue;
-            }
-            if !self.has_tree(&stored.record, commit, tree) {
-                continue;
-            }
-            if best
-                .as_ref()
-                .is_none_or(|b| stored.record.timestamp > b.timestamp)
-            {
-                best = Some(stored.record);
-            }
-        }
-        Ok(best)
-    }
-
-    fn note_entries(&self) -> Result<Vec<(Oid, Oid)>> {
-        let notes = match self.repo.notes(Some(&self.notes_ref)) {
-            Ok(notes) => notes,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).with_context(|| format!("listing {}", self.notes_ref)),
-        };
-        notes
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(|| format!("listing {}", self.notes_ref))
-    }
-
-    fn parse_blob(&self, blob: Oid, commit: Oid) -> Option<StoredRecord> {
-        let parsed = self
+        let stored = self
             .repo
             .find_blob(blob)
             .map_err(anyhow::Error::from)
-            .and_then(|b| parse_note(b.content()));
-        match parsed {
-            Ok(stored) => Some(stored),
-            Err(error) => {
-                tracing::warn!(%commit, error = %format!("{error:#}"), "skipping a note that is not a record");
-                None
-            }
-        }
+            .and_then(|b| parse_note(b.content()))
+            .with_context(|| format!("the {} note of {object} is not a record", self.notes_ref))?;
+        Ok(Some(stored))
     }
 
-    /// Whether the record (or, when it does not say, the annotated commit) has `tree`.
-    fn has_tree(&self, record: &IterationRecord, commit: Oid, tree: &crate::model::TreeId) -> bool {
-        if !record.tree.0.is_empty() {
-            return record.tree == *tree;
+    /// A record for a commit with this tree and the same check configuration: scoring it
+    /// again would give the same result. One lookup of the tree's note.
+    pub fn find_by_tree(&self, tree: Oid, fingerprint: &str) -> Result<Option<IterationRecord>> {
+        let stored = match self.read_stored(tree) {
+            Ok(stored) => stored,
+            Err(error) => {
+                // A broken cache entry costs a re-score, never the push.
+                tracing::warn!(%tree, error = %format!("{error:#}"), "ignoring a tree note that is not a record");
+                None
+            }
+        };
+        Ok(stored
+            .filter(|s| s.fingerprint.as_deref() == Some(fingerprint))
+            .map(|s| s.record)
+            .filter(|r| r.tree.0.is_empty() || r.tree.0 == tree.to_string()))
+    }
+
+    /// The blob of `object`'s note, from the index (listing the notes tree on first use).
+    fn note_blob(&self, object: Oid) -> Result<Option<Oid>> {
+        let mut index = self.index.borrow_mut();
+        if index.is_none() {
+            *index = Some(self.list_notes()?);
         }
-        self.repo
-            .find_commit(commit)
-            .map(|c| c.tree_id().to_string() == tree.0)
-            .unwrap_or(false)
+        Ok(index.as_ref().and_then(|i| i.get(&object).copied()))
+    }
+
+    fn list_notes(&self) -> Result<HashMap<Oid, Oid>> {
+        let notes = match self.repo.notes(Some(&self.notes_ref)) {
+            Ok(notes) => notes,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(HashMap::new()),
+            Err(e) => return Err(e).with_context(|| format!("listing {}", self.notes_ref)),
+        };
+        notes
+            .map(|entry| entry.map(|(blob, annotated)| (annotated, blob)))
+            .collect::<Result<HashMap<_, _>, _>>()
+            .with_context(|| format!("listing {}", self.notes_ref))
     }
 
     /// The stored records of a task's commits, in the order given; commits without a note
