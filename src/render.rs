@@ -1,60 +1,75 @@
-//! Rendering with tera: the built-in templates are embedded from `templates/`, and a
-//! repository may override any of them by name from the directory `templates.dir` names.
+//! Rendering with minijinja (Jinja2 syntax): the built-in templates are embedded from
+//! `templates/`, and a repository may override any of them by name from the directory
+//! `templates.dir` names.
 //!
 //! Templates receive plain serialisable views; formatting numbers is done in Rust so the
 //! templates stay declarative. The `paint` filter colours text for terminals and is the
-//! identity when colour is off, so the same template serves both.
+//! identity when colour is off, so the same template serves both. minijinja rather than
+//! tera: the hook renders a summary on every push, and tera's parser alone cost more than
+//! a millisecond per template.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, Serde};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
-use tera::{Tera, Value};
 
 /// Built-in templates: (name, source).
 pub const BUILTIN: [(&str, &str); 6] = [
     (
-        "decision.txt.tera",
-        include_str!("../templates/decision.txt.tera"),
+        "decision.txt.j2",
+        include_str!("../templates/decision.txt.j2"),
     ),
     (
-        "analytics.txt.tera",
-        include_str!("../templates/analytics.txt.tera"),
+        "analytics.txt.j2",
+        include_str!("../templates/analytics.txt.j2"),
     ),
     (
-        "revision-prompt.md.tera",
-        include_str!("../templates/revision-prompt.md.tera"),
+        "revision-prompt.md.j2",
+        include_str!("../templates/revision-prompt.md.j2"),
     ),
+    ("comment.md.j2", include_str!("../templates/comment.md.j2")),
     (
-        "comment.md.tera",
-        include_str!("../templates/comment.md.tera"),
+        "escalation.md.j2",
+        include_str!("../templates/escalation.md.j2"),
     ),
-    (
-        "escalation.md.tera",
-        include_str!("../templates/escalation.md.tera"),
-    ),
-    ("help.md.tera", include_str!("../templates/help.md.tera")),
+    ("help.md.j2", include_str!("../templates/help.md.j2")),
 ];
 
 pub struct Renderer {
     /// Template name → source: the built-ins, overridden by the repository's.
-    sources: HashMap<String, String>,
-    color: bool,
+    sources: HashMap<String, Source>,
+    env: Environment<'static>,
+}
+
+struct Source {
+    text: String,
+    /// What an error names: the override's path, or the built-in's name.
+    origin: String,
 }
 
 impl Renderer {
-    /// Built-in templates, overridden by `*.tera` files in `override_dir` when given.
+    /// Built-in templates, overridden by `*.j2` files in `override_dir` when given.
     /// Templates are compiled when first rendered, so a command pays only for what it prints.
     pub fn new(override_dir: Option<&Path>, color: bool) -> Result<Renderer> {
-        let mut sources: HashMap<String, String> = BUILTIN
+        let env = environment(color)?;
+        let mut sources: HashMap<String, Source> = BUILTIN
             .iter()
-            .map(|(name, source)| (name.to_string(), source.to_string()))
+            .map(|(name, text)| {
+                let source = Source {
+                    text: text.to_string(),
+                    origin: format!("the built-in template {name}"),
+                };
+                (name.to_string(), source)
+            })
             .collect();
         if let Some(dir) = override_dir {
-            add_overrides(&mut sources, dir)?;
+            add_overrides(&env, &mut sources, dir)?;
         }
-        Ok(Renderer { sources, color })
+        Ok(Renderer { sources, env })
     }
 
     pub fn render(&self, name: &str, view: &impl Serialize) -> Result<String> {
@@ -62,25 +77,39 @@ impl Renderer {
             .sources
             .get(name)
             .with_context(|| format!("no template named {name}"))?;
-        let mut tera = Tera::default();
-        tera.autoescape_on(vec![]);
-        tera.register_filter(
-            "paint",
-            Paint {
-                enabled: self.color,
-            },
-        );
-        tera.add_raw_template(name, source)
-            .map_err(|e| anyhow::anyhow!("template {name}: {}", chain(&e)))?;
-        let context = tera::Context::from_serialize(view)
-            .with_context(|| format!("preparing data for template {name}"))?;
-        tera.render(name, &context)
-            .map_err(|e| anyhow::anyhow!("rendering template {name}: {}", chain(&e)))
+        let template = self
+            .env
+            .template_from_named_str(name, &source.text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", source.origin, describe(&e)))?;
+        template
+            .render(Value::from(Serde(view)))
+            .map_err(|e| anyhow::anyhow!("rendering {}: {}", source.origin, describe(&e)))
     }
 }
 
-/// tera keeps the useful part of a message in the error's source chain.
-fn chain(e: &tera::Error) -> String {
+/// Jinja2 defaults, except: a template's final newline is kept (it ends a line of
+/// output), nothing is HTML-escaped (the output is text or Markdown, escaped by the views
+/// where needed), and printing an undefined value is an error, so a misspelt name in an
+/// override fails loudly instead of printing nothing (`{% if missing %}` is still false).
+fn environment(color: bool) -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    let syntax = SyntaxConfig::builder()
+        .keep_trailing_newline(true)
+        .build()
+        .map_err(|e| anyhow::anyhow!("template syntax: {e}"))?;
+    env.set_syntax(syntax);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
+    env.add_filter("paint", move |value: Value, kwargs: Kwargs| {
+        let style: Option<String> = kwargs.get("style")?;
+        kwargs.assert_all_used()?;
+        Ok::<_, minijinja::Error>(paint(&value.to_string(), style.as_deref(), color))
+    });
+    Ok(env)
+}
+
+/// minijinja's message names the template and line; its detail and cause follow.
+fn describe(e: &minijinja::Error) -> String {
     let mut message = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -91,7 +120,11 @@ fn chain(e: &tera::Error) -> String {
     message
 }
 
-fn add_overrides(sources: &mut HashMap<String, String>, dir: &Path) -> Result<()> {
+fn add_overrides(
+    env: &Environment<'static>,
+    sources: &mut HashMap<String, Source>,
+    dir: &Path,
+) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("reading the templates directory {}", dir.display()))?;
     for entry in entries {
@@ -99,47 +132,35 @@ fn add_overrides(sources: &mut HashMap<String, String>, dir: &Path) -> Result<()
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if !name.ends_with(".tera") {
+        if !name.ends_with(".j2") {
             continue;
         }
         let source = std::fs::read_to_string(&path)
             .with_context(|| format!("reading template {}", path.display()))?;
         // Check it now, so a broken override is reported where it lives.
-        Tera::default()
-            .add_raw_template(name, &source)
-            .map_err(|e| anyhow::anyhow!("template {}: {}", path.display(), chain(&e)))?;
-        sources.insert(name.to_string(), source);
+        env.template_from_named_str(name, &source)
+            .map_err(|e| anyhow::anyhow!("template {}: {}", path.display(), describe(&e)))?;
+        let origin = format!("template {}", path.display());
+        sources.insert(
+            name.to_string(),
+            Source {
+                text: source,
+                origin,
+            },
+        );
     }
     Ok(())
 }
 
 /// `{{ text | paint(style="accept") }}`: ANSI colour by meaning.
-struct Paint {
-    enabled: bool,
-}
-
-impl tera::Filter for Paint {
-    fn filter(&self, value: &Value, args: &HashMap<String, Value>) -> tera::Result<Value> {
-        let text = match value {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        if !self.enabled {
-            return Ok(Value::String(text));
-        }
-        let style = args.get("style").and_then(Value::as_str).unwrap_or("");
-        let code = match style {
-            "accept" | "good" => "32",
-            "iterate" | "warn" => "33",
-            "escalate" | "abort" | "bad" => "31",
-            "bold" => "1",
-            "dim" => "2",
-            _ => return Ok(Value::String(text)),
-        };
-        Ok(Value::String(format!("\x1b[{code}m{text}\x1b[0m")))
-    }
-
-    fn is_safe(&self) -> bool {
-        true
-    }
+fn paint(text: &str, style: Option<&str>, enabled: bool) -> String {
+    let code = match style.filter(|_| enabled) {
+        Some("accept" | "good") => "32",
+        Some("iterate" | "warn") => "33",
+        Some("escalate" | "abort" | "bad") => "31",
+        Some("bold") => "1",
+        Some("dim") => "2",
+        _ => return text.to_string(),
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
 }

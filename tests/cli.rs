@@ -281,7 +281,7 @@ fn templates_can_be_overridden_per_repository() {
     .expect("copy");
     std::fs::create_dir(dir.path().join("tpl")).expect("mkdir");
     std::fs::write(
-        dir.path().join("tpl/decision.txt.tera"),
+        dir.path().join("tpl/decision.txt.j2"),
         "custom: {{ recommendation }}\n",
     )
     .expect("write");
@@ -293,12 +293,23 @@ fn templates_can_be_overridden_per_repository() {
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "custom: accept\n");
-    std::fs::write(dir.path().join("tpl/decision.txt.tera"), "{% if %}\n").expect("write");
+    std::fs::write(dir.path().join("tpl/decision.txt.j2"), "{% if %}\n").expect("write");
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("tpl/decision.txt.j2"), "{}", stderr(&o));
+    // A misspelt name fails loudly, naming the file and line, instead of printing nothing.
+    std::fs::write(
+        dir.path().join("tpl/decision.txt.j2"),
+        "{% if nothing_here %}x{% endif %}\n{{ recomendation }}\n",
+    )
+    .expect("write");
+    let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
     assert!(
-        stderr(&o).contains("tpl/decision.txt.tera"),
-        "{}",
-        stderr(&o)
+        e.contains("rendering template")
+            && e.contains("tpl/decision.txt.j2")
+            && e.contains("undefined value (in decision.txt.j2:2)"),
+        "{e}"
     );
 }

@@ -35,14 +35,14 @@ fn sticky_visible(history: &[IterationRecord], base: Option<&IterationRecord>) -
     let prompt = (d.recommendation() == itergate::engine::Recommendation::Iterate).then(|| {
         renderer
             .render(
-                "revision-prompt.md.tera",
+                "revision-prompt.md.j2",
                 &prompt_view(history.last().expect("latest"), &d),
             )
             .expect("prompt")
     });
     renderer
         .render(
-            "comment.md.tera",
+            "comment.md.j2",
             &comment_view(&config, history, base, &d, prompt.as_deref()),
         )
         .expect("comment")
@@ -74,7 +74,7 @@ fn escalation_call() {
     let renderer = Renderer::new(None, false).expect("templates");
     let text = renderer
         .render(
-            "escalation.md.tera",
+            "escalation.md.j2",
             &escalation_view(&config, h.last().expect("latest"), &d),
         )
         .expect("escalation");
@@ -85,10 +85,7 @@ fn escalation_call() {
 fn help_reply() {
     let renderer = Renderer::new(None, false).expect("templates");
     let text = renderer
-        .render(
-            "help.md.tera",
-            &serde_json::json!({ "permission": "write" }),
-        )
+        .render("help.md.j2", &serde_json::json!({ "permission": "write" }))
         .expect("help");
     insta::assert_snapshot!(text);
 }

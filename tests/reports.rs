@@ -27,13 +27,13 @@ fn run(name: &str, config: Config) -> (String, String, String) {
     let renderer = Renderer::new(None, false).expect("templates");
     let text = renderer
         .render(
-            "decision.txt.tera",
+            "decision.txt.j2",
             &summary::decision_view(&config, &history, &decision),
         )
         .expect("summary renders");
     let result = analytics::build(&config, &history, &decision, None);
     let chart = renderer
-        .render("analytics.txt.tera", &analytics::text_view(&result))
+        .render("analytics.txt.j2", &analytics::text_view(&result))
         .expect("analytics renders");
     let yaml = serde_yaml::to_string(&DecisionReport {
         iteration_decision: decision,
@@ -99,7 +99,7 @@ fn prompt_for(history: &[itergate::model::IterationRecord]) -> String {
     let latest = history.last().expect("non-empty");
     renderer
         .render(
-            "revision-prompt.md.tera",
+            "revision-prompt.md.j2",
             &itergate::prompt::prompt_view(latest, &decision),
         )
         .expect("prompt renders")

@@ -73,7 +73,7 @@ pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
         DecideFormat::Text => {
             let view = summary::decision_view(&env.config, &loaded.history, &loaded.decision);
             env.renderer()?
-                .render("decision.txt.tera", &view)
+                .render("decision.txt.j2", &view)
                 .map_err(user)?
         }
         DecideFormat::Yaml => serde_yaml::to_string(&DecisionReport {
@@ -113,7 +113,7 @@ pub fn analytics(env: &Env, args: &AnalyticsArgs) -> Result<(), Failure> {
     let text = match args.format {
         AnalyticsFormat::Text => env
             .renderer()?
-            .render("analytics.txt.tera", &analytics::text_view(&result))
+            .render("analytics.txt.j2", &analytics::text_view(&result))
             .map_err(user)?,
         AnalyticsFormat::Json => {
             serde_json::to_string_pretty(&result).map_err(|e| Failure::Internal(e.into()))? + "\n"

@@ -83,7 +83,7 @@ fn nothing_recorded(name: &str) -> Failure {
 pub fn status(env: &Env) -> Result<(), Failure> {
     let (history, decision) = recorded_decision(env)?;
     let view = crate::summary::decision_view(&env.config, &history, &decision);
-    print(&env.renderer()?.render("decision.txt.tera", &view)?)
+    print(&env.renderer()?.render("decision.txt.j2", &view)?)
 }
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {

@@ -274,7 +274,7 @@ pub fn render_prompt(
     };
     Ok(env
         .renderer()?
-        .render("revision-prompt.md.tera", &prompt_view(latest, decision))?)
+        .render("revision-prompt.md.j2", &prompt_view(latest, decision))?)
 }
 
 /// Prints the summary (stderr) and writes the revision prompt; returns the prompt path.
@@ -285,7 +285,7 @@ pub fn report(
     decision: &Decision,
 ) -> Result<Option<PathBuf>, Failure> {
     let view = decision_view(&env.config, history, decision);
-    let summary = env.renderer_stderr()?.render("decision.txt.tera", &view)?;
+    let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
     eprint!("{summary}");
     if decision.recommendation() != crate::engine::Recommendation::Iterate {
         return Ok(None);

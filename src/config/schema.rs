@@ -427,7 +427,7 @@ impl Default for Github {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Templates {
-    /// Directory whose `*.tera` files override the built-in templates of the same name,
+    /// Directory whose `*.j2` (Jinja) files override the built-in templates of the same name,
     /// relative to the repository root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,

@@ -297,7 +297,7 @@ impl Handler<'_> {
     fn help(&self) -> Result<String, HandlerError> {
         let view = serde_json::json!({ "permission": required_name(self.config) });
         self.renderer
-            .render("help.md.tera", &view)
+            .render("help.md.j2", &view)
             .map_err(HandlerError::Render)
     }
 
@@ -308,7 +308,7 @@ impl Handler<'_> {
         let result = crate::analytics::build(self.config, &state.records, &decision, None);
         let text = self
             .renderer
-            .render("analytics.txt.tera", &crate::analytics::text_view(&result))
+            .render("analytics.txt.j2", &crate::analytics::text_view(&result))
             .map_err(HandlerError::Render)?;
         Ok(fence_with_info(&text, "text"))
     }
@@ -377,7 +377,7 @@ impl Handler<'_> {
             let view = crate::comment::escalation_view(self.config, &latest, &decision);
             let text = self
                 .renderer
-                .render("escalation.md.tera", &view)
+                .render("escalation.md.j2", &view)
                 .map_err(HandlerError::Render)?;
             self.reply(pr, &text).await?;
             actions.push("called a human".into());
@@ -404,7 +404,7 @@ impl Handler<'_> {
             (Recommendation::Iterate, Some(latest)) => Some(
                 self.renderer
                     .render(
-                        "revision-prompt.md.tera",
+                        "revision-prompt.md.j2",
                         &crate::prompt::prompt_view(latest, decision),
                     )
                     .map_err(HandlerError::Render)?,
@@ -419,7 +419,7 @@ impl Handler<'_> {
             prompt.as_deref(),
         );
         self.renderer
-            .render("comment.md.tera", &view)
+            .render("comment.md.j2", &view)
             .map_err(HandlerError::Render)
     }
 }
