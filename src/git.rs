@@ -40,6 +40,10 @@ const REPOSITORY_ENV_VARS: &[&str] = &[
 /// Opens the repository that contains `dir` (like `git -C dir`): searches upwards, and
 /// works from a linked worktree or a subdirectory.
 pub fn open(dir: &Path) -> Result<Repository> {
+    static OPTIONS: std::sync::Once = std::sync::Once::new();
+    // libgit2 re-hashes every object it reads (with collision-detecting SHA-1, a third of a
+    // cached push); git does not, and zlib already checks what it inflates.
+    OPTIONS.call_once(|| git2::opts::strict_hash_verification(false));
     Repository::discover(dir)
         .with_context(|| format!("no git repository at or above {}", dir.display()))
 }
