@@ -272,6 +272,53 @@ fn notes_round_trip_without_touching_work_tree_or_index() {
 }
 
 #[test]
+fn fanned_out_notes_trees_stay_fanned_out() {
+    let repo = TestRepo::new();
+    let c1 = repo.commit_file("a.txt", "1\n", "one");
+    let c2 = repo.commit_file("a.txt", "2\n", "two");
+    // A notes tree as git writes it once it is large: c1's note under `xx/`, its first two
+    // hex digits.
+    let r = Repository::open(&repo.path).expect("open");
+    let old = r.blob(b"an older note\n").expect("blob");
+    let mut directory = r.treebuilder(None).expect("builder");
+    directory.insert(&c1[2..], old, 0o100644).expect("insert");
+    let directory = directory.write().expect("write");
+    let mut root = r.treebuilder(None).expect("builder");
+    root.insert(&c1[..2], directory, 0o040000).expect("insert");
+    let root = r.find_tree(root.write().expect("write")).expect("tree");
+    let sig = Signature::now("T", "t@example.com").expect("signature");
+    let notes_commit = r
+        .commit(None, &sig, &sig, "fanned out", &root, &[])
+        .expect("commit");
+    r.reference(DEFAULT_NOTES_REF, notes_commit, false, "test")
+        .expect("ref");
+
+    let store = NotesStore::new(&repo.path, None).expect("store");
+    let r1 = record(1, &c1, "", 0.5);
+    let r2 = record(2, &c2, "", 0.7);
+    store.write(oid(&c1), &r1, "fp").expect("write");
+    store.write(oid(&c2), &r2, "fp").expect("write");
+
+    assert_eq!(store.read(oid(&c1)).expect("read"), Some(r1));
+    let fresh = NotesStore::new(&repo.path, None).expect("store");
+    assert_eq!(fresh.read(oid(&c2)).expect("read"), Some(r2));
+    let shown = repo.git(&["notes", "--ref", "itergate", "show", &c1]);
+    assert!(
+        shown.contains("\"fingerprint\":\"fp\""),
+        "git reads the replaced note: {shown}"
+    );
+    let paths = repo.git(&["ls-tree", "-r", "--name-only", DEFAULT_NOTES_REF]);
+    let c1_paths: Vec<&str> = paths.lines().filter(|p| p.replace('/', "") == c1).collect();
+    assert_eq!(
+        c1_paths,
+        vec![format!("{}/{}", &c1[..2], &c1[2..]).as_str()],
+        "one note for c1, inside the fanout directory: {paths}"
+    );
+    let parents = repo.git(&["rev-list", "--count", DEFAULT_NOTES_REF]);
+    assert_eq!(parents, "3", "each write is a commit on the notes history");
+}
+
+#[test]
 fn bare_records_are_read_and_newer_envelopes_refused() {
     let repo = TestRepo::new();
     let c1 = repo.commit_file("a.txt", "1\n", "one");
@@ -339,29 +386,29 @@ fn find_by_tree_needs_the_same_tree_and_fingerprint() {
         None
     );
 
-    // A record reused for another commit of an indexed tree adds no tree note.
-    let notes_before = repo.git(&["rev-parse", "refs/notes/itergate"]);
+    // A new tree gets its index note; a record reused for another commit of an indexed
+    // tree leaves that note alone.
     let other_tree_record = record(2, &c2, &other_tree, 0.1);
     fresh
         .write(oid(&c2), &other_tree_record, "checks-v2")
         .expect("write");
-    let after_first = repo.git(&[
-        "rev-list",
-        "--count",
-        &format!("{notes_before}..refs/notes/itergate"),
-    ]);
-    assert_eq!(after_first, "2", "a new tree: commit note + tree note");
+    let tree_note =
+        |repo: &TestRepo| repo.git(&["notes", "--ref", "itergate", "show", &other_tree]);
+    assert!(tree_note(&repo).contains(&c2), "{}", tree_note(&repo));
     let c4 = repo.commit_file("a.txt", "other\n", "four: the second tree again");
     let before = repo.git(&["rev-parse", "refs/notes/itergate"]);
     fresh
         .write(oid(&c4), &record(4, &c4, &other_tree, 0.1), "checks-v2")
         .expect("write");
-    let added = repo.git(&[
-        "rev-list",
-        "--count",
-        &format!("{before}..refs/notes/itergate"),
+    let changed = repo.git(&[
+        "diff-tree",
+        "-r",
+        "--name-only",
+        &before,
+        "refs/notes/itergate",
     ]);
-    assert_eq!(added, "1", "an indexed tree: the commit note only");
+    assert_eq!(changed, c4, "only c4's note is added");
+    assert!(tree_note(&repo).contains(&c2), "{}", tree_note(&repo));
 
     // A tree note that is not a record is a cache miss, not an error.
     let c5 = repo.commit_file("b.txt", "new\n", "five");
@@ -524,8 +571,8 @@ fn assert_all_notes_present(repo: &TestRepo, commits: &[String]) {
         missing.len(),
         expected.len()
     );
-    let scratch = repo.git(&["for-each-ref", "refs/itergate/"]);
-    assert_eq!(scratch, "", "scratch refs are cleaned up");
+    let stray = repo.git(&["for-each-ref", "refs/itergate/"]);
+    assert_eq!(stray, "", "writing notes creates no other ref");
 }
 
 // ---- exchange through a remote --------------------------------------------------------

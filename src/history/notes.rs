@@ -18,20 +18,20 @@
 //! Several processes may write notes at once (parallel pushes, agents in several
 //! worktrees). libgit2's own note writing moves the notes ref unconditionally, so two
 //! writers can each drop the other's note (the concurrency test in `tests/git_notes.rs`
-//! loses most notes that way). Instead each write builds its notes commit on a private
-//! scratch ref and then moves the notes ref by compare-and-swap (under git's ref lock,
-//! against the commit it built on, or against "absent" for the first note); a writer that loses the race re-reads the notes tree
-//! and tries again, as `git notes` itself does.
+//! loses most notes that way). Instead each write builds its notes commit (blob, tree,
+//! commit: no ref is touched) and then moves the notes ref by compare-and-swap under git's
+//! ref lock, against the commit it built on, or against "absent" for the first note; a
+//! writer that loses the race re-reads the notes tree and tries again, as `git notes`
+//! itself does. Notes trees that git fanned out (`ab/cdef...`) are kept that way.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use git2::{ErrorCode, ObjectType, Oid, Repository, Signature};
+use git2::{Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, Signature, Tree};
 use serde::{Deserialize, Serialize};
 
 use crate::git::{git_command, run_git};
@@ -200,51 +200,30 @@ impl NotesStore {
         body()
     }
 
-    /// One read-modify-write of the notes ref. libgit2's `git_note_create` moves the notes
-    /// ref with a forced, unconditional update (two writers can each drop the other's
-    /// note), so the notes commit is built on a private scratch ref and the notes ref is
-    /// then moved by compare-and-swap against the commit it was built on.
+    /// One read-modify-write of the notes ref: a notes commit on top of the current one,
+    /// then a compare-and-swap of the ref.
     fn try_write(
         &self,
         objects: &[Oid],
         text: &str,
         signature: &Signature<'_>,
     ) -> Result<WriteOutcome> {
-        let commit = objects[0];
-        let current = match self.repo.find_reference(&self.notes_ref) {
-            Ok(reference) => Some(
-                reference
-                    .peel_to_commit()
-                    .with_context(|| {
-                        format!("{} does not point at a notes commit", self.notes_ref)
-                    })?
-                    .id(),
-            ),
-            Err(e) if e.code() == ErrorCode::NotFound => None,
-            Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
-        };
-        let scratch = ScratchRef::create(&self.repo, current)?;
-        for &object in objects {
-            self.repo
-                .note(
-                    signature,
-                    signature,
-                    Some(&scratch.name),
-                    object,
-                    text,
-                    true,
-                )
-                .with_context(|| format!("building a notes commit on {}", scratch.name))?;
-        }
+        let current =
+            match self.repo.find_reference(&self.notes_ref) {
+                Ok(reference) => Some(reference.peel_to_commit().with_context(|| {
+                    format!("{} does not point at a notes commit", self.notes_ref)
+                })?),
+                Err(e) if e.code() == ErrorCode::NotFound => None,
+                Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
+            };
         let built = self
-            .repo
-            .refname_to_id(&scratch.name)
-            .with_context(|| format!("reading {}", scratch.name))?;
-        let message = format!("itergate: note for {commit}");
+            .build_notes_commit(current.as_ref(), objects, text, signature)
+            .context("building the notes commit")?;
+        let message = format!("itergate: note for {}", objects[0]);
         // The expected old value is checked under the ref lock; the zero id means "must not
         // exist yet" (libgit2's non-forced create checks existence before locking, so two
         // first writers could both succeed).
-        let expected = current.unwrap_or_else(Oid::zero);
+        let expected = current.as_ref().map_or_else(Oid::zero, Commit::id);
         let swapped =
             self.repo
                 .reference_matching(&self.notes_ref, built, true, expected, &message);
@@ -253,6 +232,27 @@ impl NotesStore {
             Err(e) if is_contention(&e) => Ok(WriteOutcome::Raced),
             Err(e) => Err(e).with_context(|| format!("updating {}", self.notes_ref)),
         }
+    }
+
+    /// A commit whose tree is `parent`'s notes tree with `text` as the note of `objects`.
+    fn build_notes_commit(
+        &self,
+        parent: Option<&Commit<'_>>,
+        objects: &[Oid],
+        text: &str,
+        signature: &Signature<'_>,
+    ) -> Result<Oid> {
+        let blob = self.repo.blob(text.as_bytes())?;
+        let tree = parent.map(Commit::tree).transpose()?;
+        let names: Vec<String> = objects.iter().map(Oid::to_string).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let tree = insert_notes(&self.repo, tree.as_ref(), &names, blob)?;
+        let tree = self.repo.find_tree(tree)?;
+        let message = format!("Notes added by itergate for {}", objects[0]);
+        let parents: Vec<&Commit<'_>> = parent.into_iter().collect();
+        Ok(self
+            .repo
+            .commit(None, signature, signature, &message, &tree, &parents)?)
     }
 
     /// The advisory lock itergate writers take on `<common git dir>/itergate/notes.lock`,
@@ -404,45 +404,47 @@ enum WriteOutcome {
     Raced,
 }
 
-/// A private ref (`refs/itergate/tmp/...`, unique to this process and call) that a notes
-/// commit is built on; deleted when dropped.
-struct ScratchRef<'r> {
-    repo: &'r Repository,
-    name: String,
-}
-
-impl<'r> ScratchRef<'r> {
-    fn create(repo: &'r Repository, start: Option<Oid>) -> Result<ScratchRef<'r>> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "refs/itergate/tmp/notes-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let scratch = ScratchRef { repo, name };
-        match start {
-            Some(start) => {
-                repo.reference(&scratch.name, start, true, "itergate: scratch")
-                    .with_context(|| format!("creating {}", scratch.name))?;
+/// Writes `blob` as the note of each object named in `names` (hex ids, or what is left of
+/// them below a fanout directory) into a copy of `tree`, returning the new tree. Where the
+/// tree already has a fanout directory for a name's first two digits (git fans large notes
+/// trees out as `ab/cdef...`), the note goes in there, as git and libgit2 look for it;
+/// otherwise it is a flat entry.
+fn insert_notes(
+    repo: &Repository,
+    tree: Option<&Tree<'_>>,
+    names: &[&str],
+    blob: Oid,
+) -> Result<Oid> {
+    let mut builder = repo.treebuilder(tree)?;
+    let mut nested: BTreeMap<&str, (Oid, Vec<&str>)> = BTreeMap::new();
+    for &name in names {
+        let fanout = tree
+            .filter(|_| name.len() > 2)
+            .and_then(|t| t.get_name(&name[..2]))
+            .filter(|entry| entry.kind() == Some(ObjectType::Tree));
+        match fanout {
+            Some(directory) => {
+                // One note per object: a flat entry beside the directory would be ambiguous.
+                if builder.get(name)?.is_some() {
+                    builder.remove(name)?;
+                }
+                nested
+                    .entry(&name[..2])
+                    .or_insert_with(|| (directory.id(), Vec::new()))
+                    .1
+                    .push(&name[2..]);
             }
-            None => scratch.delete(),
-        }
-        Ok(scratch)
-    }
-
-    fn delete(&self) {
-        if let Ok(mut reference) = self.repo.find_reference(&self.name) {
-            if let Err(error) = reference.delete() {
-                tracing::warn!(name = %self.name, %error, "could not delete a scratch ref");
+            None => {
+                builder.insert(name, blob, FileMode::Blob.into())?;
             }
         }
     }
-}
-
-impl Drop for ScratchRef<'_> {
-    fn drop(&mut self) {
-        self.delete();
+    for (prefix, (directory, rest)) in nested {
+        let subtree = repo.find_tree(directory)?;
+        let written = insert_notes(repo, Some(&subtree), &rest, blob)?;
+        builder.insert(prefix, written, FileMode::Tree.into())?;
     }
+    Ok(builder.write()?)
 }
 
 fn backoff(attempt: u32) -> Duration {
