@@ -2,9 +2,9 @@
 """Pre-push hook overhead: CPU time of a whole `git push` to a local bare remote, per variant,
 measured side by side and interleaved run by run (A B C ... A B C ...).
 
-Variants: no hook; a plain `exit 0` hook; lefthook (npm) with a no-op pre-push command;
-pre-commit (PyPI) with a no-op pre-push hook; itergate with a no-op check; itergate with a
-cached tree. Every timed push carries a new commit (lefthook skips pushes without a diff).
+Variants: no hook; a plain `exit 0` hook; husky (npm) with a no-op `.husky/pre-push`;
+lefthook (npm) with a no-op pre-push command; pre-commit (PyPI) with a no-op pre-push hook;
+itergate with a no-op check; itergate with a cached tree. Every timed push carries a new commit (lefthook skips pushes without a diff).
 
 Usage: benches/hook_overhead.py ITERGATE_BIN [ROUNDS]   (tools are installed into a temp dir)
 """
@@ -54,6 +54,14 @@ def setup(root, itergate, tools):
     r = make_repo(root, "exit0")
     write_hook(r, "#!/bin/sh\nexit 0\n")
     variants["exit 0 hook"] = r
+    if tools.get("husky"):
+        r = make_repo(root, "husky")
+        sh([tools["husky"]], cwd=r)  # sets core.hooksPath to .husky/_ and writes its shims
+        with open(os.path.join(r, ".husky", "pre-push"), "w") as f:
+            f.write("true\n")
+        sh(["git", "add", "."], cwd=r)
+        sh(["git", "commit", "-q", "-m", "husky"], cwd=r)
+        variants["husky"] = r
     if tools.get("lefthook"):
         r = make_repo(root, "lefthook")
         with open(os.path.join(r, "lefthook.yml"), "w") as f:
@@ -101,9 +109,10 @@ def install_tools(root):
     # lefthook's postinstall installs hooks into the current repository unless told not to:
     # run npm from the scratch directory, with LEFTHOOK=0.
     npm_env = dict(ENV, LEFTHOOK="0", CI="true")
-    npm = ["npm", "install", "--silent", "--prefix", npm_dir, "lefthook"]
+    npm = ["npm", "install", "--silent", "--prefix", npm_dir, "lefthook", "husky"]
     if sh(npm, cwd=npm_dir, env=npm_env, check=False).returncode == 0:
-        tools["lefthook"] = os.path.join(npm_dir, "node_modules", ".bin", "lefthook")
+        for tool in ("lefthook", "husky"):
+            tools[tool] = os.path.join(npm_dir, "node_modules", ".bin", tool)
     venv = os.path.join(root, "venv")
     if sh([sys.executable, "-m", "venv", venv], check=False).returncode == 0:
         pip = os.path.join(venv, "bin", "pip")
@@ -132,7 +141,7 @@ def main():
         for name, values in samples.items():
             m = statistics.median(values)
             print(f"{name:24} {m:10.1f} {m - base:15.1f}")
-        for peer in ("lefthook", "pre-commit"):
+        for peer in ("husky", "lefthook", "pre-commit"):
             if peer in samples:
                 peer_over = statistics.median(samples[peer]) - base
                 for ours in ("itergate no-op check", "itergate cached tree"):

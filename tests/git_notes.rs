@@ -248,7 +248,8 @@ fn notes_round_trip_without_touching_work_tree_or_index() {
     repo.git(&["add", "dirty.txt"]);
     let status_before = repo.git(&["status", "--porcelain"]);
 
-    let store = NotesStore::new(&repo.path, None).expect("store");
+    let store_repo = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&store_repo, None).expect("store");
     assert_eq!(store.notes_ref(), DEFAULT_NOTES_REF);
     assert_eq!(store.read(oid(&c1)).expect("read"), None);
     let r1 = record(1, &c1, "t1", 0.5);
@@ -293,15 +294,23 @@ fn fanned_out_notes_trees_stay_fanned_out() {
     r.reference(DEFAULT_NOTES_REF, notes_commit, false, "test")
         .expect("ref");
 
-    let store = NotesStore::new(&repo.path, None).expect("store");
+    let store_repo = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&store_repo, None).expect("store");
     let r1 = record(1, &c1, "", 0.5);
     let r2 = record(2, &c2, "", 0.7);
     store.write(oid(&c1), &r1, "fp").expect("write");
     store.write(oid(&c2), &r2, "fp").expect("write");
 
-    assert_eq!(store.read(oid(&c1)).expect("read"), Some(r1));
-    let fresh = NotesStore::new(&repo.path, None).expect("store");
+    assert_eq!(store.read(oid(&c1)).expect("read"), Some(r1.clone()));
+    let fresh_repo = Repository::open(&repo.path).expect("open");
+    let fresh = NotesStore::open(&fresh_repo, None).expect("store");
     assert_eq!(fresh.read(oid(&c2)).expect("read"), Some(r2));
+    assert_eq!(
+        fresh
+            .read(oid(&c1))
+            .expect("read from the fanout directory"),
+        Some(r1)
+    );
     let shown = repo.git(&["notes", "--ref", "itergate", "show", &c1]);
     assert!(
         shown.contains("\"fingerprint\":\"fp\""),
@@ -319,6 +328,41 @@ fn fanned_out_notes_trees_stay_fanned_out() {
 }
 
 #[test]
+fn a_large_notes_tree_is_fanned_out() {
+    let repo = TestRepo::new();
+    let commits = make_commits(&repo.path, 300);
+    let r = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&r, None).expect("store");
+    for (i, commit) in commits.iter().enumerate() {
+        store
+            .write(oid(commit), &record(1, commit, "", i as f64 / 1000.0), "fp")
+            .expect("write");
+    }
+    // Past 256 notes the root holds only `ab/` directories, so a write rewrites two small
+    // trees instead of one tree of every note.
+    let root = repo.git(&["ls-tree", DEFAULT_NOTES_REF]);
+    assert!(
+        root.lines()
+            .all(|l| l.contains(" tree ") && l.split('\t').nth(1).is_some_and(|n| n.len() == 2)),
+        "{root}"
+    );
+    let listed = repo.git(&["notes", "--ref", "itergate", "list"]);
+    assert_eq!(
+        listed.lines().count(),
+        301,
+        "300 commit notes and the shared tree's note"
+    );
+    let fresh_repo = Repository::open(&repo.path).expect("open");
+    let fresh = NotesStore::open(&fresh_repo, None).expect("store");
+    for (i, commit) in commits.iter().enumerate().step_by(37) {
+        let read = fresh.read(oid(commit)).expect("read").expect("present");
+        assert_eq!(read.scores.tests_passing, Some(i as f64 / 1000.0));
+        let shown = repo.git(&["notes", "--ref", "itergate", "show", commit]);
+        assert!(shown.contains(commit), "git reads it too");
+    }
+}
+
+#[test]
 fn bare_records_are_read_and_newer_envelopes_refused() {
     let repo = TestRepo::new();
     let c1 = repo.commit_file("a.txt", "1\n", "one");
@@ -328,7 +372,8 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
     let future = r#"{"version":2,"fingerprint":"x","record":{"iteration":1,"timestamp":"2026-01-01T00:00:00Z"}}"#;
     repo.git(&["notes", "--ref", "itergate", "add", "-m", future, &c2]);
 
-    let store = NotesStore::new(&repo.path, Some("itergate")).expect("store");
+    let store_repo = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&store_repo, Some("itergate")).expect("store");
     let stored = store.read_stored(oid(&c1)).expect("read").expect("present");
     assert_eq!(stored.fingerprint, None);
     assert_eq!(stored.record.scores.tests_passing, Some(0.5));
@@ -344,7 +389,8 @@ fn find_by_tree_needs_the_same_tree_and_fingerprint() {
     let c2 = repo.commit_file("a.txt", "other\n", "two");
     repo.commit_file("a.txt", "same\n", "three: back to the first tree");
     let tree = repo.git(&["rev-parse", &format!("{c1}^{{tree}}")]);
-    let store = NotesStore::new(&repo.path, None).expect("store");
+    let store_repo = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&store_repo, None).expect("store");
     let cached = record(1, &c1, &tree, 0.8);
     store.write(oid(&c1), &cached, "checks-v1").expect("write");
 
@@ -366,7 +412,8 @@ fn find_by_tree_needs_the_same_tree_and_fingerprint() {
     // The index is the tree's own note, so a fresh store (another process) finds it too.
     let shown = repo.git(&["notes", "--ref", "itergate", "show", &tree]);
     assert!(shown.contains("\"fingerprint\":\"checks-v1\""), "{shown}");
-    let fresh = NotesStore::new(&repo.path, None).expect("store");
+    let fresh_repo = Repository::open(&repo.path).expect("open");
+    let fresh = NotesStore::open(&fresh_repo, None).expect("store");
     assert_eq!(
         fresh.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
         Some(cached)
@@ -422,7 +469,8 @@ fn find_by_tree_needs_the_same_tree_and_fingerprint() {
         "free text",
         &tree5,
     ]);
-    let reread = NotesStore::new(&repo.path, None).expect("store");
+    let reread_repo = Repository::open(&repo.path).expect("open");
+    let reread = NotesStore::open(&reread_repo, None).expect("store");
     assert_eq!(
         reread
             .find_by_tree(oid(&tree5), "checks-v2")
@@ -432,7 +480,8 @@ fn find_by_tree_needs_the_same_tree_and_fingerprint() {
 
     let empty = TestRepo::new();
     empty.commit_file("x", "x\n", "x");
-    let none = NotesStore::new(&empty.path, None).expect("store");
+    let none_repo = Repository::open(&empty.path).expect("open");
+    let none = NotesStore::open(&none_repo, None).expect("store");
     assert_eq!(
         none.find_by_tree(oid(&tree), "f").expect("no ref yet"),
         None
@@ -458,7 +507,8 @@ fn notes_writer_child_process() {
 }
 
 fn write_all(repo: &Path, commits: &[String]) {
-    let store = NotesStore::new(repo, None).expect("store");
+    let store_repo = Repository::open(repo).expect("open");
+    let store = NotesStore::open(&store_repo, None).expect("store");
     for (i, commit) in commits.iter().enumerate() {
         let r = record(1, commit, "", i as f64 / 100.0);
         store
@@ -527,7 +577,8 @@ fn concurrent_writers_lose_no_note() {
     }
 
     assert_all_notes_present(&repo, &commits);
-    let store = NotesStore::new(&repo.path, None).expect("store");
+    let store_repo = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&store_repo, None).expect("store");
     for commit in &commits {
         let stored = store
             .read_stored(oid(commit))
@@ -591,12 +642,14 @@ fn notes_sync_through_a_remote_unions_both_sides() {
         &["clone", "--quiet", url, bob_path.to_str().expect("utf-8")],
     );
 
-    let a = NotesStore::new(&alice.path, None).expect("store");
+    let a_repo = Repository::open(&alice.path).expect("open");
+    let a = NotesStore::open(&a_repo, None).expect("store");
     a.write(oid(&c1), &record(1, &c1, "", 0.1), "fp")
         .expect("write");
     notes::push_notes(&alice.path, "origin", DEFAULT_NOTES_REF).expect("first push");
 
-    let b = NotesStore::new(&bob_path, None).expect("store");
+    let b_repo = Repository::open(&bob_path).expect("open");
+    let b = NotesStore::open(&b_repo, None).expect("store");
     b.write(oid(&c2), &record(2, &c2, "", 0.2), "fp")
         .expect("write");
     b.write(oid(&c1), &record(1, &c1, "", 0.9), "fp")
@@ -606,7 +659,8 @@ fn notes_sync_through_a_remote_unions_both_sides() {
         "non-fast-forward"
     );
     notes::sync_notes(&bob_path, "origin", DEFAULT_NOTES_REF).expect("fetch, merge, push");
-    let b = NotesStore::new(&bob_path, None).expect("reopen");
+    let b_repo = Repository::open(&bob_path).expect("open");
+    let b = NotesStore::open(&b_repo, None).expect("reopen");
     assert_eq!(
         b.read(oid(&c1))
             .expect("read")
@@ -616,7 +670,8 @@ fn notes_sync_through_a_remote_unions_both_sides() {
     assert!(b.read(oid(&c2)).expect("read").is_some());
 
     assert!(notes::fetch_notes(&alice.path, "origin", "itergate").expect("fetch"));
-    let a = NotesStore::new(&alice.path, None).expect("reopen");
+    let a_repo = Repository::open(&alice.path).expect("open");
+    let a = NotesStore::open(&a_repo, None).expect("reopen");
     assert_eq!(a.history(&[oid(&c1), oid(&c2)]).expect("history").len(), 2);
 
     let carol_path = alice.sibling("carol");
@@ -625,7 +680,8 @@ fn notes_sync_through_a_remote_unions_both_sides() {
         &["init", "--quiet", carol_path.to_str().expect("utf-8")],
     );
     assert!(notes::fetch_notes(&carol_path, url, "itergate").expect("first fetch"));
-    let c = NotesStore::new(&carol_path, None).expect("store");
+    let c_repo = Repository::open(&carol_path).expect("open");
+    let c = NotesStore::open(&c_repo, None).expect("store");
     assert_eq!(c.history(&[oid(&c1), oid(&c2)]).expect("history").len(), 2);
 
     let empty_remote = alice.sibling("empty.git");

@@ -83,8 +83,8 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     if updates.is_empty() {
         updates = pre_commit_update().map_err(user)?;
     }
-    let store = task::open_store(env)?;
-    let repo = store.repository();
+    let repo = &task::open_repository(env)?;
+    let store = task::open_store(env, repo)?;
     let progress = if quiet {
         Progress::Quiet
     } else {

@@ -31,7 +31,8 @@ pub fn recorded_history(
     env: &Env,
     branch: Option<&str>,
 ) -> Result<(String, Vec<IterationRecord>), Failure> {
-    let store = task::open_store(env)?;
+    let repo = task::open_repository(env)?;
+    let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), branch)?;
     let history = task.history(&store)?;
     if history.is_empty() {
@@ -41,7 +42,8 @@ pub fn recorded_history(
 }
 
 pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
-    let store = task::open_store(env)?;
+    let repo = task::open_repository(env)?;
+    let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
     let progress = if quiet {
         Progress::Quiet
@@ -63,7 +65,8 @@ pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
 
 /// The current branch's recorded history and the decision on it; scores nothing.
 fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Failure> {
-    let store = task::open_store(env)?;
+    let repo = task::open_repository(env)?;
+    let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
     let history = task.history(&store)?;
     if history.is_empty() {
@@ -92,7 +95,7 @@ pub fn prompt(env: &Env) -> Result<(), Failure> {
 }
 
 pub fn notes_command(env: &Env, command: &NotesCommand) -> Result<(), Failure> {
-    let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
+    let repo = task::open_repository(env)?;
     let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
     let notes_ref = &env.config.hook.notes_ref;
     match command {

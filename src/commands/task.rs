@@ -82,10 +82,14 @@ pub fn fingerprint(env: &Env) -> String {
     format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
 }
 
-/// Opens the repository and its notes store; the store keeps the one repository handle
-/// (`store.repository()`), so objects read once stay cached for the whole command.
-pub fn open_store(env: &Env) -> Result<NotesStore, Failure> {
-    let repo = git::open(&env.root).map_err(|e| super::user(format!("{e:#}")))?;
+/// The repository the command runs in.
+pub fn open_repository(env: &Env) -> Result<Repository, Failure> {
+    git::open(&env.root).map_err(|e| super::user(format!("{e:#}")))
+}
+
+/// The notes store of the configured notes ref. Commands use one repository handle for
+/// everything (`store.repository()`), so objects read once stay cached.
+pub fn open_store<'r>(env: &Env, repo: &'r Repository) -> Result<NotesStore<'r>, Failure> {
     Ok(NotesStore::open(repo, Some(&env.config.hook.notes_ref))?)
 }
 

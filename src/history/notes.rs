@@ -12,8 +12,9 @@
 //! holds. The tree note names the newest record for that tree (a record scored with other
 //! checks replaces it).
 //!
-//! The hook runs on every push, so reads are cheap: the notes tree is listed once per store
-//! (annotated object → note blob) and only the blobs asked for are read.
+//! The hook runs on every push, so reads are cheap: a store parses the notes tree once and
+//! finds each note by binary search (a repository accumulates thousands of notes; listing
+//! them all on every push would grow with its age), reading only the blobs asked for.
 //!
 //! Several processes may write notes at once (parallel pushes, agents in several
 //! worktrees). libgit2's own note writing moves the notes ref unconditionally, so two
@@ -68,15 +69,16 @@ pub struct StoredRecord {
 }
 
 /// Reads and writes iteration records as git notes of one notes ref.
-pub struct NotesStore {
-    repo: Repository,
+pub struct NotesStore<'r> {
+    repo: &'r Repository,
     notes_ref: String,
-    /// Annotated object → note blob: the notes tree as first read, plus this store's own
-    /// writes. Loaded on first use.
-    index: RefCell<Option<HashMap<Oid, Oid>>>,
+    /// The notes tree when the store was opened (`None`: no notes yet).
+    tree: Option<Tree<'r>>,
+    /// The notes this store wrote since: annotated object → note blob.
+    written: RefCell<HashMap<Oid, Oid>>,
 }
 
-impl std::fmt::Debug for NotesStore {
+impl std::fmt::Debug for NotesStore<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NotesStore")
             .field("repo", &self.repo.path())
@@ -85,23 +87,29 @@ impl std::fmt::Debug for NotesStore {
     }
 }
 
-impl NotesStore {
-    /// Opens the store of the repository containing `repo_path`; `notes_ref` defaults to
-    /// [`DEFAULT_NOTES_REF`]. A short name (`itergate`) means `refs/notes/itergate`.
-    pub fn new(repo_path: &Path, notes_ref: Option<&str>) -> Result<NotesStore> {
-        NotesStore::open(crate::git::open(repo_path)?, notes_ref)
-    }
-
-    /// The store of an open repository, which it keeps (use [`NotesStore::repository`]).
-    pub fn open(repo: Repository, notes_ref: Option<&str>) -> Result<NotesStore> {
+impl<'r> NotesStore<'r> {
+    /// The store of `repo`'s notes ref `notes_ref` (default [`DEFAULT_NOTES_REF`]; a short
+    /// name like `itergate` means `refs/notes/itergate`). Reads see the notes as they were
+    /// when the store was opened, plus the store's own writes.
+    pub fn open(repo: &'r Repository, notes_ref: Option<&str>) -> Result<NotesStore<'r>> {
         let notes_ref = full_notes_ref(notes_ref.unwrap_or(DEFAULT_NOTES_REF));
         git2::Reference::is_valid_name(&notes_ref)
             .then_some(())
             .ok_or_else(|| anyhow!("`{notes_ref}` is not a valid ref name"))?;
+        let tree = match repo.find_reference(&notes_ref) {
+            Ok(reference) => Some(
+                reference
+                    .peel_to_tree()
+                    .with_context(|| format!("{notes_ref} does not point at a notes commit"))?,
+            ),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(e) => return Err(e).with_context(|| format!("reading {notes_ref}")),
+        };
         Ok(NotesStore {
             repo,
             notes_ref,
-            index: RefCell::new(None),
+            tree,
+            written: RefCell::new(HashMap::new()),
         })
     }
 
@@ -109,8 +117,8 @@ impl NotesStore {
         &self.notes_ref
     }
 
-    pub fn repository(&self) -> &Repository {
-        &self.repo
+    pub fn repository(&self) -> &'r Repository {
+        self.repo
     }
 
     /// Stores `record` as the note of `commit`, replacing any earlier one, and as the note
@@ -132,9 +140,9 @@ impl NotesStore {
         let signature = self.signature()?;
         self.with_lock(|| self.write_with_retries(&objects, &text, &signature))?;
         let blob = Oid::hash_object(ObjectType::Blob, text.as_bytes())?;
-        if let Some(index) = self.index.borrow_mut().as_mut() {
-            index.extend(objects.iter().map(|&object| (object, blob)));
-        }
+        self.written
+            .borrow_mut()
+            .extend(objects.iter().map(|&object| (object, blob)));
         Ok(())
     }
 
@@ -244,9 +252,8 @@ impl NotesStore {
     ) -> Result<Oid> {
         let blob = self.repo.blob(text.as_bytes())?;
         let tree = parent.map(Commit::tree).transpose()?;
-        let names: Vec<String> = objects.iter().map(Oid::to_string).collect();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let tree = insert_notes(&self.repo, tree.as_ref(), &names, blob)?;
+        let notes: Vec<(String, Oid)> = objects.iter().map(|o| (o.to_string(), blob)).collect();
+        let tree = insert_notes(self.repo, tree.as_ref(), notes)?;
         let tree = self.repo.find_tree(tree)?;
         let message = format!("Notes added by itergate for {}", objects[0]);
         let parents: Vec<&Commit<'_>> = parent.into_iter().collect();
@@ -323,25 +330,16 @@ impl NotesStore {
             .filter(|r| r.tree.0.is_empty() || r.tree.0 == tree.to_string()))
     }
 
-    /// The blob of `object`'s note, from the index (listing the notes tree on first use).
+    /// The blob of `object`'s note: this store's own write, or the notes tree's entry.
     fn note_blob(&self, object: Oid) -> Result<Option<Oid>> {
-        let mut index = self.index.borrow_mut();
-        if index.is_none() {
-            *index = Some(self.list_notes()?);
+        if let Some(&blob) = self.written.borrow().get(&object) {
+            return Ok(Some(blob));
         }
-        Ok(index.as_ref().and_then(|i| i.get(&object).copied()))
-    }
-
-    fn list_notes(&self) -> Result<HashMap<Oid, Oid>> {
-        let notes = match self.repo.notes(Some(&self.notes_ref)) {
-            Ok(notes) => notes,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(HashMap::new()),
-            Err(e) => return Err(e).with_context(|| format!("listing {}", self.notes_ref)),
+        let Some(tree) = &self.tree else {
+            return Ok(None);
         };
-        notes
-            .map(|entry| entry.map(|(blob, annotated)| (annotated, blob)))
-            .collect::<Result<HashMap<_, _>, _>>()
-            .with_context(|| format!("listing {}", self.notes_ref))
+        find_note(self.repo, tree, &object.to_string())
+            .with_context(|| format!("looking up the {} note of {object}", self.notes_ref))
     }
 
     /// The stored records of a task's commits, in the order given; commits without a note
@@ -404,47 +402,84 @@ enum WriteOutcome {
     Raced,
 }
 
-/// Writes `blob` as the note of each object named in `names` (hex ids, or what is left of
-/// them below a fanout directory) into a copy of `tree`, returning the new tree. Where the
-/// tree already has a fanout directory for a name's first two digits (git fans large notes
-/// trees out as `ab/cdef...`), the note goes in there, as git and libgit2 look for it;
-/// otherwise it is a flat entry.
+/// The note blob named `name` (a hex id, or what is left of it below a fanout directory):
+/// a flat entry, or one inside the fanout directory of its first two digits.
+fn find_note(repo: &Repository, tree: &Tree<'_>, name: &str) -> Result<Option<Oid>> {
+    if let Some(entry) = tree.get_name(name) {
+        if entry.kind() == Some(ObjectType::Blob) {
+            return Ok(Some(entry.id()));
+        }
+    }
+    let directory = tree
+        .get_name(name.get(..2).unwrap_or_default())
+        .filter(|entry| name.len() > 2 && entry.kind() == Some(ObjectType::Tree));
+    match directory {
+        Some(entry) => find_note(repo, &repo.find_tree(entry.id())?, &name[2..]),
+        None => Ok(None),
+    }
+}
+
+/// Note entries a notes tree level holds before it is fanned out into `ab/` directories
+/// (git does the same to large notes trees, by its own heuristic; both layouts read alike).
+/// Flat, every write would rewrite one tree of all notes: 700 KB at 10,000 notes.
+const FANOUT_AT: usize = 256;
+
+/// Adds `notes` (name → blob; a name is a hex id, or what is left of it below a fanout
+/// directory) to a copy of `tree` and returns the new tree. A level that is fanned out, or
+/// grows past [`FANOUT_AT`], keeps every note in the directory of its name's first two
+/// digits, moving flat notes there the first time; a smaller level stays flat.
 fn insert_notes(
     repo: &Repository,
     tree: Option<&Tree<'_>>,
-    names: &[&str],
-    blob: Oid,
+    notes: Vec<(String, Oid)>,
 ) -> Result<Oid> {
     let mut builder = repo.treebuilder(tree)?;
-    let mut nested: BTreeMap<&str, (Oid, Vec<&str>)> = BTreeMap::new();
-    for &name in names {
-        let fanout = tree
-            .filter(|_| name.len() > 2)
-            .and_then(|t| t.get_name(&name[..2]))
-            .filter(|entry| entry.kind() == Some(ObjectType::Tree));
-        match fanout {
-            Some(directory) => {
-                // One note per object: a flat entry beside the directory would be ambiguous.
-                if builder.get(name)?.is_some() {
-                    builder.remove(name)?;
-                }
-                nested
-                    .entry(&name[..2])
-                    .or_insert_with(|| (directory.id(), Vec::new()))
-                    .1
-                    .push(&name[2..]);
-            }
-            None => {
-                builder.insert(name, blob, FileMode::Blob.into())?;
-            }
+    let size = tree.map_or(0, Tree::len);
+    if !tree.is_some_and(is_fanned_out) && size + notes.len() <= FANOUT_AT {
+        for (name, blob) in notes {
+            builder.insert(&name, blob, FileMode::Blob.into())?;
         }
+        return Ok(builder.write()?);
     }
-    for (prefix, (directory, rest)) in nested {
-        let subtree = repo.find_tree(directory)?;
-        let written = insert_notes(repo, Some(&subtree), &rest, blob)?;
-        builder.insert(prefix, written, FileMode::Tree.into())?;
+    let mut directories: BTreeMap<String, Vec<(String, Oid)>> = BTreeMap::new();
+    let flat = tree
+        .into_iter()
+        .flat_map(Tree::iter)
+        .filter(|entry| entry.kind() == Some(ObjectType::Blob))
+        .filter_map(|entry| Some((entry.name()?.to_owned(), entry.id())));
+    for (name, blob) in flat.chain(notes) {
+        if name.len() <= 2 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue; // not a note: left where it is
+        }
+        if builder.get(&name)?.is_some() {
+            builder.remove(&name)?;
+        }
+        let (prefix, rest) = name.split_at(2);
+        directories
+            .entry(prefix.to_owned())
+            .or_default()
+            .push((rest.to_owned(), blob));
+    }
+    for (prefix, notes) in directories {
+        let existing = tree
+            .and_then(|t| t.get_name(&prefix))
+            .filter(|entry| entry.kind() == Some(ObjectType::Tree))
+            .map(|entry| repo.find_tree(entry.id()))
+            .transpose()?;
+        let written = insert_notes(repo, existing.as_ref(), notes)?;
+        builder.insert(&prefix, written, FileMode::Tree.into())?;
     }
     Ok(builder.write()?)
+}
+
+/// Whether a notes tree level keeps its notes in `ab/` directories.
+fn is_fanned_out(tree: &Tree<'_>) -> bool {
+    tree.iter().any(|entry| {
+        entry.kind() == Some(ObjectType::Tree)
+            && entry
+                .name()
+                .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
 }
 
 fn backoff(attempt: u32) -> Duration {
