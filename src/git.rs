@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use crate::lock;
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{BranchType, Diff, DiffFindOptions, DiffOptions, Oid, Repository, Sort};
 
@@ -273,6 +275,9 @@ pub fn run_git(command: &mut Command) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// How long adding or pruning a scratch worktree waits for another itergate process's.
+const WORKTREE_LOCK_WAIT: Duration = Duration::from_secs(60);
+
 /// A linked worktree with one commit checked out (detached), in the system temporary
 /// directory. Dropping it removes the directory and prunes its administrative entry; the
 /// user's work tree, index, branches and HEAD are never touched.
@@ -300,7 +305,12 @@ impl TempWorktree {
             .args(["--detach", "--quiet"])
             .arg(&path)
             .arg(commit.to_string());
-        run_git(&mut command).with_context(|| format!("checking out {commit} in a worktree"))?;
+        // `git worktree add` reads every other worktree's metadata, and fails on one that
+        // another process is half-way through adding or pruning: take turns.
+        lock::with_lock(repo.commondir(), "worktrees", WORKTREE_LOCK_WAIT, || {
+            run_git(&mut command)
+        })
+        .with_context(|| format!("checking out {commit} in a worktree"))?;
         let name = worktree_name(&path)?;
         Ok(TempWorktree {
             path,
@@ -322,9 +332,10 @@ impl TempWorktree {
             .with_context(|| format!("finding worktree `{}`", self.name))?;
         let mut prune = git2::WorktreePruneOptions::new();
         prune.valid(true).locked(true).working_tree(true);
-        worktree
-            .prune(Some(&mut prune))
-            .with_context(|| format!("pruning worktree `{}`", self.name))
+        lock::with_lock(&self.common_dir, "worktrees", WORKTREE_LOCK_WAIT, || {
+            worktree.prune(Some(&mut prune))
+        })
+        .with_context(|| format!("pruning worktree `{}`", self.name))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod git;
 pub mod github;
 pub mod history;
 pub mod hook;
+pub mod lock;
 pub mod markup;
 pub mod model;
 pub mod prompt;

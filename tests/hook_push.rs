@@ -370,13 +370,18 @@ fn concurrent_runs_lose_no_record() {
             std::process::Command::new(BIN)
                 .args(["run", "-q"])
                 .current_dir(d)
-                .stderr(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .expect("spawn")
         })
         .collect();
-    for mut child in children {
-        assert!(child.wait().expect("wait").success());
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     for c in &commits {
         assert!(f.note(c).is_some(), "record for {c} lost");

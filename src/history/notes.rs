@@ -27,9 +27,8 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{self, File};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, Signature, Tree};
@@ -49,8 +48,7 @@ const MAX_WRITE_ATTEMPTS: u32 = 50;
 const BACKOFF_STEP_MS: u64 = 2;
 const BACKOFF_CAP_MS: u64 = 40;
 /// How long a writer waits for another itergate writer's lock before writing without it.
-const LOCK_WAIT_MS: u64 = 10_000;
-const LOCK_POLL_MS: u64 = 2;
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Envelope {
@@ -138,7 +136,11 @@ impl<'r> NotesStore<'r> {
             objects.push(tree);
         }
         let signature = self.signature()?;
-        self.with_lock(|| self.write_with_retries(&objects, &text, &signature))?;
+        // Concurrent itergate writers queue up instead of repeatedly building notes commits
+        // that lose the race; without the lock the compare-and-swap still keeps every note.
+        crate::lock::with_lock(self.repo.commondir(), "notes", LOCK_WAIT, || {
+            self.write_with_retries(&objects, &text, &signature)
+        })?;
         let blob = Oid::hash_object(ObjectType::Blob, text.as_bytes())?;
         self.written
             .borrow_mut()
@@ -181,31 +183,6 @@ impl<'r> NotesStore<'r> {
             "writing the {} note of {commit}: the ref kept changing under {MAX_WRITE_ATTEMPTS} attempts",
             self.notes_ref
         )
-    }
-
-    /// Runs `body` holding the notes lock when it can be had within `LOCK_WAIT_MS`. Polled
-    /// rather than blocking: a writer stopped with ^Z must not hang every other push.
-    fn with_lock<T>(&self, body: impl FnOnce() -> T) -> T {
-        let mut lock = self.open_lock();
-        let deadline = Instant::now() + Duration::from_millis(LOCK_WAIT_MS);
-        let _guard = loop {
-            let Some(lock) = lock.as_mut() else {
-                break None;
-            };
-            match lock.try_write() {
-                Ok(guard) => break Some(guard),
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline =>
-                {
-                    std::thread::sleep(Duration::from_millis(LOCK_POLL_MS));
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "cannot take the notes lock; writing without it");
-                    break None;
-                }
-            }
-        };
-        body()
     }
 
     /// One read-modify-write of the notes ref: a notes commit on top of the current one,
@@ -260,29 +237,6 @@ impl<'r> NotesStore<'r> {
         Ok(self
             .repo
             .commit(None, signature, signature, &message, &tree, &parents)?)
-    }
-
-    /// The advisory lock itergate writers take on `<common git dir>/itergate/notes.lock`,
-    /// so that concurrent hooks queue up instead of repeatedly building notes commits that
-    /// lose the race. Only an optimisation: without it the compare-and-swap still keeps
-    /// every note, so a lock that cannot be opened is logged and skipped.
-    fn open_lock(&self) -> Option<fd_lock::RwLock<File>> {
-        let dir = self.repo.commondir().join("itergate");
-        let path = dir.join("notes.lock");
-        let opened = fs::create_dir_all(&dir).and_then(|()| {
-            fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-        });
-        match opened {
-            Ok(file) => Some(fd_lock::RwLock::new(file)),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "cannot open the notes lock; writing without it");
-                None
-            }
-        }
     }
 
     fn signature(&self) -> Result<Signature<'static>> {
