@@ -135,6 +135,9 @@ def main():
         for i in range(2, rounds + 2):
             for name, repo in variants.items():
                 samples[name].append(push_once(repo, i, name.endswith("cached tree")))
+        if os.environ.get("HOOK_OVERHEAD_SAMPLES"):
+            for name, values in samples.items():
+                print(f"{name:24} " + " ".join(f"{v:.0f}" for v in values))
         base = statistics.median(samples["exit 0 hook"])
         print(f"git push CPU (user+sys), median of {rounds} interleaved rounds")
         print(f"{'variant':24} {'median ms':>10} {'over exit-0 ms':>15}")

@@ -380,6 +380,18 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
     let error = store.read(oid(&c2)).expect_err("newer version");
     assert!(format!("{error:#}").contains("newer itergate"), "{error:#}");
     assert!(notes::parse_note(b"not json").is_err());
+    let reshaped = br#"{"version":3,"fingerprint":"x","record":{"iteration":"first"}}"#;
+    let error = notes::parse_note(reshaped).expect_err("a newer shape");
+    assert!(
+        format!("{error:#}").contains("envelope version 3"),
+        "{error:#}"
+    );
+    let broken = br#"{"version":1,"fingerprint":"x","record":{"iteration":"first"}}"#;
+    let error = notes::parse_note(broken).expect_err("a broken record");
+    assert!(
+        format!("{error:#}").contains("not a record envelope"),
+        "{error:#}"
+    );
 }
 
 #[test]

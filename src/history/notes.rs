@@ -318,28 +318,40 @@ pub fn full_notes_ref(name: &str) -> String {
     }
 }
 
-/// Parses a note: an envelope, or a bare record.
+/// Parses a note: an envelope, or a bare record. Envelopes, the common case, are parsed
+/// in one pass; the slower path works out what an unreadable note is.
 pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
+    let envelope_error = match serde_json::from_slice::<Envelope>(bytes) {
+        Ok(envelope) if envelope.version <= ENVELOPE_VERSION => {
+            return Ok(StoredRecord {
+                record: envelope.record,
+                fingerprint: Some(envelope.fingerprint),
+            })
+        }
+        Ok(envelope) => return Err(newer_envelope(envelope.version)),
+        Err(e) => e,
+    };
     let value: serde_json::Value = serde_json::from_slice(bytes).context("not JSON")?;
-    let is_envelope = value.get("record").is_some() && value.get("version").is_some();
-    if !is_envelope {
-        let record = serde_json::from_value(value).context("not an iteration record")?;
-        return Ok(StoredRecord {
-            record,
-            fingerprint: None,
-        });
+    let version = value
+        .get("version")
+        .filter(|_| value.get("record").is_some());
+    if let Some(version) = version {
+        return match version.as_u64() {
+            Some(v) if v > u64::from(ENVELOPE_VERSION) => Err(newer_envelope(v)),
+            _ => Err(envelope_error).context("not a record envelope"),
+        };
     }
-    let envelope: Envelope = serde_json::from_value(value).context("not a record envelope")?;
-    if envelope.version > ENVELOPE_VERSION {
-        bail!(
-            "written by a newer itergate (envelope version {}, this one reads up to {ENVELOPE_VERSION})",
-            envelope.version
-        );
-    }
+    let record = serde_json::from_value(value).context("not an iteration record")?;
     Ok(StoredRecord {
-        record: envelope.record,
-        fingerprint: Some(envelope.fingerprint),
+        record,
+        fingerprint: None,
     })
+}
+
+fn newer_envelope(version: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!(
+        "written by a newer itergate (envelope version {version}, this one reads up to {ENVELOPE_VERSION})"
+    )
 }
 
 /// Errors of the compare-and-swap that mean "someone else moved (or is moving, or
