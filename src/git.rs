@@ -46,8 +46,20 @@ pub fn open(dir: &Path) -> Result<Repository> {
     // libgit2 re-hashes every object it reads (with collision-detecting SHA-1, a third of a
     // cached push); git does not, and zlib already checks what it inflates.
     OPTIONS.call_once(|| git2::opts::strict_hash_verification(false));
-    Repository::discover(dir)
-        .with_context(|| format!("no git repository at or above {}", dir.display()))
+    Repository::discover(dir).map_err(|e| {
+        if e.class() == git2::ErrorClass::Repository && e.message().contains("object format") {
+            // git's `--object-format=sha256`: libgit2 (as built here) reads sha1 only.
+            anyhow!(
+                "{}: this repository uses sha256 object ids, which itergate cannot read yet \
+                 ({})",
+                dir.display(),
+                e.message()
+            )
+        } else {
+            anyhow::Error::new(e)
+                .context(format!("no git repository at or above {}", dir.display()))
+        }
+    })
 }
 
 /// The short name of the checked-out branch, or `None` when HEAD is detached. An unborn

@@ -6,7 +6,7 @@ mod gitrepo;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use gitrepo::{git_cmd, git_output, write_script, TestRepo};
+use gitrepo::{git, git_cmd, git_output, write_script, TestRepo};
 
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
 
@@ -480,5 +480,73 @@ fn failures_already_on_the_base_are_pre_existing() {
             .lines()
             .count(),
         2
+    );
+}
+
+#[test]
+fn sha256_repositories_fail_open_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("r");
+    let remote = dir.path().join("r.git");
+    let path = |p: &Path| p.to_str().expect("utf8").to_owned();
+    git(
+        dir.path(),
+        &[
+            "init",
+            "-q",
+            "--object-format=sha256",
+            "-b",
+            "main",
+            &path(&repo),
+        ],
+    );
+    git(
+        dir.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "--object-format=sha256",
+            &path(&remote),
+        ],
+    );
+    git(&repo, &["remote", "add", "origin", &path(&remote)]);
+    std::fs::write(repo.join(".itergate.yml"), "checks: {}\n").expect("write");
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "one"]);
+
+    let install = itergate(&repo, &["hook", "install"]);
+    assert_eq!(install.status.code(), Some(2));
+    assert!(
+        stderr(&install).contains("uses sha256 object ids"),
+        "{}",
+        stderr(&install)
+    );
+
+    // Installed by hand (or by another hook manager): the push goes through, loudly.
+    write_script(
+        &repo.join(".git/hooks/pre-push"),
+        &format!("#!/bin/sh\nexec '{BIN}' hook pre-push \"$@\"\n"),
+    );
+    let push = git_output(&repo, &["push", "origin", "main"]);
+    let err = stderr(&push);
+    assert!(push.status.success(), "{err}");
+    assert!(
+        err.contains("WARNING") && err.contains("uses sha256 object ids"),
+        "{err}"
+    );
+    let pushed = git(&remote, &["rev-parse", "main"]);
+    assert_eq!(
+        pushed.len(),
+        64,
+        "the remote has the sha256 commit: {pushed}"
+    );
+
+    let run = itergate(&repo, &["run"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        stderr(&run).contains("uses sha256 object ids"),
+        "{}",
+        stderr(&run)
     );
 }
