@@ -7,6 +7,7 @@ lefthook (npm) with a no-op pre-push command; pre-commit (PyPI) with a no-op pre
 itergate with a no-op check; itergate with a cached tree. Every timed push carries a new commit (lefthook skips pushes without a diff).
 
 Usage: benches/hook_overhead.py ITERGATE_BIN [ROUNDS]   (tools are installed into a temp dir)
+Set HOOK_OVERHEAD_SAMPLES=1 to print every sample, not only the medians.
 """
 import os
 import resource
