@@ -47,7 +47,7 @@ pub fn open(dir: &Path) -> Result<Repository> {
     // cached push); git does not, and zlib already checks what it inflates.
     OPTIONS.call_once(|| git2::opts::strict_hash_verification(false));
     Repository::discover(dir).map_err(|e| {
-        if e.class() == git2::ErrorClass::Repository && e.message().contains("object format") {
+        if e.class() == git2::ErrorClass::Repository && e.message().contains("'sha256'") {
             // git's `--object-format=sha256`: libgit2 (as built here) reads sha1 only.
             anyhow!(
                 "{}: this repository uses sha256 object ids, which itergate cannot read yet \
@@ -306,29 +306,37 @@ impl TempWorktree {
         repo.find_commit(commit)
             .with_context(|| format!("{commit} is not a commit of this repository"))?;
         let path = unique_temp_path();
-        let mut command = match repo.workdir() {
+        let mut add = match repo.workdir() {
             Some(workdir) => git_command(workdir),
             None => git_command(repo.path()),
         };
-        // `git worktree add` runs the post-checkout hook; the user's hooks must not see
-        // our scratch checkouts.
-        command
-            .args(["-c", "core.hooksPath=/dev/null", "worktree", "add"])
-            .args(["--detach", "--quiet"])
+        // The user's hooks must not see our scratch checkouts.
+        add.args(["-c", "core.hooksPath=/dev/null", "worktree", "add"])
+            .args(["--detach", "--no-checkout", "--quiet"])
             .arg(&path)
             .arg(commit.to_string());
         // `git worktree add` reads every other worktree's metadata, and fails on one that
-        // another process is half-way through adding or pruning: take turns.
+        // another process is half-way through adding or pruning: take turns, for the
+        // metadata only; the checkout below can take a while and runs unlocked.
         lock::with_lock(repo.commondir(), "worktrees", WORKTREE_LOCK_WAIT, || {
-            run_git(&mut command)
+            run_git(&mut add)
         })
-        .with_context(|| format!("checking out {commit} in a worktree"))?;
-        let name = worktree_name(&path)?;
-        Ok(TempWorktree {
+        .with_context(|| format!("adding a worktree for {commit}"))?;
+        let worktree = TempWorktree {
+            name: worktree_name(&path)?,
             path,
             common_dir: repo.commondir().to_path_buf(),
-            name,
-        })
+        };
+        let mut checkout = git_command(&worktree.path);
+        checkout.args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "reset",
+            "--hard",
+            "--quiet",
+        ]);
+        run_git(&mut checkout).with_context(|| format!("checking out {commit} in a worktree"))?;
+        Ok(worktree)
     }
 
     /// The root of the checkout.
@@ -336,30 +344,34 @@ impl TempWorktree {
         &self.path
     }
 
+    /// Deletes the checkout, then prunes its administrative entry (in turn with other
+    /// itergate processes, like adding one).
     fn remove(&self) -> Result<()> {
+        let deleted = match std::fs::remove_dir_all(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("deleting {}", self.path.display()))
+            }
+            _ => Ok(()),
+        };
         let repo = Repository::open(&self.common_dir)
             .with_context(|| format!("opening {}", self.common_dir.display()))?;
         let worktree = repo
             .find_worktree(&self.name)
             .with_context(|| format!("finding worktree `{}`", self.name))?;
         let mut prune = git2::WorktreePruneOptions::new();
-        prune.valid(true).locked(true).working_tree(true);
+        prune.valid(true).locked(true).working_tree(false);
         lock::with_lock(&self.common_dir, "worktrees", WORKTREE_LOCK_WAIT, || {
             worktree.prune(Some(&mut prune))
         })
-        .with_context(|| format!("pruning worktree `{}`", self.name))
+        .with_context(|| format!("pruning worktree `{}`", self.name))?;
+        deleted
     }
 }
 
 impl Drop for TempWorktree {
     fn drop(&mut self) {
         if let Err(error) = self.remove() {
-            tracing::warn!(path = %self.path.display(), error = %format!("{error:#}"), "could not prune temporary worktree");
-        }
-        if self.path.exists() {
-            if let Err(error) = std::fs::remove_dir_all(&self.path) {
-                tracing::warn!(path = %self.path.display(), %error, "could not remove temporary worktree");
-            }
+            tracing::warn!(path = %self.path.display(), error = %format!("{error:#}"), "could not remove a temporary worktree");
         }
     }
 }

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 const POLL: Duration = Duration::from_millis(2);
 
 /// Runs `body` holding the lock `<common_dir>/itergate/<name>.lock`, or without it once
-/// `wait` has passed (or when the lock file cannot be opened).
+/// `wait` has passed (or when the lock file cannot be opened). Not reentrant: `body` must
+/// not take the same lock again (it would wait for itself).
 pub fn with_lock<T>(common_dir: &Path, name: &str, wait: Duration, body: impl FnOnce() -> T) -> T {
     let mut lock = open(common_dir, name);
     let deadline = Instant::now() + wait;
