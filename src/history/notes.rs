@@ -413,9 +413,15 @@ fn insert_notes(
         .flat_map(Tree::iter)
         .filter(|entry| entry.kind() == Some(ObjectType::Blob))
         .filter_map(|entry| Some((entry.name()?.to_owned(), entry.id())));
-    for (name, blob) in flat.chain(notes) {
+    let flat = flat.map(|(name, blob)| (name, blob, false));
+    let notes = notes.into_iter().map(|(name, blob)| (name, blob, true));
+    for (name, blob, new) in flat.chain(notes) {
         if name.len() <= 2 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
-            continue; // not a note: left where it is
+            // Too short to fan out (or not a note at all): stays, or goes, at this level.
+            if new {
+                builder.insert(&name, blob, FileMode::Blob.into())?;
+            }
+            continue;
         }
         if builder.get(&name)?.is_some() {
             builder.remove(&name)?;
@@ -498,7 +504,8 @@ pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<boo
     )
     .with_context(|| format!("fetching {notes_ref} from {remote}"))?;
     let mut merge = git_command(repo_dir);
-    if crate::git::open(repo_dir)?.signature().is_err() {
+    let repo = crate::git::open(repo_dir)?;
+    if repo.signature().is_err() {
         merge.args([
             "-c",
             "user.name=itergate",
@@ -509,7 +516,10 @@ pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<boo
     merge.args([
         "notes", "--ref", &notes_ref, "merge", "--quiet", "-s", "ours", &scratch,
     ]);
-    run_git(&mut merge).with_context(|| format!("merging {scratch} into {notes_ref}"))?;
+    // `git notes merge` moves the notes ref without checking what it was: take the lock
+    // itergate's writers take, so none of their notes is lost in between.
+    crate::lock::with_lock(repo.commondir(), "notes", LOCK_WAIT, || run_git(&mut merge))
+        .with_context(|| format!("merging {scratch} into {notes_ref}"))?;
     Ok(true)
 }
 
