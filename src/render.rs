@@ -132,6 +132,14 @@ fn add_overrides(
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
+        if let Some(stem) = name.strip_suffix(".tera") {
+            // Overrides were tera templates once; ignoring one silently would be worse.
+            anyhow::bail!(
+                "template {}: templates are Jinja files named `*.j2` now: rename it to {stem}.j2 \
+                 (tera's `join(sep=\"...\")` becomes `join(\"...\")`)",
+                path.display()
+            );
+        }
         if !name.ends_with(".j2") {
             continue;
         }

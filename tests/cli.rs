@@ -293,6 +293,16 @@ fn templates_can_be_overridden_per_repository() {
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "custom: accept\n");
+    // An override in the old tera naming is refused, not silently ignored.
+    std::fs::write(dir.path().join("tpl/analytics.txt.tera"), "x\n").expect("write");
+    let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("rename it to analytics.txt.j2"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(dir.path().join("tpl/analytics.txt.tera")).expect("remove");
     std::fs::write(dir.path().join("tpl/decision.txt.j2"), "{% if %}\n").expect("write");
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert_eq!(o.status.code(), Some(2));
