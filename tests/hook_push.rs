@@ -187,6 +187,50 @@ fn the_cache_runs_nothing_for_a_tree_already_scored() {
 }
 
 #[test]
+fn score_each_records_every_new_commit_in_its_own_worktree() {
+    let f = Fixture::new("warn");
+    let config = std::fs::read_to_string(f.repo.path.join(".itergate.yml")).expect("config");
+    f.repo.write(
+        ".itergate.yml",
+        &config.replace("hook:\n", "hook:\n  score: each\n"),
+    );
+    let first = f.repo.commit_file("results.txt", "1 3\n", "one of four");
+    let second = f.repo.commit_file("results.txt", "2 2\n", "two of four");
+    let third = f.repo.commit_file("results.txt", "3 1\n", "three of four");
+    let status_before = f.repo.git(&["status", "--porcelain"]);
+
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let passing: Vec<_> = [&first, &second, &third]
+        .iter()
+        .map(|c| {
+            f.note(c).expect("every pushed commit is recorded")["scores"]["tests_passing"].clone()
+        })
+        .collect();
+    assert_eq!(
+        passing,
+        [0.25, 0.5, 0.75],
+        "each commit scored on its own tree"
+    );
+    assert_eq!(f.runs(), 4, "three commits and the base");
+    assert!(
+        err.contains("iteration 3/"),
+        "the decision is on the tip: {err}"
+    );
+    // Scored in temporary worktrees that are gone again; the user's checkout is untouched.
+    let worktrees = f.repo.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    assert_eq!(f.repo.git(&["status", "--porcelain"]), status_before);
+
+    // The next push scores only what is new.
+    f.repo.commit_file("results.txt", "4 0\n", "all pass");
+    let out = f.push(&["origin", "feature"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(f.runs(), 5);
+}
+
+#[test]
 fn force_push_delete_and_two_refs() {
     let f = Fixture::new("warn");
     f.repo.commit_file("results.txt", "3 1\n", "a");
