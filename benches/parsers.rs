@@ -3,13 +3,15 @@
 //! Inputs are generated in memory at start (about 100 MB of LCOV, JUnit with 100,000
 //! testcases, SARIF with 100,000 results, Cobertura with 500,000 lines) and read through
 //! a 256 KiB `BufReader`, as `parse_file` reads a file. Targets: LCOV and JUnit at least
-//! 200 MB/s.
+//! 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
+//! that ends in a few errors.
 
 use std::hint::black_box;
 use std::io::BufReader;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use itergate::signals::diagnostics;
 use itergate::signals::report::{parse, ParseOptions, Report, ReportFormat};
 
 #[path = "support/report_gen.rs"]
@@ -56,5 +58,33 @@ fn parsers(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, parsers);
+/// Cargo output of about `bytes`: warning blocks and status lines, then one error and the
+/// summary.
+fn cargo_output(bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 1024);
+    for n in 0.. {
+        if out.len() >= bytes {
+            break;
+        }
+        out.push_str(&format!(
+            "   Compiling dep{n} v0.1.0\nwarning: unused variable: `x{n}`\n --> src/m{n}.rs:{n}:9\n  |\n{n} |     let x{n} = 3;\n  |         ^^ help: prefix it with an underscore\n\n"
+        ));
+    }
+    out.push_str("error[E0425]: cannot find value `y` in this scope\n --> src/lib.rs:3:5\n  |\n3 |     y\n  |     ^ not found\n\n");
+    out.push_str("error: could not compile `demo` (lib) due to 1 previous error\n");
+    out
+}
+
+fn bench_diagnostics(c: &mut Criterion) {
+    let input = cargo_output(50 * 1024 * 1024);
+    let mut group = c.benchmark_group("parse");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("diagnostics_50MB_cargo_output", |b| {
+        b.iter(|| black_box(diagnostics::parse(black_box(&input))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, parsers, bench_diagnostics);
 criterion_main!(benches);

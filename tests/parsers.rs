@@ -10,6 +10,8 @@ use itergate::signals::report::{
 };
 use proptest::prelude::*;
 
+#[path = "parsers/diagnostics.rs"]
+mod diagnostics;
 #[path = "parsers/other_reports.rs"]
 mod other_reports;
 #[path = "parsers/test_reports.rs"]

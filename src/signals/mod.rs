@@ -4,6 +4,7 @@
 pub mod checks;
 pub mod classify;
 pub mod detect;
+pub mod diagnostics;
 pub mod flaky;
 pub mod report;
 pub mod score;
