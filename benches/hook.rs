@@ -14,7 +14,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use git2::{Oid, Repository, Signature};
 use itergate::config::Config;
 use itergate::engine::{decide, DecideInput, Feedback};
-use itergate::history::notes::{NotesStore, DEFAULT_NOTES_REF};
+use itergate::history::notes::{Note, NotesStore, DEFAULT_NOTES_REF};
+use itergate::signals::observation::Observation;
 use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Scores, Severity, TreeId};
 use itergate::render::Renderer;
 use itergate::summary::decision_view;
@@ -112,7 +113,21 @@ fn repository(dir: &Path, notes: usize) -> (Vec<Oid>, Oid) {
     let tip = *commits.last().expect("a task");
     let store = NotesStore::open(&repo, None).expect("store");
     let tip_record = record(TASK_COMMITS - 1, tip, last_tree);
-    store.write(tip, &tip_record, FINGERPRINT).expect("write");
+    store
+        .write(&[
+            Note::Record {
+                commit: tip,
+                record: &tip_record,
+                fingerprint: FINGERPRINT,
+                base: None,
+            },
+            Note::Observation {
+                tree: last_tree,
+                observation: &Observation::default(),
+                fingerprint: FINGERPRINT,
+            },
+        ])
+        .expect("write");
     (commits, last_tree)
 }
 
@@ -131,8 +146,8 @@ fn cached_read(c: &mut Criterion) {
             b.iter(|| {
                 let repo = itergate::git::open(dir.path()).expect("open");
                 let store = NotesStore::open(&repo, None).expect("store");
-                let hit = store.find_by_tree(tree, FINGERPRINT).expect("lookup");
-                assert!(hit.is_some(), "the tree is indexed");
+                let hit = store.find_observation(tree, FINGERPRINT).expect("lookup");
+                assert!(hit.is_some(), "the tree is cached");
                 let history = store.history(&commits).expect("history");
                 let decision = decide(&DecideInput {
                     task_id: "bench",
@@ -163,14 +178,22 @@ fn note_write(c: &mut Criterion) {
         let repo = itergate::git::open(dir.path()).expect("open");
         let store = NotesStore::open(&repo, None).expect("store");
         let mut record = store
-            .find_by_tree(tree, FINGERPRINT)
+            .read(tip)
             .expect("lookup")
-            .expect("the tree is indexed");
+            .expect("the tip is recorded");
+        let _ = tree;
         group.bench_with_input(BenchmarkId::from_parameter(notes), &notes, |b, _| {
             b.iter(|| {
                 // Every push writes a note that differs from the last one.
                 record.timestamp += Duration::seconds(1);
-                store.write(tip, &record, FINGERPRINT).expect("write");
+                store
+                    .write(&[Note::Record {
+                        commit: tip,
+                        record: &record,
+                        fingerprint: FINGERPRINT,
+                        base: None,
+                    }])
+                    .expect("write");
             })
         });
     }

@@ -67,20 +67,28 @@ pub enum Command {
     /// Show quality over iterations: a bar per iteration, the deltas, the stopping reason
     /// and the per-dimension breakdown; or export it as JSON or CSV.
     Analytics(AnalyticsArgs),
-    /// Score a commit: run the configured checks (or the auto-detected ones), read their
-    /// reports and the commit's trailers, and print its iteration record.
+    /// Score a commit against its base: run the configured checks (or the auto-detected
+    /// ones) on it and on the merge-base, read their reports and the commit's trailers, and
+    /// print its iteration record. Only what the change did counts (`scoring.scope`).
     ///
-    /// A commit other than HEAD is scored in a temporary worktree; your work tree is never
-    /// touched. With --report, existing reports are read and nothing is run.
+    /// A commit other than a clean HEAD is checked in a temporary worktree; your work tree
+    /// is never touched. A tree already checked with the same checks is not checked again
+    /// (--rescore does). With --report, existing reports are read and nothing is run.
     Score(ScoreArgs),
     /// Write a commented .itergate.yml for the toolchain detected here.
     Init(InitArgs),
     /// Score HEAD as the next iteration of the current branch, record it, decide, and
     /// print what to do next (the revision prompt goes to .git/itergate/revision-prompt.md).
     ///
-    /// Works with no configuration: the checks are detected from the toolchain. A commit
-    /// whose tree was already scored with the same checks is not scored again.
-    Run,
+    /// Works with no configuration: the checks are detected from the toolchain. A tree
+    /// already checked with the same checks is not checked again; the change is judged
+    /// against the base every time. A check that cannot run (command not found, no report)
+    /// records nothing and exits with status 3.
+    ///
+    /// Examples:
+    ///   itergate run              # check HEAD, decide, write the revision prompt
+    ///   itergate run --rescore    # the environment changed: run the checks again
+    Run(RunArgs),
     /// The current branch's decision from its recorded history; runs nothing.
     Status,
     /// Print the current revision prompt for the branch (for an agent to act on).
@@ -165,6 +173,14 @@ pub enum NotesCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Run the checks again even if this tree was already checked with the same checks
+    /// (after fixing the environment, or to re-check a flaky result).
+    #[arg(long)]
+    pub rescore: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ScoreArgs {
     /// The commit to score.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
@@ -179,6 +195,9 @@ pub struct ScoreArgs {
     pub base: Option<String>,
     #[arg(long, value_enum, default_value_t = DecideFormat::Text)]
     pub format: DecideFormat,
+    /// Run the checks again even if this tree was already checked with the same checks.
+    #[arg(long)]
+    pub rescore: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,6 @@
 //! `git worktree add --detach`, with the user's hooks switched off. Object ids are kept as
 //! the text git prints; nothing here assumes a 40-character sha1.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,40 +163,7 @@ pub fn commit_trailers(repo: &Repository, commit: Oid) -> Result<Vec<(String, St
     message_trailers(&message)
 }
 
-/// One line a commit added, numbered as in the new version of its file (from 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AddedLine {
-    pub line: u32,
-    pub text: String,
-}
-
-/// The lines added between two trees, per file path (`/`-separated, as in the tree).
-/// Deleted and binary files have no entry; a renamed file lists only the lines it gained.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChangedLines {
-    pub files: BTreeMap<String, Vec<AddedLine>>,
-}
-
-impl ChangedLines {
-    /// The added line numbers of one file, ascending.
-    pub fn line_numbers(&self, path: &str) -> Vec<u32> {
-        self.files
-            .get(path)
-            .map(|lines| lines.iter().map(|l| l.line).collect())
-            .unwrap_or_default()
-    }
-
-    /// Every added line with its file, in path order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &AddedLine)> + '_ {
-        self.files
-            .iter()
-            .flat_map(|(path, lines)| lines.iter().map(move |l| (path.as_str(), l)))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-}
+pub use crate::model::{AddedLine, ChangedLines};
 
 /// The lines `commit` adds relative to `base` (usually the merge-base or the parent); with
 /// no base, relative to an empty tree. Renames are followed so that moving a file does not

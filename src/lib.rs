@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md for the map.
 
 pub mod analytics;
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod comment;

@@ -311,6 +311,100 @@ pub struct IterationRecord {
     pub triggers: Vec<Trigger>,
     #[serde(default)]
     pub status: Status,
+    /// What the base already fails: shown, never counted against the change.
+    #[serde(default, skip_serializing_if = "BaseDebt::is_empty")]
+    pub base_debt: BaseDebt,
+}
+
+/// The base's own failures and findings that the change still has: its debt, not the
+/// change's. Counts, plus a few places to show.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BaseDebt {
+    pub failing_tests: u32,
+    pub lint_errors: u32,
+    pub lint_warnings: u32,
+    /// Checks that fail (exit status, build) on the base as they do on the change.
+    pub failing_checks: u32,
+    /// A few of them (`file:line` or test id), for people to look at.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+impl BaseDebt {
+    /// Examples kept.
+    pub const MAX_EXAMPLES: usize = 5;
+
+    pub fn is_empty(&self) -> bool {
+        self.failing_tests == 0
+            && self.lint_errors == 0
+            && self.lint_warnings == 0
+            && self.failing_checks == 0
+    }
+
+    pub fn note_example(&mut self, example: Option<&str>) {
+        if let Some(example) = example {
+            if self.examples.len() < Self::MAX_EXAMPLES {
+                self.examples.push(example.to_string());
+            }
+        }
+    }
+
+    /// "2 failing tests, 4 lint warnings": what the debt consists of.
+    pub fn describe(&self) -> String {
+        let parts = [
+            (self.failing_tests, "failing test"),
+            (self.failing_checks, "failing check"),
+            (self.lint_errors, "lint error"),
+            (self.lint_warnings, "lint warning"),
+        ];
+        parts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}{}", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// One line a commit added, numbered as in the new version of its file (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedLine {
+    pub line: u32,
+    pub text: String,
+}
+
+/// The lines added between two trees, per file path (`/`-separated, as in the tree).
+/// Deleted and binary files have no entry; a renamed file lists only the lines it gained.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChangedLines {
+    pub files: BTreeMap<String, Vec<AddedLine>>,
+}
+
+impl ChangedLines {
+    /// The added line numbers of one file, ascending.
+    pub fn line_numbers(&self, path: &str) -> Vec<u32> {
+        self.files
+            .get(path)
+            .map(|lines| lines.iter().map(|l| l.line).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every added line with its file, in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &AddedLine)> + '_ {
+        self.files
+            .iter()
+            .flat_map(|(path, lines)| lines.iter().map(move |l| (path.as_str(), l)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// How many lines were added in all.
+    pub fn line_count(&self) -> usize {
+        self.files.values().map(Vec::len).sum()
+    }
 }
 
 impl IterationRecord {
@@ -336,6 +430,7 @@ impl IterationRecord {
             issues: Vec::new(),
             triggers: Vec::new(),
             status: Status::Pass,
+            base_debt: BaseDebt::default(),
         }
     }
 

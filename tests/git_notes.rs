@@ -12,7 +12,9 @@ use chrono::{TimeZone, Utc};
 use git2::{Oid, Repository, Signature};
 use gitrepo::{git, TestRepo};
 use itergate::git::{self as g, TempWorktree};
-use itergate::history::notes::{self, NotesStore, DEFAULT_NOTES_REF};
+use itergate::history::notes::{self, Note, NotesStore, DEFAULT_NOTES_REF};
+use itergate::signals::observation::{CheckOutcome, CheckResult, Observation};
+use itergate::signals::report::{Report, TestSummary};
 use itergate::model::{CommitSha, IterationRecord, Scores, TreeId};
 
 fn oid(text: &str) -> Oid {
@@ -253,13 +255,13 @@ fn notes_round_trip_without_touching_work_tree_or_index() {
     assert_eq!(store.notes_ref(), DEFAULT_NOTES_REF);
     assert_eq!(store.read(oid(&c1)).expect("read"), None);
     let r1 = record(1, &c1, "t1", 0.5);
-    store.write(oid(&c1), &r1, "fp").expect("write");
+    write_record(&store, oid(&c1), &r1, "fp");
     let r2 = record(2, &c2, "t2", 0.9);
-    store.write(oid(&c2), &r2, "fp").expect("write");
+    write_record(&store, oid(&c2), &r2, "fp");
     assert_eq!(store.read(oid(&c1)).expect("read"), Some(r1.clone()));
 
     let replaced = record(1, &c1, "t1", 0.75);
-    store.write(oid(&c1), &replaced, "fp").expect("overwrite");
+    write_record(&store, oid(&c1), &replaced, "fp");
     assert_eq!(store.read(oid(&c1)).expect("read"), Some(replaced.clone()));
     let history = store.history(&[oid(&c1), oid(&c2)]).expect("history");
     assert_eq!(history, vec![replaced, r2]);
@@ -267,7 +269,7 @@ fn notes_round_trip_without_touching_work_tree_or_index() {
     assert_eq!(repo.git(&["status", "--porcelain"]), status_before);
     let shown = repo.git(&["notes", "--ref", "itergate", "show", &c2]);
     assert!(
-        shown.starts_with("{\"version\":1,\"fingerprint\":\"fp\",\"record\":{"),
+        shown.starts_with("{\"version\":2,\"fingerprint\":\"fp\",\"record\":{"),
         "{shown}"
     );
 }
@@ -298,8 +300,8 @@ fn fanned_out_notes_trees_stay_fanned_out() {
     let store = NotesStore::open(&store_repo, None).expect("store");
     let r1 = record(1, &c1, "", 0.5);
     let r2 = record(2, &c2, "", 0.7);
-    store.write(oid(&c1), &r1, "fp").expect("write");
-    store.write(oid(&c2), &r2, "fp").expect("write");
+    write_record(&store, oid(&c1), &r1, "fp");
+    write_record(&store, oid(&c2), &r2, "fp");
 
     assert_eq!(store.read(oid(&c1)).expect("read"), Some(r1.clone()));
     let fresh_repo = Repository::open(&repo.path).expect("open");
@@ -335,7 +337,12 @@ fn a_large_notes_tree_is_fanned_out() {
     let store = NotesStore::open(&r, None).expect("store");
     for (i, commit) in commits.iter().enumerate() {
         store
-            .write(oid(commit), &record(1, commit, "", i as f64 / 1000.0), "fp")
+            .write(&[Note::Record {
+                commit: oid(commit),
+                record: &record(1, commit, "", i as f64 / 1000.0),
+                fingerprint: "fp",
+                base: None,
+            }])
             .expect("write");
     }
     // Past 256 notes the root holds only `ab/` directories, so a write rewrites two small
@@ -349,8 +356,8 @@ fn a_large_notes_tree_is_fanned_out() {
     let listed = repo.git(&["notes", "--ref", "itergate", "list"]);
     assert_eq!(
         listed.lines().count(),
-        301,
-        "300 commit notes and the shared tree's note"
+        300,
+        "300 commit notes (no observation was written)"
     );
     let fresh_repo = Repository::open(&repo.path).expect("open");
     let fresh = NotesStore::open(&fresh_repo, None).expect("store");
@@ -369,7 +376,7 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
     let c2 = repo.commit_file("a.txt", "2\n", "two");
     let bare = serde_json::to_string(&record(1, &c1, "", 0.5)).expect("json");
     repo.git(&["notes", "--ref", "itergate", "add", "-m", &bare, &c1]);
-    let future = r#"{"version":2,"fingerprint":"x","record":{"iteration":1,"timestamp":"2026-01-01T00:00:00Z"}}"#;
+    let future = r#"{"version":3,"fingerprint":"x","record":{"iteration":1,"timestamp":"2026-01-01T00:00:00Z"}}"#;
     repo.git(&["notes", "--ref", "itergate", "add", "-m", future, &c2]);
 
     let store_repo = Repository::open(&repo.path).expect("open");
@@ -380,10 +387,10 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
     let error = store.read(oid(&c2)).expect_err("newer version");
     assert!(format!("{error:#}").contains("newer itergate"), "{error:#}");
     assert!(notes::parse_note(b"not json").is_err());
-    let reshaped = br#"{"version":3,"fingerprint":"x","record":{"iteration":"first"}}"#;
+    let reshaped = br#"{"version":4,"fingerprint":"x","record":{"iteration":"first"}}"#;
     let error = notes::parse_note(reshaped).expect_err("a newer shape");
     assert!(
-        format!("{error:#}").contains("envelope version 3"),
+        format!("{error:#}").contains("envelope version 4"),
         "{error:#}"
     );
     let broken = br#"{"version":1,"fingerprint":"x","record":{"iteration":"first"}}"#;
@@ -394,110 +401,120 @@ fn bare_records_are_read_and_newer_envelopes_refused() {
     );
 }
 
+fn write_record(store: &NotesStore, commit: Oid, record: &IterationRecord, fingerprint: &str) {
+    store
+        .write(&[Note::Record {
+            commit,
+            record,
+            fingerprint,
+            base: None,
+        }])
+        .expect("write");
+}
+
+fn observed(passed: u64) -> Observation {
+    Observation {
+        checks: vec![CheckOutcome {
+            name: "tests".into(),
+            visibility: Default::default(),
+            void_on_violation: false,
+            result: CheckResult::Report {
+                report: Report::Tests(TestSummary {
+                    passed,
+                    ..Default::default()
+                }),
+                exit_code: Some(0),
+            },
+        }],
+        execution_time_ms: Some(5),
+    }
+}
+
 #[test]
-fn find_by_tree_needs_the_same_tree_and_fingerprint() {
+fn a_tree_observation_needs_the_same_tree_and_fingerprint() {
     let repo = TestRepo::new();
     let c1 = repo.commit_file("a.txt", "same\n", "one");
-    let c2 = repo.commit_file("a.txt", "other\n", "two");
+    repo.commit_file("a.txt", "other\n", "two");
     repo.commit_file("a.txt", "same\n", "three: back to the first tree");
     let tree = repo.git(&["rev-parse", &format!("{c1}^{{tree}}")]);
     let store_repo = Repository::open(&repo.path).expect("open");
     let store = NotesStore::open(&store_repo, None).expect("store");
-    let cached = record(1, &c1, &tree, 0.8);
-    store.write(oid(&c1), &cached, "checks-v1").expect("write");
-
+    let record_one = record(1, &c1, &tree, 0.8);
+    store
+        .write(&[
+            Note::Record {
+                commit: oid(&c1),
+                record: &record_one,
+                fingerprint: "judged-v1",
+                base: None,
+            },
+            Note::Observation {
+                tree: oid(&tree),
+                observation: &observed(3),
+                fingerprint: "checks-v1",
+            },
+        ])
+        .expect("write");
     assert_eq!(
-        store.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
-        Some(cached.clone())
+        store.find_observation(oid(&tree), "checks-v1").expect("lookup"),
+        Some(observed(3))
     );
-    assert_eq!(
-        store.find_by_tree(oid(&tree), "checks-v2").expect("lookup"),
-        None
-    );
+    assert_eq!(store.find_observation(oid(&tree), "checks-v2").expect("lookup"), None);
     let other_tree = repo.git(&["rev-parse", "HEAD~1^{tree}"]);
-    assert_eq!(
-        store
-            .find_by_tree(oid(&other_tree), "checks-v1")
-            .expect("lookup"),
-        None
-    );
-    // The index is the tree's own note, so a fresh store (another process) finds it too.
+    assert_eq!(store.find_observation(oid(&other_tree), "checks-v1").expect("lookup"), None);
+    // The commit's note is its record, with the base it was judged against.
+    let stored = store.read_stored(oid(&c1)).expect("read").expect("a note");
+    assert_eq!(stored.record, record_one);
+    assert_eq!(stored.fingerprint.as_deref(), Some("judged-v1"));
+    assert_eq!(stored.base, None);
+
+    // The cache is the tree's own note, so a fresh store (another process) finds it too;
+    // and it holds what the checks saw, nothing relative to a base.
     let shown = repo.git(&["notes", "--ref", "itergate", "show", &tree]);
-    assert!(shown.contains("\"fingerprint\":\"checks-v1\""), "{shown}");
+    assert!(shown.contains("\"observation\""), "{shown}");
+    assert!(!shown.contains("\"record\""), "{shown}");
     let fresh_repo = Repository::open(&repo.path).expect("open");
     let fresh = NotesStore::open(&fresh_repo, None).expect("store");
     assert_eq!(
-        fresh.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
-        Some(cached)
+        fresh.find_observation(oid(&tree), "checks-v1").expect("lookup"),
+        Some(observed(3))
     );
-
-    // Scoring the tree with other checks replaces the index entry: the newest record wins.
-    let rescored = record(3, &c1, &tree, 0.6);
+    // Observing the tree with other checks replaces the entry: the newest wins.
     fresh
-        .write(oid(&c1), &rescored, "checks-v2")
+        .write(&[Note::Observation {
+            tree: oid(&tree),
+            observation: &observed(4),
+            fingerprint: "checks-v2",
+        }])
         .expect("write");
     assert_eq!(
-        fresh.find_by_tree(oid(&tree), "checks-v2").expect("lookup"),
-        Some(rescored)
+        fresh.find_observation(oid(&tree), "checks-v2").expect("lookup"),
+        Some(observed(4))
     );
-    assert_eq!(
-        fresh.find_by_tree(oid(&tree), "checks-v1").expect("lookup"),
-        None
-    );
+    assert_eq!(fresh.find_observation(oid(&tree), "checks-v1").expect("lookup"), None);
 
-    // A new tree gets its index note; a record reused for another commit of an indexed
-    // tree leaves that note alone.
-    let other_tree_record = record(2, &c2, &other_tree, 0.1);
-    fresh
-        .write(oid(&c2), &other_tree_record, "checks-v2")
-        .expect("write");
-    let tree_note =
-        |repo: &TestRepo| repo.git(&["notes", "--ref", "itergate", "show", &other_tree]);
-    assert!(tree_note(&repo).contains(&c2), "{}", tree_note(&repo));
-    let c4 = repo.commit_file("a.txt", "other\n", "four: the second tree again");
-    let before = repo.git(&["rev-parse", "refs/notes/itergate"]);
-    fresh
-        .write(oid(&c4), &record(4, &c4, &other_tree, 0.1), "checks-v2")
-        .expect("write");
-    let changed = repo.git(&[
-        "diff-tree",
-        "-r",
-        "--name-only",
-        &before,
-        "refs/notes/itergate",
-    ]);
-    assert_eq!(changed, c4, "only c4's note is added");
-    assert!(tree_note(&repo).contains(&c2), "{}", tree_note(&repo));
-
-    // A tree note that is not a record is a cache miss, not an error.
+    // A tree note that is not an observation (free text, or an older version's record) is
+    // a cache miss, not an error.
     let c5 = repo.commit_file("b.txt", "new\n", "five");
     let tree5 = repo.git(&["rev-parse", &format!("{c5}^{{tree}}")]);
-    repo.git(&[
-        "notes",
-        "--ref",
-        "itergate",
-        "add",
-        "-m",
-        "free text",
-        &tree5,
-    ]);
+    repo.git(&["notes", "--ref", "itergate", "add", "-m", "free text", &tree5]);
+    let old = format!(
+        "{{\"version\":1,\"fingerprint\":\"checks-v2\",\"record\":{}}}",
+        serde_json::to_string(&record(1, &c5, &tree5, 0.5)).expect("json")
+    );
+    let c6 = repo.commit_file("c.txt", "new\n", "six");
+    let tree6 = repo.git(&["rev-parse", &format!("{c6}^{{tree}}")]);
+    repo.git(&["notes", "--ref", "itergate", "add", "-m", &old, &tree6]);
     let reread_repo = Repository::open(&repo.path).expect("open");
     let reread = NotesStore::open(&reread_repo, None).expect("store");
-    assert_eq!(
-        reread
-            .find_by_tree(oid(&tree5), "checks-v2")
-            .expect("lookup"),
-        None
-    );
+    assert_eq!(reread.find_observation(oid(&tree5), "checks-v2").expect("lookup"), None);
+    assert_eq!(reread.find_observation(oid(&tree6), "checks-v2").expect("lookup"), None);
 
     let empty = TestRepo::new();
     empty.commit_file("x", "x\n", "x");
     let none_repo = Repository::open(&empty.path).expect("open");
     let none = NotesStore::open(&none_repo, None).expect("store");
-    assert_eq!(
-        none.find_by_tree(oid(&tree), "f").expect("no ref yet"),
-        None
-    );
+    assert_eq!(none.find_observation(oid(&tree), "f").expect("no ref yet"), None);
 }
 
 // ---- concurrency ----------------------------------------------------------------------
@@ -524,7 +541,12 @@ fn write_all(repo: &Path, commits: &[String]) {
     for (i, commit) in commits.iter().enumerate() {
         let r = record(1, commit, "", i as f64 / 100.0);
         store
-            .write(oid(commit), &r, commit)
+            .write(&[Note::Record {
+                commit: oid(commit),
+                record: &r,
+                fingerprint: commit,
+                base: None,
+            }])
             .expect("write under contention");
     }
 }
@@ -656,16 +678,13 @@ fn notes_sync_through_a_remote_unions_both_sides() {
 
     let a_repo = Repository::open(&alice.path).expect("open");
     let a = NotesStore::open(&a_repo, None).expect("store");
-    a.write(oid(&c1), &record(1, &c1, "", 0.1), "fp")
-        .expect("write");
+    write_record(&a, oid(&c1), &record(1, &c1, "", 0.1), "fp");
     notes::push_notes(&alice.path, "origin", DEFAULT_NOTES_REF).expect("first push");
 
     let b_repo = Repository::open(&bob_path).expect("open");
     let b = NotesStore::open(&b_repo, None).expect("store");
-    b.write(oid(&c2), &record(2, &c2, "", 0.2), "fp")
-        .expect("write");
-    b.write(oid(&c1), &record(1, &c1, "", 0.9), "fp")
-        .expect("conflicting record");
+    write_record(&b, oid(&c2), &record(2, &c2, "", 0.2), "fp");
+    write_record(&b, oid(&c1), &record(1, &c1, "", 0.9), "fp");
     assert!(
         notes::push_notes(&bob_path, "origin", DEFAULT_NOTES_REF).is_err(),
         "non-fast-forward"

@@ -107,37 +107,52 @@ fn repo() -> tempfile::TempDir {
 }
 
 #[test]
-fn scores_a_commit_from_real_reports() {
+fn scores_the_change_from_real_reports() {
     let dir = repo();
     let o = itergate(dir.path(), &["score", "--format", "json", "-q"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json record");
     assert_eq!(r["iteration"], 1);
-    assert_eq!(r["scores"]["tests_passing"], 0.75);
-    assert_eq!(r["scores"]["coverage"], 0.6);
-    assert_eq!(r["scores"]["code_quality"], 0.5);
-    assert_eq!(r["status"], "fail");
+    // The failing test fails on the base too: the base's debt, not the change's.
+    assert_eq!(r["scores"]["tests_passing"], 1.0);
+    assert_eq!(r["base_debt"]["failing_tests"], 1);
+    assert_eq!(r["base_debt"]["examples"][0], "calc::divides");
+    // Coverage is patch coverage: changed lines 2..5; 3 and 4 are uncovered.
+    assert_eq!(r["scores"]["coverage"], 0.5);
+    assert_eq!(r["metrics"]["patch_coverage"], 0.5);
+    assert_eq!(r["metrics"]["coverage.project"], 0.6);
+    // One new warning in a 4-line change: 1 / (1 + 0.5).
+    let quality = r["scores"]["code_quality"].as_f64().expect("code quality");
+    assert!((quality - 1.0 / 1.5).abs() < 1e-9, "{quality}");
+    assert_eq!(r["status"], "pass");
     assert_eq!(r["tokens_used"], 1200);
     assert_eq!(r["confidence"], 0.9);
-    // changed lines 2..5; 3 and 4 are uncovered -> patch coverage 2/4
-    assert_eq!(r["metrics"]["patch_coverage"], 0.5);
     let issues = r["issues"].as_array().expect("issues");
     let find = |s: &str| issues.iter().any(|i| i.to_string().contains(s));
-    assert!(find("src/calc.py:7"), "failing test location: {issues:?}");
+    assert!(!find("src/calc.py:7"), "the base's failure is not an issue: {issues:?}");
     assert!(find("src/calc.py:3-4"), "uncovered span: {issues:?}");
-    assert!(
-        find("Cost-USD: lots"),
-        "malformed trailer reported: {issues:?}"
-    );
+    assert!(find("Cost-USD: lots"), "malformed trailer reported: {issues:?}");
     let triggers = r["triggers"].to_string();
-    assert!(
-        triggers.contains("validation_failure") && triggers.contains("1 of 4 tests failed"),
-        "{triggers}"
-    );
+    assert!(!triggers.contains("validation_failure"), "{triggers}");
     assert!(
         triggers.contains("incomplete_output") && triggers.contains("src/calc.py:4"),
         "{triggers}"
     );
+
+    // The whole tree, on request: the same (cached) observation, judged as a whole.
+    let config = format!("{CONFIG}scoring: {{ scope: whole }}\n");
+    std::fs::write(dir.path().join(".itergate.yml"), config).expect("write");
+    git(dir.path(), &["commit", "-q", "-am", "judge the whole tree"]);
+    let o = itergate(dir.path(), &["score", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json record");
+    assert_eq!(r["scores"]["tests_passing"], 0.75);
+    assert_eq!(r["scores"]["coverage"], 0.6);
+    assert_eq!(r["status"], "fail");
+    let issues = r["issues"].to_string();
+    assert!(issues.contains("src/calc.py:7"), "failing test location: {issues}");
+    let triggers = r["triggers"].to_string();
+    assert!(triggers.contains("1 of 4 tests failed"), "{triggers}");
 }
 
 #[test]
@@ -180,11 +195,15 @@ fn ingests_reports_without_running_anything() {
 fn a_hanging_check_is_stopped_at_its_timeout() {
     let dir = repo();
     let p = dir.path();
+    // Only the branch hangs: its tree has the file `hang`.
     std::fs::write(
         p.join(".itergate.yml"),
-        "checks:\n  slow:\n    run: echo started; sleep 30\n    timeout: 1\n",
+        "checks:\n  slow:\n    run: echo started; if [ -f hang ]; then sleep 30; fi\n    timeout: 1\n",
     )
     .expect("write");
+    std::fs::write(p.join("hang"), "").expect("write");
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "hang"]);
     let started = std::time::Instant::now();
     let o = itergate(p, &["score", "--format", "json", "-q"]);
     assert!(
@@ -194,9 +213,10 @@ fn a_hanging_check_is_stopped_at_its_timeout() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    assert_eq!(r["status"], "error");
+    // A hang is the work's failure (on this tree, not on the base).
+    assert_eq!(r["status"], "fail");
     assert!(
-        r["issues"].to_string().contains("timed out after 1s"),
+        r["issues"].to_string().contains("did not finish within 1s"),
         "{r}"
     );
 }
@@ -239,7 +259,7 @@ fn holdout_details_go_to_the_private_path_only() {
     let p = dir.path();
     std::fs::write(
         p.join(".itergate.yml"),
-        "checks:\n  holdout:\n    run: sh checks/tests.sh\n    report: { format: junit, path: out/junit.xml }\n    visibility: aggregate_only\n",
+        "checks:\n  holdout:\n    run: sh checks/tests.sh\n    report: { format: junit, path: out/junit.xml }\n    visibility: aggregate_only\nscoring: { scope: whole }\n",
     )
     .expect("write");
     let o = itergate(p, &["score", "--format", "json", "-q"]);

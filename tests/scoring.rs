@@ -1,10 +1,12 @@
-//! Scoring rules on parsed reports: holdout isolation, pre-existing findings, lint scale.
+//! Scoring rules on parsed reports: holdout isolation, the base's debt, the lint scale,
+//! paths made relative, build failures.
 
 use chrono::{TimeZone, Utc};
-use itergate::config::{Config, Visibility};
-use itergate::model::{IterationRecord, Severity, Status, TriggerType};
+use itergate::config::{Config, LintScore, Scope, Visibility};
+use itergate::model::{AddedLine, ChangedLines, IterationRecord, Severity, Status, TriggerType};
+use itergate::signals::observation::{CheckOutcome, CheckResult, Observation};
 use itergate::signals::report::{self, ParseOptions, ReportFormat};
-use itergate::signals::score::{score, CheckOutcome, CheckResult, ScoreInput};
+use itergate::signals::score::{lint_score, score, ScoreInput};
 
 const JUNIT: &str = r#"<testsuite name="holdout" tests="3">
 <testcase classname="holdout" name="secret_case_42"><failure message="expected 7, got 8">diff: secret answer 7</failure></testcase>
@@ -13,8 +15,11 @@ const JUNIT: &str = r#"<testsuite name="holdout" tests="3">
 </testsuite>"#;
 
 fn outcome(name: &str, format: ReportFormat, text: &str, visibility: Visibility) -> CheckOutcome {
-    let report =
-        report::parse(format, text.as_bytes(), name, &ParseOptions::default()).expect("parses");
+    let keep_all = |_: &str| true;
+    let options = ParseOptions {
+        keep_lines_for: Some(&keep_all),
+    };
+    let report = report::parse(format, text.as_bytes(), name, &options).expect("parses");
     CheckOutcome {
         name: name.into(),
         visibility,
@@ -26,20 +31,38 @@ fn outcome(name: &str, format: ReportFormat, text: &str, visibility: Visibility)
     }
 }
 
-fn scored(checks: &[CheckOutcome], base: Option<&IterationRecord>) -> IterationRecord {
-    let config = Config::default();
+fn observation(checks: &[CheckOutcome]) -> Observation {
+    Observation {
+        checks: checks.to_vec(),
+        execution_time_ms: None,
+    }
+}
+
+fn scored(checks: &[CheckOutcome], base: Option<&[CheckOutcome]>) -> IterationRecord {
+    scored_with(&Config::default(), checks, base, None)
+}
+
+fn scored_with(
+    config: &Config,
+    checks: &[CheckOutcome],
+    base: Option<&[CheckOutcome]>,
+    changed: Option<&ChangedLines>,
+) -> IterationRecord {
     let mut r = IterationRecord::new(
         1,
         Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0)
             .single()
             .expect("date"),
     );
+    let head = observation(checks);
+    let base = base.map(observation);
     score(
         &ScoreInput {
-            config: &config,
-            checks,
-            changed: None,
-            base,
+            config,
+            head: &head,
+            base: base.as_ref(),
+            changed,
+            is_source: &|_| true,
         },
         &mut r,
     );
@@ -93,25 +116,27 @@ fn full_visibility_names_the_failing_test() {
 }
 
 #[test]
-fn findings_already_on_the_base_are_info_and_trigger_nothing() {
+fn failures_already_on_the_base_are_its_debt_never_counted() {
     let checks = [outcome(
         "tests",
         ReportFormat::Junit,
         JUNIT,
         Visibility::Full,
     )];
-    let base = scored(&checks, None);
-    let r = scored(&checks, Some(&base));
-    assert!(
-        r.issues.iter().all(|i| i.severity == Severity::Info),
-        "{:?}",
-        r.issues
-    );
-    assert!(r.issues[0]
-        .finding
-        .starts_with("(pre-existing on the base)"));
+    let r = scored(&checks, Some(&checks));
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
     assert!(r.triggers.is_empty(), "{:?}", r.triggers);
     assert_eq!(r.status, Status::Pass);
+    assert_eq!(r.scores.tests_passing, Some(1.0));
+    assert_eq!(r.base_debt.failing_tests, 1);
+    assert_eq!(r.base_debt.examples, ["holdout::secret_case_42"]);
+    assert_eq!(r.base_debt.describe(), "1 failing test");
+    // The whole tree, when asked for, counts it.
+    let mut whole = Config::default();
+    whole.scoring.scope = Scope::Whole;
+    let r = scored_with(&whole, &checks, Some(&checks), None);
+    assert_eq!(r.scores.tests_passing, Some(2.0 / 3.0));
+    assert_eq!(r.status, Status::Fail);
 }
 
 #[test]
@@ -130,8 +155,8 @@ fn lint_severity_scale_and_hallucinations() {
         )],
         None,
     );
-    // avg severity (1.0 + 0.5 + 0.1) / 3
-    let expected = 1.0 - (1.6 / 3.0);
+    // density: 1 / (1 + (1.0 + 0.5 + 0.1) / 1)
+    let expected = 1.0 / 2.6;
     assert!((r.scores.code_quality.expect("observed") - expected).abs() < 1e-9);
     assert!(r
         .triggers
@@ -193,4 +218,126 @@ fn a_test_that_flips_without_related_changes_is_flaky() {
     ];
     let mut again = failing_at(3, &["tests/net.rs:10"]);
     assert_eq!(flaky::mark(&mut again, &steady, &|_| false), 0);
+}
+
+#[test]
+fn lint_score_falls_with_count_and_severity_and_scales_with_the_change() {
+    let density = |weights: &[f64], lines| lint_score(LintScore::Density, weights, lines);
+    assert_eq!(density(&[], Some(3)), 1.0);
+    // One warning in a 300-line change costs little; in a 3-line change much more.
+    assert!((density(&[0.5], Some(300)) - 1.0 / (1.0 + 0.5 / 3.0)).abs() < 1e-12);
+    assert!(density(&[0.5], Some(3)) < density(&[0.5], Some(300)));
+    // More findings, or more severe ones, always score lower.
+    assert!(density(&[0.5, 0.5], Some(3)) < density(&[0.5], Some(3)));
+    assert!(density(&[1.0], Some(3)) < density(&[0.5], Some(3)));
+    let many: Vec<f64> = vec![1.0; 1000];
+    assert!(density(&many, Some(3000)) < 0.1);
+    // The analytics schema's formula ignores the count.
+    let average = |weights: &[f64]| lint_score(LintScore::AverageSeverity, weights, None);
+    assert_eq!(average(&[0.5]), average(&[0.5, 0.5]));
+    assert_eq!(average(&[0.5]), 0.5);
+}
+
+const RUFF_BASE: &str = r#"[
+ {"code":"F401","message":"`os` imported but unused","filename":"ROOT/src/pkg/a.py",
+  "location":{"row":1,"column":8},"end_location":{"row":1,"column":10},"fix":null,"noqa_row":1,"url":null},
+ {"code":"E741","message":"Ambiguous variable name: `l`","filename":"ROOT/src/pkg/b.py",
+  "location":{"row":10,"column":5},"end_location":{"row":10,"column":6},"fix":null,"noqa_row":10,"url":null}
+]"#;
+
+/// ruff writes absolute paths; the base ran in another directory than the branch.
+fn ruff_outcome(root: &std::path::Path, text: &str) -> CheckOutcome {
+    let text = text.replace("ROOT", &root.to_string_lossy());
+    let mut observation = observation(&[outcome(
+        "lint",
+        ReportFormat::RuffJson,
+        &text,
+        Visibility::Full,
+    )]);
+    observation.normalise(root);
+    observation.checks.remove(0)
+}
+
+fn write_tree(root: &std::path::Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+#[test]
+fn absolute_paths_and_moved_lines_match_the_base_findings() {
+    let base_dir = tempfile::tempdir().expect("tempdir");
+    let head_dir = tempfile::tempdir().expect("tempdir");
+    let b_py: String = (1..=12)
+        .map(|i| if i == 10 { "l = 1\n".to_string() } else { format!("x{i} = {i}\n") })
+        .collect();
+    write_tree(base_dir.path(), &[("src/pkg/a.py", "import os\n"), ("src/pkg/b.py", &b_py)]);
+    // The branch adds two lines above the old finding in b.py, and one new finding.
+    let head_b = format!("y = 0\nz = 0\n{b_py}");
+    write_tree(
+        head_dir.path(),
+        &[("src/pkg/a.py", "import os\nimport sys\n"), ("src/pkg/b.py", &head_b)],
+    );
+    let base = ruff_outcome(base_dir.path(), RUFF_BASE);
+    let head_text = RUFF_BASE.replace("\"row\":10", "\"row\":12").replacen(
+        "[",
+        r#"[{"code":"F401","message":"`sys` imported but unused","filename":"ROOT/src/pkg/a.py",
+  "location":{"row":2,"column":8},"end_location":{"row":2,"column":11},"fix":null,"noqa_row":2,"url":null},"#,
+        1,
+    );
+    let head = ruff_outcome(head_dir.path(), &head_text);
+    let r = scored(&[head], Some(&[base]));
+    let counted: Vec<_> = r.issues.iter().map(|i| i.affected_field.clone()).collect();
+    assert_eq!(counted, [Some("src/pkg/a.py:2".to_string())], "{:?}", r.issues);
+    assert_eq!(r.base_debt.lint_warnings, 2, "{:?}", r.base_debt);
+}
+
+#[test]
+fn a_build_that_fails_passes_no_test_and_names_its_errors() {
+    use itergate::signals::diagnostics;
+    let output = "   Compiling demo v0.1.0 (/tmp/demo)\nerror[E0425]: cannot find value `missing` in this scope\n --> src/lib.rs:3:5\n  |\n3 |     missing\n  |     ^^^^^^^ not found in this scope\n\nerror: could not compile `demo` (lib test) due to 1 previous error\n";
+    let failed = CheckOutcome {
+        name: "tests".into(),
+        visibility: Visibility::Full,
+        void_on_violation: false,
+        result: CheckResult::BuildFailed {
+            exit_code: 101,
+            diagnostics: diagnostics::parse(output),
+            tail: String::new(),
+        },
+    };
+    let r = scored(&[failed.clone()], None);
+    assert_eq!(r.scores.tests_passing, Some(0.0));
+    assert_eq!(r.status, Status::Fail);
+    let blocker = r.issues.iter().find(|i| i.severity == Severity::Blocker).expect("blocker");
+    assert_eq!(blocker.affected_field.as_deref(), Some("src/lib.rs:3"));
+    assert!(blocker.finding.contains("cannot find value `missing`"), "{}", blocker.finding);
+    assert!(r.triggers.iter().any(|t| t.kind == TriggerType::HallucinationDetected));
+    // The same failure on the base is its debt.
+    let r = scored(&[failed.clone()], Some(&[failed]));
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
+    assert_eq!(r.base_debt.failing_checks, 1);
+}
+
+#[test]
+fn coverage_is_patch_coverage_of_the_changed_lines() {
+    let lcov = "SF:src/lib.rs\nDA:1,1\nDA:2,0\nDA:3,0\nDA:10,1\nDA:11,0\nend_of_record\n";
+    let checks = [outcome("coverage", ReportFormat::Lcov, lcov, Visibility::Full)];
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "src/lib.rs".into(),
+        [10, 11, 12]
+            .map(|line| AddedLine {
+                line,
+                text: String::new(),
+            })
+            .to_vec(),
+    );
+    let r = scored_with(&Config::default(), &checks, Some(&checks), Some(&changed));
+    assert_eq!(r.scores.coverage, Some(0.5));
+    assert_eq!(r.metrics["coverage.project"], 0.4);
+    let uncovered: Vec<_> = r.issues.iter().filter_map(|i| i.affected_field.as_deref()).collect();
+    assert_eq!(uncovered, ["src/lib.rs:11"]);
 }

@@ -30,7 +30,8 @@ use crate::github::{Forge, ForgeSettings, OctocrabForge};
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 
-use super::score::{score_base, score_commit, Position, ScoreRequest};
+use crate::app::judge::{judge, whole_tree_record, Judgement};
+use crate::app::observe::{observe, ObserveRequest};
 use super::{user, Env, Failure};
 
 /// The file inside the artifact that carries a fork PR's record.
@@ -172,26 +173,38 @@ fn score_head(
     let head = git::resolve_commit(repo, "HEAD")?;
     let base = git2::Oid::from_str(&pr.base_sha.0).map_err(anyhow::Error::from)?;
     let merge_base = git::merge_base(repo, head, base)?;
-    let position = Position {
-        commit: head,
-        merge_base,
-        iteration: 1,
-    };
-    let base_record = match merge_base.filter(|_| env.config.scoring.compare_base) {
-        Some(mb) => Some(score_base(env, repo, mb, progress)?),
+    let base_observed = match merge_base.filter(|_| env.config.scoring.compare_base) {
+        Some(mb) => {
+            let label = format!("base {}", crate::app::local::short(mb));
+            let request = ObserveRequest {
+                commit: mb,
+                in_place: false,
+                progress,
+                label: Some(&label),
+            };
+            Some((mb, observe(env, repo, &request)?))
+        }
         None => None,
     };
-    let record = score_commit(
-        env,
+    let request = ObserveRequest {
+        commit: head,
+        in_place: true,
+        progress,
+        label: None,
+    };
+    let observed = observe(env, repo, &request)?;
+    let record = judge(
+        &env.config,
         repo,
-        &ScoreRequest {
-            position: &position,
-            reports: &[],
-            progress,
-            in_place: true,
-            base: base_record.as_ref(),
+        &Judgement {
+            commit: head,
+            base: merge_base,
+            iteration: 1,
+            observed: &observed,
+            base_observed: base_observed.as_ref().map(|(_, o)| o),
         },
     )?;
+    let base_record = base_observed.map(|(mb, o)| whole_tree_record(&env.config, mb, &o));
     Ok((record, base_record))
 }
 

@@ -12,7 +12,9 @@ use crate::config::{Gate, OnError, ScoreMode};
 use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
 
-use super::task::{self, Task};
+use crate::app::local::{self as task, RecordOptions, Task};
+
+use super::report;
 use super::{user, Env, Failure};
 
 const HOW_TO_PROCEED: &str =
@@ -85,10 +87,9 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     }
     let repo = &task::open_repository(env)?;
     let store = task::open_store(env, repo)?;
-    let progress = if quiet {
-        Progress::Quiet
-    } else {
-        Progress::Auto
+    let options = RecordOptions {
+        progress: Progress::from_quiet(quiet),
+        rescore: false,
     };
     let mut blocked = Vec::new();
     for update in &updates {
@@ -109,15 +110,15 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             ScoreMode::Each => task.commits.clone(),
         };
         for commit in to_score {
-            task::score_once(env, &store, &task, commit, progress)?;
+            task::record_commit(env, &store, &task, commit, options)?;
         }
-        let history = task.history(&store)?;
+        let history = task.history(env, &store)?;
         let base = task::stored_base(env, &store, &task)?;
         let decision = task::decide(env, &task, &history, base.as_ref())?;
         if !quiet {
             eprintln!();
         }
-        task::report(env, repo, &history, &decision)?;
+        report::report(env, repo, &history, &decision)?;
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             let why = decision
                 .stopping_reason

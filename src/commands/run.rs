@@ -2,16 +2,17 @@
 
 use git2::Repository;
 
-use crate::cli::NotesCommand;
+use crate::app::local::{self as task, RecordOptions, Task};
+use crate::cli::{NotesCommand, RunArgs};
+use crate::engine::Decision;
 use crate::git;
 use crate::history::notes;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 
 use super::decide::print;
-use super::task::{self, Task};
+use super::report;
 use super::{user, Env, Failure};
-use crate::engine::Decision;
 
 /// The task of `branch` (default: the current branch, or HEAD when detached).
 fn current_task(env: &Env, repo: &Repository, branch: Option<&str>) -> Result<Task, Failure> {
@@ -34,32 +35,31 @@ pub fn recorded_history(
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), branch)?;
-    let history = task.history(&store)?;
+    let history = task.history(env, &store)?;
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }
     Ok((task.name, history))
 }
 
-pub fn run(env: &Env, quiet: bool) -> Result<(), Failure> {
+pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
-    let progress = if quiet {
-        Progress::Quiet
-    } else {
-        Progress::Auto
+    let options = RecordOptions {
+        progress: Progress::from_quiet(quiet),
+        rescore: args.rescore,
     };
-    let (_, ran) = task::score_once(env, &store, &task, task.tip, progress)?;
+    let (_, ran) = task::record_commit(env, &store, &task, task.tip, options)?;
     if !ran && !quiet {
         eprintln!(
-            "itergate: this tree was already scored with the same checks; reusing that record"
+            "itergate: this tree was already checked with the same checks; judging the change from those results (--rescore runs them again)"
         );
     }
-    let history = task.history(&store)?;
+    let history = task.history(env, &store)?;
     let base = task::stored_base(env, &store, &task)?;
     let decision = task::decide(env, &task, &history, base.as_ref())?;
-    task::report(env, store.repository(), &history, &decision)?;
+    report::report(env, store.repository(), &history, &decision)?;
     Ok(())
 }
 
@@ -68,7 +68,7 @@ fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Fail
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
-    let history = task.history(&store)?;
+    let history = task.history(env, &store)?;
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }
@@ -91,7 +91,7 @@ pub fn status(env: &Env) -> Result<(), Failure> {
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {
     let (history, decision) = recorded_decision(env)?;
-    print(&task::render_prompt(env, &history, &decision)?)
+    print(&report::render_prompt(env, &history, &decision)?)
 }
 
 pub fn notes_command(env: &Env, command: &NotesCommand) -> Result<(), Failure> {

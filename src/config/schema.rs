@@ -210,19 +210,74 @@ impl Default for ExplorationQuota {
 }
 
 /// Thresholds for trigger detection.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Detection {
     /// A `Confidence:` trailer below this raises `low_confidence`.
     pub min_confidence: Fraction,
+    /// Where an added `TODO`, `FIXME`, `todo!()` or `unimplemented!()` is unfinished work:
+    /// source files, not prose or test data.
+    pub markers: PathFilter,
 }
 
 impl Default for Detection {
     fn default() -> Self {
         Detection {
             min_confidence: Fraction::new_const(0.75),
+            markers: PathFilter {
+                include: vec!["**".into()],
+                exclude: [
+                    "**/*.md",
+                    "**/*.markdown",
+                    "**/*.rst",
+                    "**/*.adoc",
+                    "**/*.txt",
+                    "**/CHANGELOG*",
+                    "**/docs/**",
+                    "**/doc/**",
+                    "**/fixtures/**",
+                    "**/testdata/**",
+                    "**/snapshots/**",
+                    "**/*.snap",
+                ]
+                .map(String::from)
+                .to_vec(),
+            },
         }
     }
+}
+
+/// Files chosen by glob patterns (`**` any directories, `*` within one name), matched
+/// against repository-relative paths: included and not excluded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathFilter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+/// What a score measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// What the change did relative to its base: the base's own failures and findings are
+    /// its debt, shown and never counted; coverage is patch coverage of the changed lines.
+    #[default]
+    Change,
+    /// The whole tree, as if there were no base.
+    Whole,
+}
+
+/// How lint findings become the `code_quality` score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LintScore {
+    /// 1 / (1 + weight / size): falls with the number and severity of (new) findings,
+    /// normalised by the size of the change in units of 100 added lines.
+    #[default]
+    Density,
+    /// 1 - average severity / max severity (the analytics schema's formula).
+    AverageSeverity,
 }
 
 /// How reports become scores.
@@ -232,9 +287,11 @@ pub struct Scoring {
     /// Cyclomatic complexity at which the complexity score reaches 0; changed functions
     /// above it are WARNINGs.
     pub complexity_threshold: u32,
-    /// Score the base (merge-base) once too, so findings already there are pre-existing
-    /// (INFO, no trigger) and the decision compares against it.
+    /// Score the base (merge-base) once too, so failures and findings already there are
+    /// the base's debt (shown, not counted) and the decision compares against it.
     pub compare_base: bool,
+    pub scope: Scope,
+    pub code_quality: LintScore,
 }
 
 impl Default for Scoring {
@@ -242,6 +299,8 @@ impl Default for Scoring {
         Scoring {
             complexity_threshold: 15,
             compare_base: true,
+            scope: Scope::Change,
+            code_quality: LintScore::Density,
         }
     }
 }

@@ -2,15 +2,16 @@
 //! under `refs/notes/itergate`, so history travels with the repository and survives
 //! rebases of unrelated branches without touching the work tree or the index.
 //!
-//! A note is an envelope `{"version":1,"fingerprint":"...","record":{...}}`; the fingerprint
-//! names the check configuration that produced the record, so a record can be reused for
-//! another commit with the same tree only when the checks are the same. A bare record (as a
-//! person or an older tool might write it) is read too.
+//! A commit's note is an envelope `{"version":2,"fingerprint":"...","base":"<oid>",
+//! "record":{...}}`: the record as evaluated against that base (the merge-base) with the
+//! check configuration the fingerprint names. It is reused only for the same base and
+//! fingerprint. A bare record (as a person or an older tool might write it) is read too.
 //!
-//! The same envelope is also the note of the commit's *tree*: that note is the cache index,
-//! so "was this tree scored with these checks?" is one lookup, however many notes the ref
-//! holds. The tree note names the newest record for that tree (a record scored with other
-//! checks replaces it).
+//! The note of the commit's *tree* is the score cache: `{"version":2,"fingerprint":"...",
+//! "observation":{...}}`, what the checks observed on that tree — raw test outcomes,
+//! findings, line coverage — and nothing relative to a base or a history, so any commit
+//! with that tree, on any base, is evaluated from it without running a check. "Was this
+//! tree observed with these checks?" is one lookup, however many notes the ref holds.
 //!
 //! The hook runs on every push, so reads are cheap: a store parses the notes tree once and
 //! finds each note by binary search (a repository accumulates thousands of notes; listing
@@ -36,12 +37,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::{git_command, run_git};
 use crate::model::IterationRecord;
+use crate::signals::observation::Observation;
 
 /// Where records live unless configured otherwise.
 pub const DEFAULT_NOTES_REF: &str = "refs/notes/itergate";
 
 /// The envelope version this code writes; newer versions are refused, not misread.
-pub const ENVELOPE_VERSION: u32 = 1;
+/// Version 1 tree notes held records (relative to one base) and are not reused.
+pub const ENVELOPE_VERSION: u32 = 2;
 
 /// How often a write is retried when another writer moved the notes ref first.
 const MAX_WRITE_ATTEMPTS: u32 = 50;
@@ -55,15 +58,75 @@ struct Envelope {
     version: u32,
     #[serde(default)]
     fingerprint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base: Option<String>,
     record: IterationRecord,
 }
 
-/// A note read back: the record and the fingerprint of the checks that produced it
-/// (`None` for a bare record).
+#[derive(Debug, Serialize, Deserialize)]
+struct ObservationEnvelope {
+    version: u32,
+    fingerprint: String,
+    observation: Observation,
+}
+
+/// A note read back: the record, the fingerprint of the checks that produced it (`None`
+/// for a bare record) and the base it was evaluated against.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRecord {
     pub record: IterationRecord,
     pub fingerprint: Option<String>,
+    pub base: Option<String>,
+}
+
+/// One note to store.
+pub enum Note<'a> {
+    /// A commit's record as evaluated against `base` with the configuration `fingerprint`.
+    Record {
+        commit: Oid,
+        record: &'a IterationRecord,
+        fingerprint: &'a str,
+        base: Option<Oid>,
+    },
+    /// What the checks named by `fingerprint` observed on `tree`.
+    Observation {
+        tree: Oid,
+        observation: &'a Observation,
+        fingerprint: &'a str,
+    },
+}
+
+impl Note<'_> {
+    fn object_and_text(&self) -> Result<(Oid, String)> {
+        match *self {
+            Note::Record {
+                commit,
+                record,
+                fingerprint,
+                base,
+            } => {
+                let envelope = Envelope {
+                    version: ENVELOPE_VERSION,
+                    fingerprint: fingerprint.to_owned(),
+                    base: base.map(|b| b.to_string()),
+                    record: record.clone(),
+                };
+                Ok((commit, note_text(&envelope)?))
+            }
+            Note::Observation {
+                tree,
+                observation,
+                fingerprint,
+            } => {
+                let envelope = ObservationEnvelope {
+                    version: ENVELOPE_VERSION,
+                    fingerprint: fingerprint.to_owned(),
+                    observation: observation.clone(),
+                };
+                Ok((tree, note_text(&envelope)?))
+            }
+        }
+    }
 }
 
 /// Reads and writes iteration records as git notes of one notes ref.
@@ -119,57 +182,34 @@ impl<'r> NotesStore<'r> {
         self.repo
     }
 
-    /// Stores `record` as the note of `commit`, replacing any earlier one, and as the note
-    /// of the commit's tree unless that already holds a record of the same checks. Retries
-    /// (with a short, growing, jittered pause) while concurrent writers win the race for
-    /// the ref.
-    pub fn write(&self, commit: Oid, record: &IterationRecord, fingerprint: &str) -> Result<()> {
-        let envelope = Envelope {
-            version: ENVELOPE_VERSION,
-            fingerprint: fingerprint.to_owned(),
-            record: record.clone(),
-        };
-        let mut text = serde_json::to_string(&envelope).context("serialising the record")?;
-        text.push('\n');
-        let mut objects = vec![commit];
-        if let Some(tree) = self.tree_to_index(commit, fingerprint)? {
-            objects.push(tree);
+    /// Stores each note, replacing any earlier note of its object, in one notes commit.
+    /// Retries (with a short, growing, jittered pause) while concurrent writers win the race
+    /// for the ref.
+    pub fn write(&self, notes: &[Note]) -> Result<()> {
+        if notes.is_empty() {
+            return Ok(());
         }
+        let notes = notes
+            .iter()
+            .map(Note::object_and_text)
+            .collect::<Result<Vec<_>>>()?;
         let signature = self.signature()?;
         // Concurrent itergate writers queue up instead of repeatedly building notes commits
         // that lose the race; without the lock the compare-and-swap still keeps every note.
         crate::lock::with_lock(self.repo.commondir(), "notes", LOCK_WAIT, || {
-            self.write_with_retries(&objects, &text, &signature)
+            self.write_with_retries(&notes, &signature)
         })?;
-        let blob = Oid::hash_object(ObjectType::Blob, text.as_bytes())?;
-        self.written
-            .borrow_mut()
-            .extend(objects.iter().map(|&object| (object, blob)));
+        let mut written = self.written.borrow_mut();
+        for (object, text) in &notes {
+            written.insert(*object, Oid::hash_object(ObjectType::Blob, text.as_bytes())?);
+        }
         Ok(())
     }
 
-    /// The tree of `commit` when its note does not yet index a record of these checks.
-    fn tree_to_index(&self, commit: Oid, fingerprint: &str) -> Result<Option<Oid>> {
-        let Ok(tree) = self.repo.find_commit(commit).map(|c| c.tree_id()) else {
-            return Ok(None);
-        };
-        let indexed = self
-            .read_stored(tree)
-            .ok()
-            .flatten()
-            .is_some_and(|stored| stored.fingerprint.as_deref() == Some(fingerprint));
-        Ok((!indexed).then_some(tree))
-    }
-
-    fn write_with_retries(
-        &self,
-        objects: &[Oid],
-        text: &str,
-        signature: &Signature<'_>,
-    ) -> Result<()> {
-        let commit = objects[0];
+    fn write_with_retries(&self, notes: &[(Oid, String)], signature: &Signature<'_>) -> Result<()> {
+        let commit = notes.first().map(|n| n.0).unwrap_or_else(Oid::zero);
         for attempt in 1..=MAX_WRITE_ATTEMPTS {
-            match self.try_write(objects, text, signature) {
+            match self.try_write(notes, signature) {
                 Ok(WriteOutcome::Written) => return Ok(()),
                 Ok(WriteOutcome::Raced) => std::thread::sleep(backoff(attempt)),
                 Err(e) => {
@@ -187,12 +227,7 @@ impl<'r> NotesStore<'r> {
 
     /// One read-modify-write of the notes ref: a notes commit on top of the current one,
     /// then a compare-and-swap of the ref.
-    fn try_write(
-        &self,
-        objects: &[Oid],
-        text: &str,
-        signature: &Signature<'_>,
-    ) -> Result<WriteOutcome> {
+    fn try_write(&self, notes: &[(Oid, String)], signature: &Signature<'_>) -> Result<WriteOutcome> {
         let current =
             match self.repo.find_reference(&self.notes_ref) {
                 Ok(reference) => Some(reference.peel_to_commit().with_context(|| {
@@ -202,9 +237,9 @@ impl<'r> NotesStore<'r> {
                 Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
             };
         let built = self
-            .build_notes_commit(current.as_ref(), objects, text, signature)
+            .build_notes_commit(current.as_ref(), notes, signature)
             .context("building the notes commit")?;
-        let message = format!("itergate: note for {}", objects[0]);
+        let message = format!("itergate: note for {}", notes[0].0);
         // The expected old value is checked under the ref lock; the zero id means "must not
         // exist yet" (libgit2's non-forced create checks existence before locking, so two
         // first writers could both succeed).
@@ -219,20 +254,21 @@ impl<'r> NotesStore<'r> {
         }
     }
 
-    /// A commit whose tree is `parent`'s notes tree with `text` as the note of `objects`.
+    /// A commit whose tree is `parent`'s notes tree with each text as its object's note.
     fn build_notes_commit(
         &self,
         parent: Option<&Commit<'_>>,
-        objects: &[Oid],
-        text: &str,
+        notes: &[(Oid, String)],
         signature: &Signature<'_>,
     ) -> Result<Oid> {
-        let blob = self.repo.blob(text.as_bytes())?;
         let tree = parent.map(Commit::tree).transpose()?;
-        let notes: Vec<(String, Oid)> = objects.iter().map(|o| (o.to_string(), blob)).collect();
-        let tree = insert_notes(self.repo, tree.as_ref(), notes)?;
+        let mut entries: Vec<(String, Oid)> = Vec::with_capacity(notes.len());
+        for (object, text) in notes {
+            entries.push((object.to_string(), self.repo.blob(text.as_bytes())?));
+        }
+        let tree = insert_notes(self.repo, tree.as_ref(), entries)?;
         let tree = self.repo.find_tree(tree)?;
-        let message = format!("Notes added by itergate for {}", objects[0]);
+        let message = format!("Notes added by itergate for {}", notes[0].0);
         let parents: Vec<&Commit<'_>> = parent.into_iter().collect();
         Ok(self
             .repo
@@ -267,21 +303,23 @@ impl<'r> NotesStore<'r> {
         Ok(Some(stored))
     }
 
-    /// A record for a commit with this tree and the same check configuration: scoring it
-    /// again would give the same result. One lookup of the tree's note.
-    pub fn find_by_tree(&self, tree: Oid, fingerprint: &str) -> Result<Option<IterationRecord>> {
-        let stored = match self.read_stored(tree) {
-            Ok(stored) => stored,
-            Err(error) => {
-                // A broken cache entry costs a re-score, never the push.
-                tracing::warn!(%tree, error = %format!("{error:#}"), "ignoring a tree note that is not a record");
-                None
-            }
+    /// What the checks observed on `tree` with this check configuration: observing it
+    /// again would give the same. One lookup of the tree's note; anything else there (an
+    /// older version's record, another configuration, a broken note) is a miss.
+    pub fn find_observation(&self, tree: Oid, fingerprint: &str) -> Result<Option<Observation>> {
+        let Some(blob) = self.note_blob(tree)? else {
+            return Ok(None);
         };
-        Ok(stored
-            .filter(|s| s.fingerprint.as_deref() == Some(fingerprint))
-            .map(|s| s.record)
-            .filter(|r| r.tree.0.is_empty() || r.tree.0 == tree.to_string()))
+        let blob = self.repo.find_blob(blob)?;
+        match serde_json::from_slice::<ObservationEnvelope>(blob.content()) {
+            Ok(envelope) if envelope.fingerprint == fingerprint => Ok(Some(envelope.observation)),
+            Ok(_) => Ok(None),
+            Err(error) => {
+                // A broken or outdated cache entry costs a re-score, never the push.
+                tracing::debug!(%tree, %error, "the tree note is not a current observation");
+                Ok(None)
+            }
+        }
     }
 
     /// The blob of `object`'s note: this store's own write, or the notes tree's entry.
@@ -326,6 +364,7 @@ pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
             return Ok(StoredRecord {
                 record: envelope.record,
                 fingerprint: Some(envelope.fingerprint),
+                base: envelope.base,
             })
         }
         Ok(envelope) => return Err(newer_envelope(envelope.version)),
@@ -345,7 +384,14 @@ pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
     Ok(StoredRecord {
         record,
         fingerprint: None,
+        base: None,
     })
+}
+
+fn note_text(value: &impl Serialize) -> Result<String> {
+    let mut text = serde_json::to_string(value).context("serialising the note")?;
+    text.push('\n');
+    Ok(text)
 }
 
 fn newer_envelope(version: impl std::fmt::Display) -> anyhow::Error {

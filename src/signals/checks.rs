@@ -2,10 +2,17 @@
 //! group, with its environment, working directory and timeout; its report is read from a
 //! file or from its standard output.
 //!
-//! A check that times out is killed with its whole process group and becomes a `Failed`
-//! result carrying the tail of its output; so does one that cannot start or whose report is
-//! missing or malformed. Nothing hangs and no result is lost. A stale report file is removed
-//! before the command runs, so an old report is never read as a new one.
+//! What a check produced is either an observation of the work or an infrastructure
+//! failure, and the two never mix:
+//! - a report, an exit status (a check without a report), a build that failed before the
+//!   report was written (the compiler's diagnostics, read from the output), or a timeout
+//!   are observations of the tree — they are scored and cached;
+//! - a command that cannot start or is not found (exit 126/127), a report that was not
+//!   written or cannot be read while the output names no error of the code, are failures
+//!   of the environment ([`CheckError`]) — never a score, never recorded.
+//!
+//! A check that times out is killed with its whole process group. A stale report file is
+//! removed before the command runs, so an old report is never read as a new one.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -18,11 +25,14 @@ use tokio::io::AsyncReadExt;
 
 use crate::config::Check;
 
+use super::diagnostics;
+use super::observation::{CheckError, CheckOutcome, CheckResult};
 use super::report::{self, ParseOptions, ReportFormat};
-use super::score::{CheckOutcome, CheckResult};
 
 /// Bytes of output kept for error messages.
 const TAIL_BYTES: usize = 2048;
+/// Bytes of each output stream searched for diagnostics when a build fails.
+const DIAGNOSTIC_SCAN_BYTES: usize = 4 * 1024 * 1024;
 
 /// How progress is shown while checks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,18 +42,38 @@ pub enum Progress {
     Quiet,
 }
 
-/// Runs every check in `checks` from `root`, concurrently; results in name order.
+impl Progress {
+    pub fn from_quiet(quiet: bool) -> Progress {
+        if quiet {
+            Progress::Quiet
+        } else {
+            Progress::Auto
+        }
+    }
+}
+
+/// Where and how a set of checks runs.
+pub struct RunOptions<'a> {
+    pub root: &'a Path,
+    pub progress: Progress,
+    /// Environment added to every check (e.g. a scratch worktree's own build directory).
+    pub env: &'a [(String, String)],
+    /// Shown with each progress line (`base 1a2b3c4`), so runs of several commits are told apart.
+    pub label: Option<&'a str>,
+}
+
+/// Runs every check in `checks` concurrently; results in name order. Report coverage keeps
+/// every file's lines (the cache must not depend on which base the change is compared with).
 pub fn run_all(
-    root: &Path,
+    options: &RunOptions,
     checks: &BTreeMap<String, Check>,
-    progress: Progress,
-    keep_lines_for: &(dyn Fn(&str) -> bool + Sync),
-) -> anyhow::Result<Vec<CheckOutcome>> {
+) -> anyhow::Result<Vec<Result<CheckOutcome, CheckError>>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let display = Display::new(progress);
+    let display = Display::new(options.progress, options.label);
+    let root = options.root;
     let outputs = runtime.block_on(async {
         let tasks: Vec<_> = checks
             .iter()
@@ -52,9 +82,10 @@ pub fn run_all(
                 let name = name.clone();
                 let check = check.clone();
                 let root = root.to_path_buf();
+                let env = options.env.to_vec();
                 tokio::spawn(async move {
                     let started = Instant::now();
-                    let out = execute(&root, &check).await;
+                    let out = execute(&root, &check, &env).await;
                     (name, check, out, started.elapsed(), bar)
                 })
             })
@@ -69,14 +100,19 @@ pub fn run_all(
     for joined in outputs {
         let (name, check, out, elapsed, bar) =
             joined.map_err(|e| anyhow::anyhow!("a check task failed: {e}"))?;
-        let result = read_report(root, &check, out, keep_lines_for);
+        let result = read_report(root, &check, out).map_err(|(message, tail)| CheckError {
+            check: name.clone(),
+            command: check.run.clone(),
+            message,
+            tail,
+        });
         display.finish(bar, &name, &result, elapsed);
-        results.push(CheckOutcome {
+        results.push(result.map(|result| CheckOutcome {
             name,
             visibility: check.visibility,
             void_on_violation: check.void_on_violation,
             result,
-        });
+        }));
     }
     Ok(results)
 }
@@ -87,11 +123,14 @@ enum Execution {
     Finished {
         exit_code: i32,
         stdout: Vec<u8>,
-        tail: String,
+        stderr: Vec<u8>,
     },
-    Failed {
+    TimedOut {
+        seconds: u64,
+    },
+    /// It could not be started or waited for: the environment's fault.
+    Broken {
         message: String,
-        tail: String,
     },
 }
 
@@ -104,7 +143,7 @@ fn report_path(root: &Path, check: &Check) -> Option<PathBuf> {
     Some(base.join(path))
 }
 
-async fn execute(root: &Path, check: &Check) -> Execution {
+async fn execute(root: &Path, check: &Check, env: &[(String, String)]) -> Execution {
     let Some(run) = &check.run else {
         return Execution::NotRun;
     };
@@ -121,6 +160,7 @@ async fn execute(root: &Path, check: &Check) -> Execution {
         .arg("-c")
         .arg(run)
         .current_dir(&dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .envs(&check.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -130,9 +170,8 @@ async fn execute(root: &Path, check: &Check) -> Execution {
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            return Execution::Failed {
+            return Execution::Broken {
                 message: format!("cannot start `{run}` in {}: {e}", dir.display()),
-                tail: String::new(),
             }
         }
     };
@@ -156,25 +195,18 @@ async fn execute(root: &Path, check: &Check) -> Execution {
     let timeout = Duration::from_secs(check.timeout.max(1));
     let work = async { tokio::join!(child.wait(), read_out, read_err) };
     match tokio::time::timeout(timeout, work).await {
-        Ok((status, out, err)) => {
-            let tail = tail(&out, &err);
-            match status {
-                Ok(s) => Execution::Finished {
-                    exit_code: s.code().unwrap_or(-1),
-                    stdout: out,
-                    tail,
-                },
-                Err(e) => Execution::Failed {
-                    message: format!("waiting for `{run}`: {e}"),
-                    tail,
-                },
-            }
-        }
+        Ok((Ok(status), stdout, stderr)) => Execution::Finished {
+            exit_code: status.code().unwrap_or(-1),
+            stdout,
+            stderr,
+        },
+        Ok((Err(e), _, _)) => Execution::Broken {
+            message: format!("waiting for `{run}`: {e}"),
+        },
         Err(_) => {
             kill_group(pid);
-            Execution::Failed {
-                message: format!("timed out after {}s and was stopped", timeout.as_secs()),
-                tail: String::new(),
+            Execution::TimedOut {
+                seconds: timeout.as_secs(),
             }
         }
     }
@@ -189,8 +221,13 @@ fn kill_group(pid: Option<u32>) {
     }
 }
 
+/// The last lines of the output, stderr preferred: where a tool says what went wrong.
 fn tail(stdout: &[u8], stderr: &[u8]) -> String {
-    let text = if stderr.is_empty() { stdout } else { stderr };
+    let text = if stderr.iter().all(u8::is_ascii_whitespace) {
+        stdout
+    } else {
+        stderr
+    };
     let start = text.len().saturating_sub(TAIL_BYTES);
     let s = String::from_utf8_lossy(&text[start..]);
     s.lines()
@@ -203,75 +240,106 @@ fn tail(stdout: &[u8], stderr: &[u8]) -> String {
         .join("\n")
 }
 
+/// Exit statuses of `sh` for a command it could not find (127) or execute (126).
+const SHELL_NOT_FOUND: [i32; 2] = [126, 127];
+
+/// The check's result, or why the environment kept it from producing one (message, tail).
 fn read_report(
     root: &Path,
     check: &Check,
     out: Execution,
-    keep_lines_for: &(dyn Fn(&str) -> bool + Sync),
-) -> CheckResult {
-    let (exit_code, stdout, tail) = match out {
-        Execution::Failed { message, tail } => return CheckResult::Failed { message, tail },
-        Execution::NotRun => (None, Vec::new(), String::new()),
+) -> Result<CheckResult, (String, String)> {
+    let (exit_code, stdout, stderr) = match out {
+        Execution::Broken { message } => return Err((message, String::new())),
+        Execution::TimedOut { seconds } => {
+            return Ok(CheckResult::TimedOut {
+                seconds,
+                tail: String::new(),
+            })
+        }
+        Execution::NotRun => (None, Vec::new(), Vec::new()),
         Execution::Finished {
             exit_code,
             stdout,
-            tail,
-        } => (Some(exit_code), stdout, tail),
+            stderr,
+        } => (Some(exit_code), stdout, stderr),
     };
+    let tail = tail(&stdout, &stderr);
+    if let Some(code) = exit_code.filter(|c| SHELL_NOT_FOUND.contains(c)) {
+        return Err((
+            format!("the command was not found or is not executable (exit status {code})"),
+            tail,
+        ));
+    }
     let Some(source) = &check.report else {
         return match exit_code {
-            Some(code) => CheckResult::Exited {
+            Some(code) => Ok(CheckResult::Exited {
                 exit_code: code,
                 tail,
-            },
-            None => CheckResult::Failed {
-                message: "the check has neither `run` nor `report`".into(),
-                tail,
-            },
+            }),
+            None => Err(("the check has neither `run` nor `report`".into(), tail)),
         };
     };
-    let format: ReportFormat = match source.format.parse() {
-        Ok(f) => f,
-        Err(e) => {
-            return CheckResult::Failed {
-                message: e.to_string(),
-                tail,
-            }
-        }
-    };
-    let keep = |p: &str| keep_lines_for(p);
+    let format: ReportFormat = source.format.parse().map_err(|e| (format!("{e}"), tail.clone()))?;
+    // Every file's lines: which of them the change touched depends on the base.
+    let keep_all = |_: &str| true;
     let opts = ParseOptions {
-        keep_lines_for: Some(&keep),
+        keep_lines_for: Some(&keep_all),
     };
     let parsed = match report_path(root, check) {
-        Some(path) if path.exists() => report::parse_file(format, &path, &opts),
-        Some(path) => {
-            return CheckResult::Failed {
-                message: format!("the report {} was not written", path.display()),
-                tail,
-            }
+        Some(path) if path.exists() => {
+            report::parse_file(format, &path, &opts).map_err(|e| e.to_string())
         }
-        None => report::parse(format, stdout.as_slice(), "standard output", &opts),
+        Some(path) => Err(format!("the report {} was not written", path.display())),
+        None => report::parse(format, stdout.as_slice(), "standard output", &opts)
+            .map_err(|e| e.to_string()),
     };
     match parsed {
-        Ok(report) => CheckResult::Report { report, exit_code },
-        Err(e) => CheckResult::Failed {
-            message: e.to_string(),
-            tail,
+        Ok(report) => Ok(CheckResult::Report { report, exit_code }),
+        Err(error) => match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
+            Some(failed) => Ok(failed),
+            None => Err((error, tail)),
         },
     }
+}
+
+/// No readable report, but a failing command whose output names errors in the code: the
+/// build failed, which is the work's result (a test build that fails passes no test).
+fn build_failure(
+    exit_code: Option<i32>,
+    stdout: &[u8],
+    stderr: &[u8],
+    tail: String,
+) -> Option<CheckResult> {
+    let exit_code = exit_code.filter(|c| *c != 0)?;
+    let scan = |bytes: &[u8]| {
+        let end = bytes.len().min(DIAGNOSTIC_SCAN_BYTES);
+        diagnostics::parse(&String::from_utf8_lossy(&bytes[..end]))
+    };
+    let mut found = scan(stderr);
+    found.extend(scan(stdout));
+    (!found.is_empty()).then_some(CheckResult::BuildFailed {
+        exit_code,
+        diagnostics: found,
+        tail,
+    })
 }
 
 struct Display {
     bars: Option<MultiProgress>,
     quiet: bool,
+    label: String,
 }
 
 impl Display {
-    fn new(progress: Progress) -> Display {
+    fn new(progress: Progress, label: Option<&str>) -> Display {
         let quiet = progress == Progress::Quiet;
         let bars = (!quiet && std::io::stderr().is_terminal()).then(MultiProgress::new);
-        Display { bars, quiet }
+        Display {
+            bars,
+            quiet,
+            label: label.map(|l| format!(" ({l})")).unwrap_or_default(),
+        }
     }
 
     fn start(&self, name: &str) -> Option<ProgressBar> {
@@ -281,13 +349,13 @@ impl Display {
                 if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
                     bar.set_style(style);
                 }
-                bar.set_message(format!("check {name}"));
+                bar.set_message(format!("check {name}{}", self.label));
                 bar.enable_steady_tick(Duration::from_millis(120));
                 Some(bar)
             }
             None => {
                 if !self.quiet {
-                    eprintln!("itergate: check {name}: running");
+                    eprintln!("itergate: check {name}{}: running", self.label);
                 }
                 None
             }
@@ -298,16 +366,26 @@ impl Display {
         &self,
         bar: Option<ProgressBar>,
         name: &str,
-        result: &CheckResult,
+        result: &Result<CheckResult, CheckError>,
         elapsed: Duration,
     ) {
         let verdict = match result {
-            CheckResult::Failed { message, .. } => format!("error: {message}"),
-            CheckResult::Exited { exit_code: 0, .. } => "passed".into(),
-            CheckResult::Exited { exit_code, .. } => format!("failed (exit status {exit_code})"),
-            CheckResult::Report { .. } => "report read".into(),
+            Err(error) => format!("could not run: {}", error.message),
+            Ok(CheckResult::Exited { exit_code: 0, .. }) => "passed".into(),
+            Ok(CheckResult::Exited { exit_code, .. }) => {
+                format!("failed (exit status {exit_code})")
+            }
+            Ok(CheckResult::Report { .. }) => "report read".into(),
+            Ok(CheckResult::BuildFailed { diagnostics, .. }) => {
+                format!("build failed ({} errors)", diagnostics.len())
+            }
+            Ok(CheckResult::TimedOut { seconds, .. }) => format!("timed out after {seconds}s"),
         };
-        let line = format!("check {name}: {verdict} in {:.1}s", elapsed.as_secs_f64());
+        let line = format!(
+            "check {name}{}: {verdict} in {:.1}s",
+            self.label,
+            elapsed.as_secs_f64()
+        );
         match bar {
             Some(b) => b.finish_with_message(line),
             None if !self.quiet => eprintln!("itergate: {line}"),

@@ -7,9 +7,9 @@
 //! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`.
 //! Incomplete output: `todo!()`, `unimplemented!()`, `TODO`, `FIXME` in added lines.
 
-use crate::git::ChangedLines;
-use crate::model::{CheckerIssue, Severity, Trigger, TriggerType};
+use crate::model::{ChangedLines, CheckerIssue, Severity, Trigger, TriggerType};
 
+use super::diagnostics::Diagnostic;
 use super::report::{LintFinding, TestCase, TestOutcome};
 
 const RUST_UNKNOWN_NAME_CODES: [&str; 10] = [
@@ -82,13 +82,30 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
     )
 }
 
-/// One `incomplete_output` trigger per added line with a marker of unfinished work.
-pub fn incomplete_markers(changed: &ChangedLines) -> Vec<Trigger> {
+/// Hallucination when a build error says a name, module or crate does not exist.
+pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {
+    let code = d.code.as_deref().unwrap_or("");
+    let names_unknown = RUST_UNKNOWN_NAME_CODES.contains(&code)
+        || TS_UNKNOWN_NAME_CODES
+            .iter()
+            .any(|c| code.eq_ignore_ascii_case(c))
+        || PYTHON_UNKNOWN_NAME_ERRORS
+            .iter()
+            .any(|e| d.message.starts_with(e))
+        || ["undefined: ", "undeclared", "No module named"]
+            .iter()
+            .any(|m| d.message.contains(m));
+    names_unknown.then_some(TriggerType::HallucinationDetected)
+}
+
+/// One `incomplete_output` trigger per added line with a marker of unfinished work, with
+/// the file it is in (the caller keeps source files only).
+pub fn incomplete_markers(changed: &ChangedLines) -> Vec<(String, Trigger)> {
     changed
         .iter()
         .filter_map(|(path, line)| {
             let marker = INCOMPLETE_MARKERS.iter().find(|m| line.text.contains(*m))?;
-            Some(Trigger {
+            let trigger = Trigger {
                 kind: TriggerType::IncompleteOutput,
                 source: "diff".into(),
                 severity: 0.6,
@@ -98,7 +115,8 @@ pub fn incomplete_markers(changed: &ChangedLines) -> Vec<Trigger> {
                     line.line
                 ),
                 fixable: true,
-            })
+            };
+            Some((path.to_string(), trigger))
         })
         .collect()
 }

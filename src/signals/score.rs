@@ -1,160 +1,309 @@
-//! Scoring: from what the checks reported to an `IterationRecord`'s scores, checker issues,
-//! triggers and metrics. Pure; the runner and git supply the inputs.
+//! Scoring: from a tree's observation, compared with its base's, to an `IterationRecord`'s
+//! scores, checker issues, triggers, metrics and base debt. Pure; the runner and git supply
+//! the inputs.
 //!
-//! - `tests_passing` = passed / executed (skipped tests are not executed).
-//! - `code_quality` = 1 - avg_severity / max_severity over lint findings, with the severity
-//!   scale error = 1.0, warning = 0.5, note = 0.1 (max 1.0); no findings scores 1.
-//! - `coverage` = line coverage (lines hit / lines found).
-//! - `complexity` = max(0, 1 - mean cyclomatic / `scoring.complexity_threshold`) over the
-//!   functions in changed files (all functions when nothing is known about the change).
+//! With `scoring.scope: change` (the default, SonarQube's "clean as you code") every score
+//! measures what the change did relative to its base:
+//! - `tests_passing` = 1 - new failures / executed: a test that fails on the base too is
+//!   the base's debt, shown and never counted; a test build that fails with errors the base
+//!   does not have passes no test (0, not "unobserved");
+//! - `code_quality` falls with the number and severity of new lint findings, normalised by
+//!   the size of the change (`scoring.code_quality`, see [`lint_score`]); a finding is old
+//!   when the base has one with the same tool, rule, file, message and source line;
+//! - `coverage` = patch coverage: covered changed executable lines over changed executable
+//!   lines (the whole project's line rate is the metric `coverage.project`);
+//! - `complexity` = max(0, 1 - mean cyclomatic / threshold) over the functions the change
+//!   added or made more complex.
+//! With `scope: whole` (or no base) everything the tree has counts.
 //!
-//! Failing tests and lint errors are BLOCKERs, lint warnings, uncovered changed lines and
-//! over-complex changed functions WARNINGs, notes and skipped tests INFO. Findings already
-//! present on the base are INFO ("pre-existing") and trigger nothing. A holdout check
-//! (`visibility: aggregate_only`) contributes its score and one aggregate issue, never a
-//! test id or a message.
+//! Failing tests, lint errors, build errors and timeouts are BLOCKERs; lint warnings,
+//! uncovered changed lines and over-complex changed functions WARNINGs; notes and skipped
+//! tests INFO. A holdout check (`visibility: aggregate_only`) contributes its score and one
+//! aggregate issue, never a test id or a message.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use crate::config::{Config, Visibility};
-use crate::git::ChangedLines;
-use crate::model::{CheckerIssue, IterationRecord, Severity, Status, Trigger, TriggerType};
+use crate::config::{Config, LintScore, Scope, Visibility};
+use crate::model::{
+    BaseDebt, ChangedLines, CheckerIssue, IterationRecord, Severity, Status, Trigger, TriggerType,
+};
 
 use super::classify;
+use super::diagnostics::Diagnostic;
+use super::observation::{CheckOutcome, CheckResult, Observation};
 use super::report::{
     ComplexitySummary, CoverageSummary, LintFinding, LintLevel, LintSummary, Report, TestSummary,
 };
 
-/// What one check produced.
-#[derive(Debug, Clone)]
-pub struct CheckOutcome {
-    pub name: String,
-    pub visibility: Visibility,
-    pub void_on_violation: bool,
-    pub result: CheckResult,
-}
-
-#[derive(Debug, Clone)]
-pub enum CheckResult {
-    /// The report was read (the command's exit status, when one ran).
-    Report {
-        report: Report,
-        exit_code: Option<i32>,
-    },
-    /// A command without a report: its exit status is the signal.
-    Exited { exit_code: i32, tail: String },
-    /// The check could not produce a result: timeout, crash, unreadable report.
-    Failed { message: String, tail: String },
-}
-
 pub struct ScoreInput<'a> {
     pub config: &'a Config,
-    pub checks: &'a [CheckOutcome],
+    /// What the iteration's tree observed.
+    pub head: &'a Observation,
+    /// What the base observed: what is already there is the base's debt.
+    pub base: Option<&'a Observation>,
     /// Lines this iteration added relative to the base.
     pub changed: Option<&'a ChangedLines>,
-    /// The base branch's record: what is already there does not count.
-    pub base: Option<&'a IterationRecord>,
+    /// Whether an added marker line is in a source file (`detection.markers`).
+    pub is_source: &'a dyn Fn(&str) -> bool,
 }
 
-/// Fills scores, issues, triggers, metrics and status of `record`.
+/// Added lines per unit of change size in the density formula.
+pub const LINES_PER_SIZE_UNIT: f64 = 100.0;
+
+/// Fills scores, issues, triggers, metrics, status and base debt of `record`.
 pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
+    let by_change = input.config.scoring.scope == Scope::Change;
+    let base = input.base.filter(|_| by_change);
     let mut acc = Accumulator::default();
-    for check in input.checks {
-        acc.add_check(input, check);
+    for check in &input.head.checks {
+        let on_base = base.and_then(|b| b.checks.iter().find(|c| c.name == check.name));
+        acc.add_check(input, check, on_base.map(|c| &c.result), by_change);
     }
     if let Some(changed) = input.changed {
-        acc.triggers.extend(classify::incomplete_markers(changed));
+        acc.triggers.extend(
+            classify::incomplete_markers(changed)
+                .into_iter()
+                .filter(|(path, _)| (input.is_source)(path))
+                .map(|(_, trigger)| trigger),
+        );
     }
-    acc.finish(input, record);
+    acc.finish(input, by_change && input.base.is_some(), record);
 }
 
 #[derive(Default)]
 struct Accumulator {
-    tests: Option<(u64, u64, u64, u64)>, // passed, failed+errored, skipped, executed
-    lint: Vec<f64>,
+    executed: u64,
+    passed: u64,
+    skipped: u64,
+    base_skipped: Option<u64>,
+    new_failures: u64,
+    all_failures: u64,
+    build_broken: bool,
+    tests_seen: bool,
+    lint_weights: Vec<f64>,
     lint_seen: bool,
     coverage: Option<(u64, u64)>,
     patch: Option<(u64, u64)>,
     complexity: Vec<u32>,
     issues: Vec<CheckerIssue>,
     triggers: Vec<Trigger>,
-    errored: bool,
+    debt: BaseDebt,
     void: bool,
 }
 
 impl Accumulator {
-    fn add_check(&mut self, input: &ScoreInput, check: &CheckOutcome) {
+    fn add_check(
+        &mut self,
+        input: &ScoreInput,
+        check: &CheckOutcome,
+        base: Option<&CheckResult>,
+        by_change: bool,
+    ) {
         let holdout = check.visibility == Visibility::AggregateOnly;
         match &check.result {
-            CheckResult::Failed { message, tail } => {
-                self.errored = true;
-                self.issues.push(CheckerIssue {
-                    dimension: check.name.clone(),
-                    severity: Severity::Blocker,
-                    finding: if holdout {
-                        format!("check `{}` did not complete", check.name)
-                    } else {
-                        with_tail(
-                            &format!("check `{}` did not complete: {message}", check.name),
-                            tail,
-                        )
-                    },
-                    affected_field: None,
-                    suggested_fix: None,
-                });
-            }
             CheckResult::Exited { exit_code, tail } => {
-                if *exit_code != 0 {
-                    self.void |= check.void_on_violation;
-                    self.issues.push(CheckerIssue {
-                        dimension: check.name.clone(),
-                        severity: Severity::Blocker,
-                        finding: if holdout {
-                            format!("check `{}` failed", check.name)
-                        } else {
-                            with_tail(
-                                &format!("check `{}` exited with status {exit_code}", check.name),
-                                tail,
-                            )
-                        },
-                        affected_field: None,
-                        suggested_fix: None,
-                    });
-                    self.triggers.push(trigger(
-                        TriggerType::ValidationFailure,
-                        &check.name,
-                        0.7,
-                        format!("check `{}` failed (exit status {exit_code})", check.name),
-                    ));
+                if *exit_code == 0 {
+                    return;
+                }
+                self.void |= check.void_on_violation;
+                let fails_on_base =
+                    matches!(base, Some(CheckResult::Exited { exit_code: b, .. }) if *b != 0);
+                if fails_on_base {
+                    self.debt.failing_checks += 1;
+                    self.debt.note_example(Some(&format!("check `{}`", check.name)));
+                    return;
+                }
+                let finding = if holdout {
+                    format!("check `{}` failed", check.name)
+                } else {
+                    with_tail(
+                        &format!("check `{}` exited with status {exit_code}", check.name),
+                        tail,
+                    )
+                };
+                self.issues.push(issue(&check.name, Severity::Blocker, finding, None));
+                self.triggers.push(trigger(
+                    TriggerType::ValidationFailure,
+                    &check.name,
+                    0.7,
+                    format!("check `{}` failed (exit status {exit_code})", check.name),
+                ));
+            }
+            CheckResult::TimedOut { seconds, .. } => {
+                if matches!(base, Some(CheckResult::TimedOut { .. })) {
+                    self.debt.failing_checks += 1;
+                    self.debt.note_example(Some(&format!("check `{}`", check.name)));
+                    return;
+                }
+                self.issues.push(issue(
+                    &check.name,
+                    Severity::Blocker,
+                    format!(
+                        "check `{}` did not finish within {seconds}s and was stopped",
+                        check.name
+                    ),
+                    None,
+                ));
+                self.triggers.push(trigger(
+                    TriggerType::ValidationFailure,
+                    &check.name,
+                    0.7,
+                    format!("check `{}` timed out", check.name),
+                ));
+            }
+            CheckResult::BuildFailed { diagnostics, .. } => {
+                let base_diagnostics = match base {
+                    Some(CheckResult::BuildFailed { diagnostics, .. }) => diagnostics.as_slice(),
+                    _ => &[],
+                };
+                self.add_build_failure(input, check, diagnostics, base_diagnostics, holdout);
+            }
+            CheckResult::Report { report, .. } => {
+                let base_report = match base {
+                    Some(CheckResult::Report { report, .. }) if by_change => Some(report),
+                    _ => None,
+                };
+                match report {
+                    Report::Tests(t) => {
+                        let base_tests = match base_report {
+                            Some(Report::Tests(b)) => Some(b),
+                            _ => None,
+                        };
+                        self.add_tests(check, t, base_tests, holdout);
+                    }
+                    Report::Lint(l) => {
+                        let base_lint = match base_report {
+                            Some(Report::Lint(b)) => Some(b),
+                            _ => None,
+                        };
+                        self.add_lint(check, l, base_lint, holdout);
+                    }
+                    Report::Coverage(c) => self.add_coverage(input, c),
+                    Report::Complexity(c) => {
+                        let base_complexity = match base_report {
+                            Some(Report::Complexity(b)) => Some(b),
+                            _ => None,
+                        };
+                        self.add_complexity(input, c, base_complexity);
+                    }
                 }
             }
-            CheckResult::Report { report, .. } => match report {
-                Report::Tests(t) => self.add_tests(check, t, holdout),
-                Report::Lint(l) => self.add_lint(check, l, holdout),
-                Report::Coverage(c) => self.add_coverage(input, c),
-                Report::Complexity(c) => self.add_complexity(input, c),
-            },
         }
     }
 
-    fn add_tests(&mut self, check: &CheckOutcome, t: &TestSummary, holdout: bool) {
-        let failed = t.failed + t.errored;
-        let (p, f, s, e) = self.tests.unwrap_or_default();
-        self.tests = Some((p + t.passed, f + failed, s + t.skipped, e + t.executed()));
+    fn add_build_failure(
+        &mut self,
+        input: &ScoreInput,
+        check: &CheckOutcome,
+        diagnostics: &[Diagnostic],
+        on_base: &[Diagnostic],
+        holdout: bool,
+    ) {
+        let old: BTreeSet<_> = on_base.iter().map(diagnostic_key).collect();
+        let new: Vec<&Diagnostic> = diagnostics
+            .iter()
+            .filter(|d| !old.contains(&diagnostic_key(d)))
+            .collect();
+        let is_tests = check_is_tests(input.config, &check.name);
+        if new.is_empty() {
+            self.debt.failing_checks += 1;
+            self.debt.note_example(Some(&format!("check `{}`", check.name)));
+            return;
+        }
+        if is_tests {
+            self.tests_seen = true;
+            self.build_broken = true;
+        }
+        let dimension = if is_tests { "tests" } else { check.name.as_str() };
         if holdout {
-            if failed > 0 {
+            self.issues.push(issue(
+                dimension,
+                Severity::Blocker,
+                format!("holdout check `{}`: the build failed", check.name),
+                None,
+            ));
+        } else {
+            for d in &new {
+                let kind = classify::diagnostic_trigger(d);
+                let finding = diagnostic_finding(d);
+                if let Some(kind) = kind {
+                    self.triggers
+                        .push(trigger(kind, &check.name, 1.0, finding.clone()));
+                }
                 self.issues.push(CheckerIssue {
-                    dimension: "tests".into(),
+                    dimension: dimension.into(),
                     severity: Severity::Blocker,
-                    finding: format!(
+                    finding,
+                    affected_field: location(d.file.as_deref(), d.line),
+                    suggested_fix: None,
+                });
+            }
+        }
+        self.triggers.push(trigger(
+            TriggerType::ValidationFailure,
+            &check.name,
+            1.0,
+            format!(
+                "the build of check `{}` failed with {} error{}",
+                check.name,
+                new.len(),
+                if new.len() == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+
+    fn add_tests(
+        &mut self,
+        check: &CheckOutcome,
+        t: &TestSummary,
+        base: Option<&TestSummary>,
+        holdout: bool,
+    ) {
+        self.tests_seen = true;
+        self.executed += t.executed();
+        self.passed += t.passed;
+        self.skipped += t.skipped;
+        if let Some(b) = base {
+            *self.base_skipped.get_or_insert(0) += b.skipped;
+        }
+        let failing_on_base: BTreeSet<&str> = base
+            .map(|b| b.failures().map(|c| c.id.as_str()).collect())
+            .unwrap_or_default();
+        let mut new = Vec::new();
+        for case in &t.problems {
+            let failed = !matches!(case.outcome, super::report::TestOutcome::Skipped);
+            if failed {
+                self.all_failures += 1;
+            }
+            if failed && failing_on_base.contains(case.id.as_str()) {
+                self.debt.failing_tests += 1;
+                if !holdout {
+                    self.debt.note_example(Some(&case.id));
+                }
+                continue;
+            }
+            if failed {
+                self.new_failures += 1;
+            }
+            new.push(case);
+        }
+        if holdout {
+            let failed = new
+                .iter()
+                .filter(|c| !matches!(c.outcome, super::report::TestOutcome::Skipped))
+                .count();
+            if failed > 0 {
+                self.issues.push(issue(
+                    "tests",
+                    Severity::Blocker,
+                    format!(
                         "holdout check `{}`: {} of {} passed",
                         check.name,
                         t.passed,
                         t.executed()
                     ),
-                    affected_field: None,
-                    suggested_fix: None,
-                });
+                    None,
+                ));
                 self.triggers.push(trigger(
                     TriggerType::ValidationFailure,
                     &check.name,
@@ -164,7 +313,7 @@ impl Accumulator {
             }
             return;
         }
-        for case in &t.problems {
+        for case in new {
             let (issue, kind) = classify::test_issue(case);
             if let Some(kind) = kind {
                 self.triggers.push(trigger(
@@ -178,27 +327,53 @@ impl Accumulator {
         }
     }
 
-    fn add_lint(&mut self, check: &CheckOutcome, l: &LintSummary, holdout: bool) {
+    fn add_lint(
+        &mut self,
+        check: &CheckOutcome,
+        l: &LintSummary,
+        base: Option<&LintSummary>,
+        holdout: bool,
+    ) {
         self.lint_seen = true;
-        self.lint
-            .extend(l.findings.iter().map(|f| lint_severity(f.level)));
-        let errors = l.count(LintLevel::Error);
-        if check.void_on_violation && errors > 0 {
+        let mut on_base: HashMap<FindingKey, usize> = HashMap::new();
+        for f in base.map(|b| b.findings.as_slice()).unwrap_or_default() {
+            *on_base.entry(finding_key(f)).or_default() += 1;
+        }
+        let mut new_errors = 0;
+        let mut new = Vec::new();
+        for finding in &l.findings {
+            if let Some(count) = on_base.get_mut(&finding_key(finding)).filter(|c| **c > 0) {
+                *count -= 1;
+                match finding.level {
+                    LintLevel::Error => self.debt.lint_errors += 1,
+                    LintLevel::Warning => self.debt.lint_warnings += 1,
+                    LintLevel::Note => continue,
+                }
+                if !holdout {
+                    self.debt
+                        .note_example(location(finding.file.as_deref(), finding.line).as_deref());
+                }
+                continue;
+            }
+            self.lint_weights.push(lint_severity(finding.level));
+            new_errors += usize::from(finding.level == LintLevel::Error);
+            new.push(finding);
+        }
+        if check.void_on_violation && new_errors > 0 {
             self.void = true;
         }
         if holdout {
-            if errors > 0 {
-                self.issues.push(CheckerIssue {
-                    dimension: "code_quality".into(),
-                    severity: Severity::Blocker,
-                    finding: format!("holdout check `{}`: {errors} errors", check.name),
-                    affected_field: None,
-                    suggested_fix: None,
-                });
+            if new_errors > 0 {
+                self.issues.push(issue(
+                    "code_quality",
+                    Severity::Blocker,
+                    format!("holdout check `{}`: {new_errors} errors", check.name),
+                    None,
+                ));
             }
             return;
         }
-        for finding in &l.findings {
+        for finding in new {
             let issue = lint_issue(finding);
             if let Some(kind) = classify::lint_trigger(finding) {
                 self.triggers
@@ -221,7 +396,7 @@ impl Accumulator {
         let Some(changed) = input.changed else { return };
         let (mut total, mut covered) = self.patch.unwrap_or_default();
         for (path, lines) in &changed.files {
-            let Some(file) = find_file(c, path) else {
+            let Some(file) = c.files.get(path) else {
                 continue;
             };
             let mut uncovered = Vec::new();
@@ -256,14 +431,26 @@ impl Accumulator {
         self.patch = Some((total, covered));
     }
 
-    fn add_complexity(&mut self, input: &ScoreInput, c: &ComplexitySummary) {
+    fn add_complexity(
+        &mut self,
+        input: &ScoreInput,
+        c: &ComplexitySummary,
+        base: Option<&ComplexitySummary>,
+    ) {
         let threshold = input.config.scoring.complexity_threshold;
-        let in_change = |file: &str| {
-            input
-                .changed
-                .is_none_or(|ch| ch.files.keys().any(|p| same_path(p, file)))
+        let in_change = |file: &str| input.changed.is_none_or(|ch| ch.files.contains_key(file));
+        let unchanged = |f: &super::report::FunctionComplexity| {
+            base.is_some_and(|b| {
+                b.functions.iter().any(|old| {
+                    old.file == f.file && old.name == f.name && old.cyclomatic >= f.cyclomatic
+                })
+            })
         };
-        for f in c.functions.iter().filter(|f| in_change(&f.file)) {
+        for f in c
+            .functions
+            .iter()
+            .filter(|f| in_change(&f.file) && !unchanged(f))
+        {
             self.complexity.push(f.cyclomatic);
             if f.cyclomatic > threshold {
                 self.issues.push(CheckerIssue {
@@ -273,53 +460,70 @@ impl Accumulator {
                         "function `{}` has cyclomatic complexity {} (threshold {threshold})",
                         f.name, f.cyclomatic
                     ),
-                    affected_field: Some(match f.line {
-                        Some(l) => format!("{}:{l}", f.file),
-                        None => f.file.clone(),
-                    }),
+                    affected_field: location(Some(&f.file), f.line),
                     suggested_fix: Some("split the function or simplify its branches".into()),
                 });
             }
         }
     }
 
-    fn finish(mut self, input: &ScoreInput, record: &mut IterationRecord) {
+    fn finish(mut self, input: &ScoreInput, by_change: bool, record: &mut IterationRecord) {
         let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
-        if let Some((passed, failed, skipped, executed)) = self.tests {
-            record.scores.tests_passing = ratio(passed, executed);
-            record.metrics.insert("tests.failed".into(), failed as f64);
+        if self.tests_seen {
+            let counted = if by_change {
+                self.new_failures
+            } else {
+                self.all_failures
+            };
+            record.scores.tests_passing = if self.build_broken {
+                Some(0.0)
+            } else if by_change {
+                ratio(self.executed.saturating_sub(counted), self.executed)
+            } else {
+                ratio(self.passed, self.executed)
+            };
+            record.metrics.insert("tests.failed".into(), counted as f64);
             record
                 .metrics
-                .insert("tests.skipped".into(), skipped as f64);
-            if skipped > 0
-                && input.base.is_none_or(|b| {
-                    b.metrics.get("tests.skipped").copied().unwrap_or(0.0) < skipped as f64
-                })
-            {
+                .insert("tests.failed_total".into(), self.all_failures as f64);
+            record
+                .metrics
+                .insert("tests.skipped".into(), self.skipped as f64);
+            if counted > 0 {
+                self.triggers.push(trigger(
+                    TriggerType::ValidationFailure,
+                    "tests",
+                    if counted >= self.executed { 1.0 } else { 0.7 },
+                    format!("{counted} of {} tests failed", self.executed),
+                ));
+            }
+            if self.skipped > self.base_skipped.unwrap_or(0) {
                 self.triggers.push(trigger(
                     TriggerType::IncompleteOutput,
                     "tests",
                     0.3,
-                    format!("{skipped} tests skipped"),
+                    format!("{} tests skipped", self.skipped),
                 ));
             }
         }
         if self.lint_seen {
-            let avg = if self.lint.is_empty() {
-                0.0
-            } else {
-                self.lint.iter().sum::<f64>() / self.lint.len() as f64
-            };
-            record.scores.code_quality = Some((1.0 - avg / MAX_LINT_SEVERITY).clamp(0.0, 1.0));
+            let size = input.changed.filter(|_| by_change).map(|c| c.line_count());
+            record.scores.code_quality = Some(lint_score(
+                input.config.scoring.code_quality,
+                &self.lint_weights,
+                size,
+            ));
         }
         if let Some((found, hit)) = self.coverage {
-            record.scores.coverage = ratio(hit, found);
-        }
-        if let Some(p) = self
-            .patch
-            .and_then(|(total, covered)| ratio(covered, total))
-        {
-            record.metrics.insert("patch_coverage".into(), p);
+            let project = ratio(hit, found);
+            if let Some(p) = project {
+                record.metrics.insert("coverage.project".into(), p);
+            }
+            let patch = self.patch.and_then(|(total, covered)| ratio(covered, total));
+            if let Some(p) = patch {
+                record.metrics.insert("patch_coverage".into(), p);
+            }
+            record.scores.coverage = if by_change { patch } else { project };
         }
         if !self.complexity.is_empty() {
             let mean = self.complexity.iter().map(|c| f64::from(*c)).sum::<f64>()
@@ -327,30 +531,7 @@ impl Accumulator {
             let threshold = f64::from(input.config.scoring.complexity_threshold.max(1));
             record.scores.complexity = Some((1.0 - mean / threshold).max(0.0));
         }
-        if let Some(base) = input.base {
-            demote_pre_existing(&mut self.issues, &mut self.triggers, base);
-        }
-        let failing = self
-            .issues
-            .iter()
-            .filter(|i| {
-                i.dimension == "tests"
-                    && i.severity == Severity::Blocker
-                    && i.affected_field.is_some()
-            })
-            .count();
-        if failing > 0 {
-            let executed = self.tests.map(|t| t.3).unwrap_or(0);
-            self.triggers.push(trigger(
-                TriggerType::ValidationFailure,
-                "tests",
-                if failing as u64 >= executed { 1.0 } else { 0.7 },
-                format!("{failing} of {executed} tests failed"),
-            ));
-        }
-        record.status = if self.errored {
-            Status::Error
-        } else if self.void {
+        record.status = if self.void {
             Status::Void
         } else if self.issues.iter().any(|i| i.severity == Severity::Blocker) {
             Status::Fail
@@ -359,7 +540,31 @@ impl Accumulator {
         };
         record.issues.append(&mut self.issues);
         record.triggers.append(&mut self.triggers);
+        record.base_debt = self.debt;
     }
+}
+
+/// `code_quality` from the severity weights of the counted findings.
+///
+/// `density` (default): 1 / (1 + W / S), W the sum of the weights (error 1.0, warning
+/// 0.5, note 0.1), S = max(1, added lines / 100) when the change's size is known, else 1.
+/// It falls with every further finding and with severity, and a finding weighs less in a
+/// large change than in a three-line one; 1 warning in a 300-line change gives 0.86, 1
+/// error in a 3-line change 0.5, 10 errors 0.09. `average_severity`: 1 - mean weight (the
+/// analytics schema's formula, which ignores how many findings there are).
+pub fn lint_score(formula: LintScore, weights: &[f64], added_lines: Option<usize>) -> f64 {
+    if weights.is_empty() {
+        return 1.0;
+    }
+    let total: f64 = weights.iter().sum();
+    let score = match formula {
+        LintScore::Density => {
+            let size = added_lines.map_or(1.0, |n| (n as f64 / LINES_PER_SIZE_UNIT).max(1.0));
+            1.0 / (1.0 + total / size)
+        }
+        LintScore::AverageSeverity => 1.0 - total / weights.len() as f64 / MAX_LINT_SEVERITY,
+    };
+    score.clamp(0.0, 1.0)
 }
 
 const MAX_LINT_SEVERITY: f64 = 1.0;
@@ -372,10 +577,71 @@ fn lint_severity(level: LintLevel) -> f64 {
     }
 }
 
+/// What makes two findings the same finding across a change: the line number moves with
+/// edits above it, the source line does not.
+type FindingKey = (String, Option<String>, Option<String>, String, String);
+
+fn finding_key(f: &LintFinding) -> FindingKey {
+    let place = match &f.context {
+        Some(text) => format!("text:{text}"),
+        None => format!("line:{}", f.line.unwrap_or(0)),
+    };
+    (
+        f.tool.clone(),
+        f.rule.clone(),
+        f.file.clone(),
+        f.message.clone(),
+        place,
+    )
+}
+
+fn diagnostic_key(d: &Diagnostic) -> (Option<String>, String, Option<String>) {
+    (d.code.clone(), d.message.clone(), d.file.clone())
+}
+
+fn diagnostic_finding(d: &Diagnostic) -> String {
+    let code = d.code.as_deref().map(|c| format!("[{c}] ")).unwrap_or_default();
+    let head = format!("{} error: {code}{}", d.tool, d.message);
+    if d.detail.trim().is_empty() || d.detail.trim() == d.message {
+        head
+    } else {
+        format!("{head}\n{}", d.detail.trim_end())
+    }
+}
+
+fn check_is_tests(config: &Config, name: &str) -> bool {
+    let format = config
+        .checks
+        .get(name)
+        .and_then(|c| c.report.as_ref())
+        .and_then(|r| r.format.parse::<super::report::ReportFormat>().ok());
+    match format {
+        Some(f) => f.kind() == super::report::ReportKind::Tests,
+        None => name.contains("test"),
+    }
+}
+
+fn location(file: Option<&str>, line: Option<u32>) -> Option<String> {
+    file.map(|f| match line {
+        Some(l) => format!("{f}:{l}"),
+        None => f.to_string(),
+    })
+}
+
 fn severity_of(kind: TriggerType) -> f64 {
     match kind {
         TriggerType::HallucinationDetected => 1.0,
         _ => 0.7,
+    }
+}
+
+fn issue(dimension: &str, severity: Severity, finding: String, at: Option<String>) -> CheckerIssue {
+    CheckerIssue {
+        dimension: dimension.into(),
+        severity,
+        finding,
+        affected_field: at,
+        suggested_fix: None,
     }
 }
 
@@ -411,25 +677,9 @@ fn lint_issue(f: &LintFinding) -> CheckerIssue {
             LintLevel::Note => Severity::Info,
         },
         finding: format!("{rule}{}", f.message),
-        affected_field: f.file.as_ref().map(|file| match f.line {
-            Some(l) => format!("{file}:{l}"),
-            None => file.clone(),
-        }),
+        affected_field: location(f.file.as_deref(), f.line),
         suggested_fix: f.suggested_fix.clone(),
     }
-}
-
-/// Coverage paths may be absolute or relative to another root; match on the path suffix.
-fn same_path(repo_path: &str, report_path: &str) -> bool {
-    let report = report_path.trim_start_matches("./");
-    report == repo_path || report.ends_with(&format!("/{repo_path}"))
-}
-
-fn find_file<'c>(c: &'c CoverageSummary, path: &str) -> Option<&'c super::report::FileLines> {
-    c.files
-        .iter()
-        .find(|(p, _)| same_path(path, p))
-        .map(|(_, f)| f)
 }
 
 /// Consecutive line numbers folded into (start, end) spans.
@@ -442,33 +692,4 @@ fn spans(lines: &[u32]) -> Vec<(u32, u32)> {
         }
     }
     out
-}
-
-/// A finding already on the base: same dimension and finding, same file.
-fn issue_key(i: &CheckerIssue) -> (String, String, String) {
-    let file = i
-        .affected_field
-        .as_deref()
-        .map(|a| a.split(':').next().unwrap_or(a).to_string())
-        .unwrap_or_default();
-    (i.dimension.clone(), i.finding.clone(), file)
-}
-
-fn demote_pre_existing(
-    issues: &mut [CheckerIssue],
-    triggers: &mut Vec<Trigger>,
-    base: &IterationRecord,
-) {
-    let on_base: BTreeSet<_> = base.issues.iter().map(issue_key).collect();
-    let mut demoted: BTreeSet<String> = BTreeSet::new();
-    for issue in issues.iter_mut() {
-        if issue.severity != Severity::Info && on_base.contains(&issue_key(issue)) {
-            demoted.insert(issue.finding.clone());
-            issue.severity = Severity::Info;
-            issue.finding = format!("(pre-existing on the base) {}", issue.finding);
-        }
-    }
-    let base_details: BTreeSet<&str> = base.triggers.iter().map(|t| t.details.as_str()).collect();
-    triggers
-        .retain(|t| !demoted.contains(&t.details) && !base_details.contains(t.details.as_str()));
 }

@@ -169,6 +169,7 @@ fn ruff_json() {
     assert_eq!(
         l.findings,
         [LintFinding {
+            context: None,
             tool: "ruff".into(),
             rule: Some("F401".into()),
             level: LintLevel::Error,

@@ -109,6 +109,7 @@ fn finding(d: Diagnostic) -> Option<LintFinding> {
     };
     let primary = d.spans.iter().find(|s| s.is_primary).or(d.spans.first());
     Some(LintFinding {
+        context: None,
         tool: tool.to_string(),
         level,
         file: primary.map(|s| s.file_name.clone()),

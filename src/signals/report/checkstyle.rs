@@ -69,6 +69,7 @@ impl XmlHandler for CheckstyleHandler {
 impl CheckstyleHandler {
     fn error(&mut self, e: &BytesStart) -> Result<(), String> {
         let mut finding = LintFinding {
+            context: None,
             tool: "checkstyle".to_string(),
             rule: None,
             level: LintLevel::Error,

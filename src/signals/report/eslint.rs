@@ -72,6 +72,7 @@ fn finding(file: &str, m: Message) -> LintFinding {
         .map(|f| f.text)
         .or_else(|| m.suggestions.into_iter().find_map(|s| s.desc));
     LintFinding {
+        context: None,
         tool: "eslint".to_string(),
         rule: m.rule_id,
         level,

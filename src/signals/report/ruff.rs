@@ -67,6 +67,7 @@ fn finding(d: Diagnostic) -> LintFinding {
         })
     });
     LintFinding {
+        context: None,
         tool: "ruff".to_string(),
         rule: d.code,
         level,

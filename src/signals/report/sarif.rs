@@ -181,6 +181,7 @@ fn finding(run: &Run, tool: &str, result: &SarifResult) -> Option<LintFinding> {
         .and_then(|p| p.artifact_location.as_ref()?.uri.as_deref())
         .map(|uri| uri.strip_prefix("file://").unwrap_or(uri).to_string());
     Some(LintFinding {
+        context: None,
         tool: tool.to_string(),
         rule: result
             .rule_id

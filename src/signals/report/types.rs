@@ -152,6 +152,10 @@ pub struct LintFinding {
     pub column: Option<u32>,
     /// Machine-applicable replacement text, a SARIF fix, or ruff's fix message.
     pub suggested_fix: Option<String>,
+    /// The trimmed source line the finding is on, read from the checkout after parsing:
+    /// what matches a finding on the base to the same finding moved by the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// Severity of a lint finding; see the module docs for each tool's mapping.
@@ -179,10 +183,66 @@ impl CoverageSummary {
     }
 }
 
+/// Per-line hits of one file. Serialised compactly, as the covered and the uncovered line
+/// ranges (`"1-5,9"`): a cached observation keeps every file's lines, and only hit or not
+/// matters once the report is read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "LineRanges", try_from = "LineRanges")]
 pub struct FileLines {
     /// Line number to hit count.
     pub lines: BTreeMap<u32, u64>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct LineRanges {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    hit: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    missed: String,
+}
+
+impl From<FileLines> for LineRanges {
+    fn from(file: FileLines) -> Self {
+        let ranges = |hit: bool| {
+            let mut out: Vec<(u32, u32)> = Vec::new();
+            for (&line, _) in file.lines.iter().filter(|(_, h)| (**h > 0) == hit) {
+                match out.last_mut() {
+                    Some((_, end)) if end.checked_add(1) == Some(line) => *end = line,
+                    _ => out.push((line, line)),
+                }
+            }
+            out.iter()
+                .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        LineRanges {
+            hit: ranges(true),
+            missed: ranges(false),
+        }
+    }
+}
+
+impl TryFrom<LineRanges> for FileLines {
+    type Error = String;
+
+    fn try_from(ranges: LineRanges) -> Result<Self, Self::Error> {
+        let mut file = FileLines::default();
+        for (text, hits) in [(&ranges.hit, 1), (&ranges.missed, 0)] {
+            for part in text.split(',').filter(|p| !p.is_empty()) {
+                let (a, b) = part.split_once('-').unwrap_or((part, part));
+                let parse = |n: &str| n.parse::<u32>().map_err(|e| format!("line range `{part}`: {e}"));
+                let (a, b) = (parse(a)?, parse(b)?);
+                if b < a || b - a > 10_000_000 {
+                    return Err(format!("line range `{part}` is not ascending"));
+                }
+                for line in a..=b {
+                    file.lines.insert(line, hits);
+                }
+            }
+        }
+        Ok(file)
+    }
 }
 
 impl FileLines {

@@ -1,0 +1,114 @@
+//! Judging a commit: its tree's observation compared with its base's, plus what the commit
+//! itself says (trailers), becomes the iteration's record. Everything relative to a base
+//! happens here, each time a commit is evaluated against a base, never in the cache.
+
+use chrono::{TimeZone, Utc};
+use git2::{Oid, Repository};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::config::{Config, PathFilter, Scope};
+use crate::engine::trajectory::weighted_quality;
+use crate::git;
+use crate::model::{CommitSha, IterationRecord, TreeId};
+use crate::signals::observation::Observation;
+use crate::signals::score::{self, ScoreInput};
+use crate::signals::trailers;
+
+use super::{user, Failure};
+
+/// One commit to judge.
+pub struct Judgement<'a> {
+    pub commit: Oid,
+    /// The commit it is compared with (the merge-base with the base branch).
+    pub base: Option<Oid>,
+    pub iteration: u32,
+    pub observed: &'a Observation,
+    pub base_observed: Option<&'a Observation>,
+}
+
+/// The iteration record of `judgement.commit`.
+pub fn judge(
+    config: &Config,
+    repo: &Repository,
+    judgement: &Judgement,
+) -> Result<IterationRecord, Failure> {
+    let commit = repo
+        .find_commit(judgement.commit)
+        .map_err(|e| Failure::Internal(e.into()))?;
+    let changed = git::added_lines(repo, judgement.base, judgement.commit)?;
+    let timestamp = Utc
+        .timestamp_opt(commit.time().seconds(), 0)
+        .single()
+        .unwrap_or_else(Utc::now);
+    let mut record = IterationRecord::new(judgement.iteration, timestamp);
+    record.commit = CommitSha(judgement.commit.to_string());
+    record.tree = TreeId(commit.tree_id().to_string());
+    record.execution_time_ms = judgement.observed.execution_time_ms;
+    trailers::apply(&git::commit_trailers(repo, judgement.commit)?, &mut record);
+    let sources = PathMatcher::new(&config.detection.markers)?;
+    score::score(
+        &ScoreInput {
+            config,
+            head: judgement.observed,
+            base: judgement.base_observed,
+            changed: Some(&changed),
+            is_source: &|path| sources.matches(path),
+        },
+        &mut record,
+    );
+    record.quality = weighted_quality(&record.scores, &config.quality_weights);
+    Ok(record)
+}
+
+/// A tree judged as a whole, with nothing to compare it with: the base's record for the
+/// decision's baseline comparison.
+pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -> IterationRecord {
+    let mut config = config.clone();
+    config.scoring.scope = Scope::Whole;
+    let mut record = IterationRecord::new(0, Utc::now());
+    record.commit = CommitSha(commit.to_string());
+    record.execution_time_ms = observed.execution_time_ms;
+    score::score(
+        &ScoreInput {
+            config: &config,
+            head: observed,
+            base: None,
+            changed: None,
+            is_source: &|_| false,
+        },
+        &mut record,
+    );
+    record.quality = weighted_quality(&record.scores, &config.quality_weights);
+    record
+}
+
+/// A compiled [`PathFilter`].
+pub struct PathMatcher {
+    include: GlobSet,
+    exclude: GlobSet,
+}
+
+impl PathMatcher {
+    pub fn new(filter: &PathFilter) -> Result<PathMatcher, Failure> {
+        Ok(PathMatcher {
+            include: glob_set(&filter.include)?,
+            exclude: glob_set(&filter.exclude)?,
+        })
+    }
+
+    pub fn matches(&self, path: &str) -> bool {
+        self.include.is_match(path) && !self.exclude.is_match(path)
+    }
+}
+
+fn glob_set(patterns: &[String]) -> Result<GlobSet, Failure> {
+    let mut builder = GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob = Glob::new(pattern)
+            .map_err(|e| user(format!("detection.markers: `{pattern}` is not a glob: {e}")))?;
+        builder.add(glob);
+    }
+    builder
+        .build()
+        .map_err(|e| user(format!("detection.markers: {e}")))
+}

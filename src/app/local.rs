@@ -1,0 +1,380 @@
+//! A branch as a task, for `run`, `status`, `prompt` and the pre-push hook: find its
+//! iterations, record each commit once per base (judged from its tree's cached
+//! observation, or from checks run now), and read the history back.
+//!
+//! Caching follows what each thing depends on:
+//! - a tree's observation depends on the tree and the checks: it is the tree's note, and a
+//!   tree is observed once per check configuration, whatever branch or base it is on;
+//! - a commit's record depends on that observation, its base's, the diff between them and
+//!   the scoring configuration: it is the commit's note, reused only when the base and the
+//!   configuration are the same, and otherwise judged again (no check runs for that).
+//!
+//! Iterations: the first-parent commits since the merge-base with the base branch. On the
+//! base branch itself (or with no base branch) the task is HEAD alone, judged against its
+//! first parent: the last change, not the whole history.
+
+use chrono::Utc;
+use git2::{Oid, Repository, StatusOptions};
+use sha2::{Digest, Sha256};
+
+use crate::engine::{Decision, Feedback};
+use crate::git;
+use crate::history::notes::{Note, NotesStore};
+use crate::model::IterationRecord;
+use crate::signals::checks::Progress;
+use crate::signals::observation::Observation;
+
+use super::evaluate::{evaluate, EvaluateInput};
+use super::judge::{judge, whole_tree_record, Judgement};
+use super::observe::{fingerprint, observe, ObserveRequest};
+use super::{user, Env, Failure};
+
+/// One branch's iterations.
+pub struct Task {
+    pub name: String,
+    pub tip: Oid,
+    /// What the iterations are compared with: the merge-base with the base branch, or the
+    /// tip's parent when the tip is on the base branch.
+    pub merge_base: Option<Oid>,
+    pub commits: Vec<Oid>,
+}
+
+impl Task {
+    pub fn locate(env: &Env, repo: &Repository, name: &str, tip: Oid) -> Result<Task, Failure> {
+        let base = env.config.hook.base.as_deref();
+        let merge_base = match git::default_base_branch(repo, base, "origin") {
+            Ok(branch) => match git::resolve_commit(repo, &branch) {
+                Ok(base_oid) => git::merge_base(repo, tip, base_oid)?,
+                Err(_) => None,
+            },
+            Err(_) => None,
+        };
+        if merge_base.is_none() || merge_base == Some(tip) {
+            // On the base branch (or nothing to branch from): judge the last change.
+            let parent = repo
+                .find_commit(tip)
+                .map_err(anyhow::Error::from)?
+                .parent_ids()
+                .next();
+            return Ok(Task {
+                name: name.to_string(),
+                tip,
+                merge_base: parent,
+                commits: vec![tip],
+            });
+        }
+        let commits = git::first_parent_commits(repo, tip, merge_base)?;
+        Ok(Task {
+            name: name.to_string(),
+            tip,
+            merge_base,
+            commits,
+        })
+    }
+
+    pub fn iteration_of(&self, commit: Oid) -> u32 {
+        let position = self
+            .commits
+            .iter()
+            .position(|c| *c == commit)
+            .map_or(self.commits.len(), |p| p + 1);
+        u32::try_from(position.max(1)).unwrap_or(u32::MAX)
+    }
+
+    /// The recorded iterations, renumbered by position in the branch. A record judged
+    /// against another base or configuration is judged again from the cached observations
+    /// (no check runs); one whose observations are not cached is left out.
+    pub fn history(&self, env: &Env, store: &NotesStore) -> Result<Vec<IterationRecord>, Failure> {
+        let key = record_key(env);
+        let base = self.merge_base.map(|b| b.to_string());
+        let mut records = Vec::new();
+        for (index, commit) in self.commits.iter().enumerate() {
+            let Some(stored) = store.read_stored(*commit)? else {
+                continue;
+            };
+            let current = stored.fingerprint.is_none()
+                || (stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base);
+            let record = if current {
+                Some(stored.record)
+            } else {
+                self.judge_cached(env, store, *commit)?
+            };
+            if let Some(mut record) = record {
+                record.iteration = u32::try_from(index + 1).unwrap_or(u32::MAX);
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    /// `commit` judged against this task's base from cached observations only.
+    fn judge_cached(
+        &self,
+        env: &Env,
+        store: &NotesStore,
+        commit: Oid,
+    ) -> Result<Option<IterationRecord>, Failure> {
+        let repo = store.repository();
+        let fingerprint = fingerprint(&env.config);
+        let Some(observed) = store.find_observation(tree_of(repo, commit)?, &fingerprint)? else {
+            return Ok(None);
+        };
+        let base_observed = match self.merge_base.filter(|_| env.config.scoring.compare_base) {
+            Some(base) => match store.find_observation(tree_of(repo, base)?, &fingerprint)? {
+                Some(observed) => Some(observed),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        let record = judge(
+            &env.config,
+            repo,
+            &Judgement {
+                commit,
+                base: self.merge_base,
+                iteration: self.iteration_of(commit),
+                observed: &observed,
+                base_observed: base_observed.as_ref(),
+            },
+        )?;
+        Ok(Some(record))
+    }
+}
+
+/// What a commit's record depends on besides its tree and base: the checks and everything
+/// that judges their results.
+pub fn record_key(env: &Env) -> String {
+    let config = &env.config;
+    let material = serde_json::json!({
+        "observation": fingerprint(config),
+        "scoring": config.scoring,
+        "detection": config.detection,
+        "requirements": config.requirements,
+    });
+    format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
+}
+
+/// The repository the command runs in.
+pub fn open_repository(env: &Env) -> Result<Repository, Failure> {
+    git::open(&env.root).map_err(|e| user(format!("{e:#}")))
+}
+
+/// The notes store of the configured notes ref. Commands use one repository handle for
+/// everything (`store.repository()`), so objects read once stay cached.
+pub fn open_store<'r>(env: &Env, repo: &'r Repository) -> Result<NotesStore<'r>, Failure> {
+    Ok(NotesStore::open(repo, Some(&env.config.hook.notes_ref))?)
+}
+
+/// How a commit is recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordOptions {
+    pub progress: Progress,
+    /// Run the checks again even when the tree's observation is cached.
+    pub rescore: bool,
+}
+
+/// The commit's record: reused when it was judged against this base with this
+/// configuration, else judged from the cached observations (running the checks only for
+/// a tree not yet observed, or on `rescore`). Returns the record and whether checks ran.
+pub fn record_commit(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+    options: RecordOptions,
+) -> Result<(IterationRecord, bool), Failure> {
+    let key = record_key(env);
+    let base = task.merge_base;
+    if !options.rescore {
+        if let Some(stored) = store.read_stored(commit)? {
+            let same_base = stored.base == base.map(|b| b.to_string());
+            if stored.fingerprint.as_deref() == Some(key.as_str()) && same_base {
+                // Re-pushing a commit already recorded: nothing to observe or write.
+                return Ok((stored.record, false));
+            }
+        }
+    }
+    let (observed, ran) = observation_of(env, store, commit, None, options)?;
+    let base_observed = match base.filter(|_| env.config.scoring.compare_base) {
+        Some(base) => {
+            let label = format!("base {}", short(base));
+            Some(cached_observation(env, store, base, Some(&label), options)?)
+        }
+        None => None,
+    };
+    let mut record = judge(
+        &env.config,
+        store.repository(),
+        &Judgement {
+            commit,
+            base,
+            iteration: task.iteration_of(commit),
+            observed: &observed,
+            base_observed: base_observed.as_ref(),
+        },
+    )?;
+    mark_flaky(env, store, task, commit, &mut record)?;
+    let fingerprint = fingerprint(&env.config);
+    let tree = tree_of(store.repository(), commit)?;
+    let mut notes = vec![Note::Record {
+        commit,
+        record: &record,
+        fingerprint: &key,
+        base,
+    }];
+    if ran {
+        notes.push(Note::Observation {
+            tree,
+            observation: &observed,
+            fingerprint: &fingerprint,
+        });
+    }
+    store.write(&notes)?;
+    Ok((record, ran))
+}
+
+/// The observation of `commit`'s tree: cached, or made now (and cached by the caller).
+fn observation_of(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    label: Option<&str>,
+    options: RecordOptions,
+) -> Result<(Observation, bool), Failure> {
+    let repo = store.repository();
+    let fingerprint = fingerprint(&env.config);
+    let tree = tree_of(repo, commit)?;
+    if !options.rescore {
+        if let Some(cached) = store.find_observation(tree, &fingerprint)? {
+            return Ok((cached, false));
+        }
+    }
+    let in_place = is_clean_head(repo, commit);
+    if !in_place && label.is_none() && git::resolve_commit(repo, "HEAD").ok() == Some(commit) {
+        eprintln!(
+            "itergate: the work tree has uncommitted changes; checking HEAD in a scratch worktree"
+        );
+    }
+    let observed = observe(
+        env,
+        repo,
+        &ObserveRequest {
+            commit,
+            in_place,
+            progress: options.progress,
+            label,
+        },
+    )?;
+    Ok((observed, true))
+}
+
+/// A commit's tree observation, made once per tree and cached (a base's, or one `score`
+/// asks for).
+pub fn cached_observation(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    label: Option<&str>,
+    options: RecordOptions,
+) -> Result<Observation, Failure> {
+    let (observed, ran) = observation_of(env, store, commit, label, options)?;
+    if ran {
+        let fingerprint = fingerprint(&env.config);
+        store.write(&[Note::Observation {
+            tree: tree_of(store.repository(), commit)?,
+            observation: &observed,
+            fingerprint: &fingerprint,
+        }])?;
+    }
+    Ok(observed)
+}
+
+/// The base as a whole-tree record, for the decision's baseline comparison; from its cached
+/// observation only (never runs a check).
+pub fn stored_base(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+) -> Result<Option<IterationRecord>, Failure> {
+    let Some(base) = task.merge_base.filter(|_| env.config.scoring.compare_base) else {
+        return Ok(None);
+    };
+    let tree = tree_of(store.repository(), base)?;
+    let Some(observed) = store.find_observation(tree, &fingerprint(&env.config))? else {
+        return Ok(None);
+    };
+    Ok(Some(whole_tree_record(&env.config, base, &observed)))
+}
+
+/// Marks failures that flip across iterations without related changes as flaky.
+fn mark_flaky(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+    record: &mut IterationRecord,
+) -> Result<(), Failure> {
+    let Some(index) = task
+        .commits
+        .iter()
+        .position(|c| *c == commit)
+        .filter(|i| *i > 0)
+    else {
+        return Ok(());
+    };
+    let earlier = Task {
+        name: task.name.clone(),
+        tip: task.commits[index - 1],
+        merge_base: task.merge_base,
+        commits: task.commits[..index].to_vec(),
+    }
+    .history(env, store)?;
+    let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;
+    let count =
+        crate::signals::flaky::mark(record, &earlier, &|path| touched.files.contains_key(path));
+    if count > 0 {
+        tracing::info!(count, "marked flaky test failures");
+    }
+    Ok(())
+}
+
+fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
+    Ok(repo
+        .find_commit(commit)
+        .map_err(anyhow::Error::from)?
+        .tree_id())
+}
+
+pub fn short(oid: Oid) -> String {
+    oid.to_string().chars().take(7).collect()
+}
+
+/// Whether `commit` is HEAD and the work tree has no tracked changes: then checks can run
+/// in place; otherwise they run in a temporary worktree of exactly that commit.
+pub fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
+    if git::resolve_commit(repo, "HEAD").ok() != Some(commit) {
+        return false;
+    }
+    let mut options = StatusOptions::new();
+    options.include_untracked(false).include_ignored(false);
+    repo.statuses(Some(&mut options))
+        .is_ok_and(|s| s.is_empty())
+}
+
+/// The decision on a task's history.
+pub fn decide(
+    env: &Env,
+    task: &Task,
+    history: &[IterationRecord],
+    baseline: Option<&IterationRecord>,
+) -> Result<Decision, Failure> {
+    Ok(evaluate(&EvaluateInput {
+        task_id: &task.name,
+        config: &env.config,
+        history,
+        feedback: &Feedback::default(),
+        baseline,
+        now: Utc::now(),
+    })?
+    .decision)
+}

@@ -1,0 +1,124 @@
+//! The application layer: the one flow every mode runs. Observe a tree (run its checks, or
+//! reuse the cached observation), judge a commit against its base (`judge`), keep the
+//! branch's history (`local`), and decide (`evaluate`). `commands/` parses arguments, calls
+//! this and prints; `github/` and the hook are adapters around it.
+//!
+//! Errors: [`Failure::User`] is something a person can fix (exit status 2),
+//! [`Failure::Check`] a check the environment kept from running (exit status 3; nothing
+//! was recorded), [`Failure::Blocked`] a gate that stopped a push, and
+//! [`Failure::Internal`] everything else (exit status 1).
+
+pub mod evaluate;
+pub mod judge;
+pub mod local;
+pub mod observe;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{ColorChoice, GlobalArgs};
+use crate::config::Config;
+use crate::render::Renderer;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// Bad usage, configuration or input: the message says what to change.
+    #[error("{0}")]
+    User(String),
+    /// The gate stopped the push: the message says why and how to proceed.
+    #[error("{0}")]
+    Blocked(String),
+    /// A check could not run (not found, no report, unreadable report): the environment's
+    /// failure, not the work's. Nothing was recorded.
+    #[error("{0}")]
+    Check(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::User(_) => 2,
+            Failure::Check(_) => 3,
+            Failure::Blocked(_) | Failure::Internal(_) => 1,
+        }
+    }
+}
+
+pub fn user(e: impl std::fmt::Display) -> Failure {
+    Failure::User(e.to_string())
+}
+
+/// What every command gets: where it runs, the configuration, how to print.
+#[derive(Clone)]
+pub struct Env {
+    pub root: PathBuf,
+    pub config: Config,
+    pub color: bool,
+    /// Colour for what goes to stderr (summaries of the hook and `run`).
+    pub color_stderr: bool,
+}
+
+impl Env {
+    pub fn load(global: &GlobalArgs) -> Result<Env, Failure> {
+        let root = match &global.directory {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir().map_err(|e| Failure::Internal(e.into()))?,
+        };
+        if !root.is_dir() {
+            return Err(user(format!("-C {}: not a directory", root.display())));
+        }
+        let config = match &global.config {
+            Some(path) => Config::load(&resolve(&root, path)).map_err(user)?,
+            None => Config::discover(&root).map_err(user)?.0,
+        };
+        let auto = |terminal: bool| terminal && std::env::var_os("NO_COLOR").is_none();
+        let (color, color_stderr) = match global.color {
+            ColorChoice::Always => (true, true),
+            ColorChoice::Never => (false, false),
+            ColorChoice::Auto => (
+                auto(std::io::stdout().is_terminal()),
+                auto(std::io::stderr().is_terminal()),
+            ),
+        };
+        Ok(Env {
+            root,
+            config,
+            color,
+            color_stderr,
+        })
+    }
+
+    pub fn renderer(&self) -> Result<Renderer, Failure> {
+        self.renderer_with(self.color)
+    }
+
+    /// For what goes to stderr (the hook's and `run`'s summaries).
+    pub fn renderer_stderr(&self) -> Result<Renderer, Failure> {
+        self.renderer_with(self.color_stderr)
+    }
+
+    pub fn renderer_with(&self, color: bool) -> Result<Renderer, Failure> {
+        let dir = self
+            .config
+            .templates
+            .dir
+            .as_ref()
+            .map(|d| resolve(&self.root, d));
+        Renderer::new(dir.as_deref(), color).map_err(user)
+    }
+
+    pub fn path(&self, path: &Path) -> PathBuf {
+        resolve(&self.root, path)
+    }
+}
+
+fn resolve(root: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() || path.as_os_str() == "-" {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    }
+}
+

@@ -1,0 +1,202 @@
+//! Observing a tree: run its checks (in the work tree, or in a scratch worktree of exactly
+//! that commit) or read reports an earlier step wrote, and turn what they said into an
+//! [`Observation`] that does not depend on where they ran.
+//!
+//! A check the environment kept from running is a [`Failure::Check`] naming the check, its
+//! command and the end of its output: nothing is observed, recorded or cached, so fixing the
+//! environment and running again scores the tree.
+//!
+//! Scratch worktrees never share build outputs with the work tree: cargo's target directory
+//! (`CARGO_TARGET_DIR` is common) is redirected to a cache of their own under the git
+//! directory, so artifacts built from one tree are never taken for another's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use git2::{Oid, Repository};
+use sha2::{Digest, Sha256};
+
+use crate::config::{Check, Config, Visibility};
+use crate::git::TempWorktree;
+use crate::signals::checks::{self, Progress, RunOptions};
+use crate::signals::detect;
+use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
+use crate::signals::report::{self, ParseOptions, ReportFormat};
+
+use super::{user, Env, Failure};
+
+/// Bumped when what an observation holds or means changes, so older cache entries miss.
+const OBSERVATION_SCHEMA: u32 = 2;
+
+/// What a cached observation depends on besides the tree: the checks and itergate.
+pub fn fingerprint(config: &Config) -> String {
+    let material = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "schema": OBSERVATION_SCHEMA,
+        "checks": config.checks,
+    });
+    format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
+}
+
+/// How to observe one commit.
+pub struct ObserveRequest<'a> {
+    pub commit: Oid,
+    /// Run in the user's work tree (a clean HEAD) rather than a scratch worktree.
+    pub in_place: bool,
+    pub progress: Progress,
+    /// Tells this run's progress lines apart (`base 1a2b3c4`).
+    pub label: Option<&'a str>,
+}
+
+/// Runs the checks for a commit and returns what they observed.
+pub fn observe(
+    env: &Env,
+    repo: &Repository,
+    request: &ObserveRequest,
+) -> Result<Observation, Failure> {
+    let worktree = if request.in_place {
+        None
+    } else {
+        Some(TempWorktree::create(repo, request.commit)?)
+    };
+    let root: PathBuf = match (&worktree, repo.workdir()) {
+        (Some(w), _) => w.path().to_path_buf(),
+        (None, Some(dir)) => dir.to_path_buf(),
+        (None, None) => return Err(user("a bare repository has no work tree to run checks in")),
+    };
+    let scratch_env = match &worktree {
+        Some(_) => scratch_build_env(repo),
+        None => Vec::new(),
+    };
+    let checks = checks_for(env, &root);
+    let started = Instant::now();
+    let results = checks::run_all(
+        &RunOptions {
+            root: &root,
+            progress: request.progress,
+            env: &scratch_env,
+            label: request.label,
+        },
+        &checks,
+    )?;
+    let mut outcomes = Vec::with_capacity(results.len());
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(error) => errors.push(error.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Failure::Check(format!(
+            "{}\nNothing was recorded: fix the environment or the check, then run again.",
+            errors.join("\n")
+        )));
+    }
+    let mut observation = Observation {
+        checks: outcomes,
+        execution_time_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+    };
+    observation.normalise(&root);
+    write_private_diagnostics(repo, request.commit, &observation)?;
+    Ok(observation)
+}
+
+/// The environment of checks in a scratch worktree: build directories of their own.
+fn scratch_build_env(repo: &Repository) -> Vec<(String, String)> {
+    let target = repo.path().join("itergate").join("scratch-target");
+    vec![(
+        "CARGO_TARGET_DIR".to_string(),
+        target.to_string_lossy().into_owned(),
+    )]
+}
+
+/// The checks to run: configured, else detected (and said so).
+pub fn checks_for(env: &Env, root: &Path) -> BTreeMap<String, Check> {
+    if !env.config.checks.is_empty() {
+        return env.config.checks.clone();
+    }
+    match detect::detect(root) {
+        Some(d) => {
+            eprintln!(
+                "itergate: no checks configured; detected a {} project (run `itergate init` to write them down)",
+                d.toolchain
+            );
+            d.checks
+        }
+        None => {
+            eprintln!(
+                "itergate: no checks configured and no toolchain detected; scoring the commit only"
+            );
+            BTreeMap::new()
+        }
+    }
+}
+
+/// Reads reports an earlier step wrote (`FORMAT:PATH`) as the observation of the work tree.
+pub fn ingest(env: &Env, reports: &[String]) -> Result<Observation, Failure> {
+    // Every file's lines: which of them the change touched depends on the base.
+    let keep_all = |_: &str| true;
+    let opts = ParseOptions {
+        keep_lines_for: Some(&keep_all),
+    };
+    let checks = reports
+        .iter()
+        .map(|spec| {
+            let (format, path) = spec.split_once(':').ok_or_else(|| {
+                user(format!(
+                    "--report {spec}: expected FORMAT:PATH, e.g. junit:target/junit.xml"
+                ))
+            })?;
+            let format: ReportFormat = format.parse().map_err(user)?;
+            let report =
+                report::parse_file(format, &env.path(Path::new(path)), &opts).map_err(user)?;
+            Ok(CheckOutcome {
+                name: format.name().to_string(),
+                visibility: Visibility::Full,
+                void_on_violation: false,
+                result: CheckResult::Report {
+                    report,
+                    exit_code: None,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let mut observation = Observation {
+        checks,
+        execution_time_ms: None,
+    };
+    observation.normalise(&env.root);
+    Ok(observation)
+}
+
+/// Where a holdout check's details go: inside the git directory, never in a record,
+/// prompt or comment.
+pub fn private_dir(repo: &Repository, commit: Oid) -> PathBuf {
+    repo.path()
+        .join("itergate")
+        .join("private")
+        .join(commit.to_string())
+}
+
+/// Writes the full results of `aggregate_only` checks to the private directory.
+fn write_private_diagnostics(
+    repo: &Repository,
+    commit: Oid,
+    observation: &Observation,
+) -> Result<(), Failure> {
+    let holdouts = observation
+        .checks
+        .iter()
+        .filter(|o| o.visibility == Visibility::AggregateOnly);
+    for outcome in holdouts {
+        let dir = private_dir(repo, commit);
+        std::fs::create_dir_all(&dir).map_err(anyhow::Error::from)?;
+        let path = dir.join(format!("{}.json", outcome.name));
+        let details = serde_json::to_vec_pretty(&outcome.result).map_err(anyhow::Error::from)?;
+        std::fs::write(&path, details)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! Telling the person or agent at the terminal what was decided: the summary on stderr and
+//! the revision prompt in `.git/itergate/revision-prompt.md`. The prompt file exists only
+//! while the decision is `iterate`, so it never contradicts `itergate prompt`.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use git2::Repository;
+
+use crate::engine::{Decision, Recommendation};
+use crate::model::IterationRecord;
+use crate::prompt::prompt_view;
+use crate::summary::decision_view;
+
+use super::{Env, Failure};
+
+/// Where the revision prompt for agents is written.
+pub fn prompt_path(repo: &Repository) -> PathBuf {
+    repo.path().join("itergate").join("revision-prompt.md")
+}
+
+pub fn render_prompt(
+    env: &Env,
+    history: &[IterationRecord],
+    decision: &Decision,
+) -> Result<String, Failure> {
+    let Some(latest) = history.last() else {
+        return Ok(String::new());
+    };
+    Ok(env
+        .renderer()?
+        .render("revision-prompt.md.j2", &prompt_view(latest, decision))?)
+}
+
+/// Prints the summary (stderr) and writes the revision prompt, or removes a stale one;
+/// returns the prompt path when one was written.
+pub fn report(
+    env: &Env,
+    repo: &Repository,
+    history: &[IterationRecord],
+    decision: &Decision,
+) -> Result<Option<PathBuf>, Failure> {
+    let view = decision_view(&env.config, history, decision);
+    let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
+    eprint!("{summary}");
+    let path = prompt_path(repo);
+    if decision.recommendation() != Recommendation::Iterate {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(anyhow::anyhow!("removing {}: {e}", path.display()).into()),
+        }
+        return Ok(None);
+    }
+    let prompt = render_prompt(env, history, decision)?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(&path, prompt).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("Revision prompt: {}", path.display());
+    Ok(Some(path))
+}

@@ -1,0 +1,191 @@
+//! What a tree's checks observed, before anything is compared with a base: the raw test
+//! outcomes, lint findings, line coverage, complexity and build diagnostics. This is what
+//! the tree determines, so it is what the cache keeps (keyed by tree and check
+//! fingerprint); pre-existing markings, patch coverage, added-line triggers and the
+//! iteration number depend on a base or a history and are computed when a commit is
+//! evaluated (`signals::score`).
+//!
+//! Paths are repository-relative ([`super::paths`]) and lint findings carry their source
+//! line, so an observation made in a scratch worktree compares with one made in place.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Visibility;
+
+use super::diagnostics::Diagnostic;
+use super::paths::{frames, is_repository_path, line_text, RepoPaths};
+use super::report::Report;
+
+/// The observation of one tree: every check's result, in check-name order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Observation {
+    pub checks: Vec<CheckOutcome>,
+    /// How long the checks took, when they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_time_ms: Option<u64>,
+}
+
+/// What one check produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    pub name: String,
+    #[serde(default)]
+    pub visibility: Visibility,
+    #[serde(default)]
+    pub void_on_violation: bool,
+    pub result: CheckResult,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CheckResult {
+    /// The report was read (with the command's exit status, when one ran).
+    Report {
+        report: Report,
+        exit_code: Option<i32>,
+    },
+    /// A command without a report: its exit status is the signal.
+    Exited { exit_code: i32, tail: String },
+    /// The command failed before writing its report, and its output names the errors
+    /// (a test build that does not compile, a collection error).
+    BuildFailed {
+        exit_code: i32,
+        diagnostics: Vec<Diagnostic>,
+        tail: String,
+    },
+    /// The command did not finish in time and was stopped.
+    TimedOut { seconds: u64, tail: String },
+}
+
+/// A check the environment kept from running: not the work's result, never recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckError {
+    pub check: String,
+    pub command: Option<String>,
+    pub message: String,
+    /// The end of the command's output (stderr preferred).
+    pub tail: String,
+}
+
+impl fmt::Display for CheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "check `{}`", self.check)?;
+        if let Some(command) = &self.command {
+            write!(f, " (`{command}`)")?;
+        }
+        write!(f, " could not run: {}", self.message)?;
+        if !self.tail.trim().is_empty() {
+            write!(f, "\n{}", indent(self.tail.trim_end()))?;
+        }
+        Ok(())
+    }
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Observation {
+    /// Makes the observation independent of where the checks ran: repository-relative
+    /// paths everywhere, failing tests located inside the repository, and each lint
+    /// finding's source line read from `root` (the checkout the checks ran in).
+    pub fn normalise(&mut self, root: &Path) {
+        let paths = RepoPaths::new(root);
+        let mut sources = SourceLines::new(root);
+        for check in &mut self.checks {
+            match &mut check.result {
+                CheckResult::Report { report, .. } => {
+                    paths.normalise(report);
+                    if let Report::Lint(lint) = report {
+                        for finding in &mut lint.findings {
+                            if let (Some(file), Some(line)) = (&finding.file, finding.line) {
+                                finding.context = sources.line(file, line);
+                            }
+                        }
+                    }
+                }
+                CheckResult::BuildFailed { diagnostics, .. } => {
+                    for d in diagnostics.iter_mut() {
+                        locate_diagnostic(&paths, d);
+                    }
+                }
+                CheckResult::Exited { .. } | CheckResult::TimedOut { .. } => {}
+            }
+        }
+    }
+}
+
+/// A diagnostic's place: its own when inside the repository, else the deepest frame of
+/// its traceback that is.
+fn locate_diagnostic(paths: &RepoPaths, d: &mut Diagnostic) {
+    if let Some(file) = &mut d.file {
+        *file = paths.relative(file);
+    }
+    for frame in &mut d.frames {
+        frame.0 = paths.relative(&frame.0);
+    }
+    let inside = d.file.as_deref().is_some_and(is_repository_path);
+    if inside && d.frames.is_empty() {
+        return;
+    }
+    let from_frames = d
+        .frames
+        .iter()
+        .rev()
+        .find(|(file, _)| is_repository_path(file))
+        .cloned()
+        .or_else(|| {
+            frames(&d.detail)
+                .into_iter()
+                .map(|(f, l)| (paths.relative(&f), l))
+                .filter(|(f, _)| is_repository_path(f))
+                .last()
+        });
+    if let Some((file, line)) = from_frames {
+        d.file = Some(file);
+        d.line = Some(line);
+        d.column = None;
+    } else if !inside {
+        d.file = None;
+        d.line = None;
+        d.column = None;
+    }
+}
+
+/// Source lines read once per file.
+struct SourceLines<'r> {
+    root: &'r Path,
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl<'r> SourceLines<'r> {
+    fn new(root: &'r Path) -> Self {
+        SourceLines {
+            root,
+            files: HashMap::new(),
+        }
+    }
+
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        if !is_repository_path(file) {
+            return None;
+        }
+        let root = self.root;
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(root.join(file))
+                .ok()
+                .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
+        });
+        match lines {
+            Some(lines) => lines.get(usize::try_from(line).ok()?.checked_sub(1)?).cloned(),
+            None => line_text(root, file, line),
+        }
+    }
+}

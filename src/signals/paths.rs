@@ -1,0 +1,210 @@
+//! Paths as the repository names them. Tools report paths their own way: ruff, eslint and
+//! mypy print absolute paths, coverage tools prefix `./`, and a base scored in a scratch
+//! worktree lives in another directory than the branch. Every path in a report is made
+//! relative to the root the checks ran in before anything compares or displays it, so a
+//! finding on the base and the same finding on the branch are one finding.
+//!
+//! A failing test is located where a person would look: the deepest frame of its traceback
+//! (or panic) that lies inside the repository, never a dependency's file.
+
+use std::path::{Path, PathBuf};
+
+use super::report::{Report, TestCase};
+
+/// Path fragments that mark a file as someone else's code even when it sits under the root
+/// (a virtualenv or `node_modules` inside the work tree).
+const FOREIGN_MARKERS: [&str; 6] = [
+    "site-packages/",
+    "dist-packages/",
+    "node_modules/",
+    ".venv/",
+    "/.cargo/registry/",
+    "/rustc/",
+];
+
+/// Turns report paths into repository paths for one checkout.
+#[derive(Debug, Clone)]
+pub struct RepoPaths {
+    roots: Vec<String>,
+}
+
+impl RepoPaths {
+    /// Paths under `root` (as given and as the file system resolves it) become relative.
+    pub fn new(root: &Path) -> RepoPaths {
+        let mut roots = vec![slashed(root)];
+        if let Ok(canonical) = std::fs::canonicalize(root) {
+            let canonical = slashed(&canonical);
+            if !roots.contains(&canonical) {
+                roots.push(canonical);
+            }
+        }
+        for root in &mut roots {
+            while root.len() > 1 && root.ends_with('/') {
+                root.pop();
+            }
+        }
+        RepoPaths { roots }
+    }
+
+    /// `path` relative to the root when it lies under it; `./` prefixes dropped; other
+    /// absolute paths (a dependency's) are kept as they are.
+    pub fn relative(&self, path: &str) -> String {
+        let path = path.trim();
+        for root in &self.roots {
+            if let Some(rest) = path.strip_prefix(root.as_str()) {
+                if let Some(rest) = rest.strip_prefix('/') {
+                    return strip_dot(rest).to_string();
+                }
+            }
+        }
+        strip_dot(path).to_string()
+    }
+
+    /// Makes every path of `report` relative to the root, and relocates failing tests to
+    /// their deepest frame inside the repository.
+    pub fn normalise(&self, report: &mut Report) {
+        match report {
+            Report::Tests(tests) => {
+                for case in &mut tests.problems {
+                    self.locate_test(case);
+                }
+            }
+            Report::Lint(lint) => {
+                for finding in &mut lint.findings {
+                    if let Some(file) = &mut finding.file {
+                        *file = self.relative(file);
+                    }
+                }
+            }
+            Report::Coverage(coverage) => {
+                let files = std::mem::take(&mut coverage.files);
+                for (path, lines) in files {
+                    let path = self.relative(&path);
+                    match coverage.files.get_mut(&path) {
+                        Some(existing) => {
+                            for (line, hits) in lines.lines {
+                                existing.add(line, hits);
+                            }
+                        }
+                        None => {
+                            coverage.files.insert(path, lines);
+                        }
+                    }
+                }
+            }
+            Report::Complexity(complexity) => {
+                for function in &mut complexity.functions {
+                    function.file = self.relative(&function.file);
+                }
+            }
+        }
+    }
+
+    /// The case's location: the deepest frame inside the repository that its failure text
+    /// names, else its own (reported) location when that is inside the repository.
+    fn locate_test(&self, case: &mut TestCase) {
+        if let Some(file) = &mut case.file {
+            *file = self.relative(file);
+        }
+        let text = [case.message.as_deref(), case.output.as_deref()];
+        let deepest = text
+            .iter()
+            .flatten()
+            .flat_map(|t| frames(t))
+            .map(|(file, line)| (self.relative(&file), line))
+            .filter(|(file, _)| is_repository_path(file))
+            .last();
+        match deepest {
+            Some((file, line)) => {
+                case.file = Some(file);
+                case.line = Some(line);
+            }
+            None if case.file.as_deref().is_some_and(|f| !is_repository_path(f)) => {
+                case.file = None;
+                case.line = None;
+            }
+            None => {}
+        }
+    }
+}
+
+/// Whether a (normalised) path names the repository's own code.
+pub fn is_repository_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with("../")
+        && !path.starts_with('<')
+        && !FOREIGN_MARKERS
+            .iter()
+            .any(|m| path.contains(m) || path.starts_with(m.trim_start_matches('/')))
+}
+
+/// Source locations a failure text names, outermost first: Python traceback frames
+/// (`File "x.py", line 3`), pytest frames (`tests/x.py:12: in test_y`, `x.py:3: Error`) and
+/// Rust panic locations (`panicked at src/lib.rs:17:9`).
+pub fn frames(text: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(frame) = python_frame(line)
+            .or_else(|| pytest_frame(line))
+            .or_else(|| panic_frame(line))
+        {
+            out.push(frame);
+        }
+    }
+    out
+}
+
+fn python_frame(line: &str) -> Option<(String, u32)> {
+    let rest = line.strip_prefix("File \"")?;
+    let (file, rest) = rest.split_once("\", line ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((file.to_string(), digits.parse().ok()?))
+}
+
+fn pytest_frame(line: &str) -> Option<(String, u32)> {
+    let (file, rest) = line.split_once(".py:")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let after = rest.get(digits.len()..)?;
+    if file.is_empty() || file.contains(' ') || !after.starts_with(':') {
+        return None;
+    }
+    Some((format!("{file}.py"), digits.parse().ok()?))
+}
+
+fn panic_frame(line: &str) -> Option<(String, u32)> {
+    let after = line.split_once("panicked at ")?.1;
+    let spot = after.trim_end_matches(':').rsplit(", ").next()?;
+    let mut parts = spot.rsplitn(3, ':');
+    let _column = parts.next()?;
+    let line_no: u32 = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    (!file.is_empty() && !file.contains(' ')).then(|| (file.to_string(), line_no))
+}
+
+fn strip_dot(path: &str) -> &str {
+    let mut path = path;
+    while let Some(rest) = path.strip_prefix("./") {
+        path = rest;
+    }
+    path
+}
+
+fn slashed(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if std::path::MAIN_SEPARATOR == '/' {
+        text.into_owned()
+    } else {
+        text.replace(std::path::MAIN_SEPARATOR, "/")
+    }
+}
+
+/// The text of line `line` (1-based) of `file` under `root`, trimmed: what a finding is
+/// about, so it can be matched across line shifts. `None` when unreadable.
+pub fn line_text(root: &Path, file: &str, line: u32) -> Option<String> {
+    let path: PathBuf = root.join(file);
+    let text = std::fs::read_to_string(path).ok()?;
+    let index = usize::try_from(line).ok()?.checked_sub(1)?;
+    text.lines().nth(index).map(|l| l.trim().to_string())
+}
