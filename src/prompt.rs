@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::engine::{ContextAdjustment, Decision};
+use crate::engine::{ContextAdjustment, Decision, RevisionProgress};
 use crate::markup::{fence_with_info, neutralise_tags};
 use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
 
@@ -17,6 +17,8 @@ pub struct PromptView {
     pub iteration: u32,
     pub max_iterations: u32,
     pub progress_line: String,
+    /// Where the revision loop stands, as a sentence; never "round n of max m" with n > m.
+    pub round_sentence: String,
     pub recommendation: &'static str,
     pub why: String,
     pub issues_block: String,
@@ -65,6 +67,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
         iteration: decision.revision.iteration,
         max_iterations: decision.revision.max_iterations,
         progress_line: decision.revision.line(),
+        round_sentence: round_sentence(&decision.revision),
         recommendation: decision.recommendation().as_str(),
         why: decision
             .stopping_reason
@@ -88,5 +91,26 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .map(|t| fence_with_info(&neutralise_tags(&t.details), "text"))
             .collect(),
         spans,
+    }
+}
+
+fn round_sentence(revision: &RevisionProgress) -> String {
+    if !revision.is_open() {
+        "No revision round is open: the latest iteration has no BLOCKER or WARNING issue.".into()
+    } else if revision.limit_exceeded() {
+        let rounds = if revision.max_iterations == 1 {
+            "round"
+        } else {
+            "rounds"
+        };
+        format!(
+            "The limit of {} revision {rounds} is reached.",
+            revision.max_iterations
+        )
+    } else {
+        format!(
+            "This is revision iteration {} of max {}.",
+            revision.iteration, revision.max_iterations
+        )
     }
 }

@@ -33,6 +33,7 @@ pub struct DecisionView {
     pub quality: Option<String>,
     pub quality_delta: Option<String>,
     pub scores: Vec<ScoreLine>,
+    /// Empty when no revision round is open (the latest iteration is clean).
     pub revision_line: String,
     pub triggers: Vec<TriggerLine>,
     pub strategy: Option<&'static str>,
@@ -113,7 +114,11 @@ pub fn decision_view(
             .and_then(|p| p.delta.quality)
             .map(|d| format!("{d:+.3}")),
         scores,
-        revision_line: decision.revision.line(),
+        revision_line: if decision.revision.is_open() {
+            decision.revision.line()
+        } else {
+            String::new()
+        },
         triggers: decision
             .triggers
             .iter()

@@ -131,11 +131,38 @@ proptest! {
                 prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
             }
         }
-        let revision_count = history.len() as u32;
-        let latest = history.last().map(|r| r.revision_issue_count()).unwrap_or(0);
-        if latest > 0 && revision_count > config.revision.max_iterations {
+        // The revision round is the trailing run of iterations with BLOCKER/WARNING issues.
+        let round = history.iter().rev().take_while(|r| r.revision_issue_count() > 0).count() as u32;
+        prop_assert_eq!(d.revision.iteration, round);
+        if round > config.revision.max_iterations {
             prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
         }
+    }
+
+    #[test]
+    fn iterate_is_always_actionable(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        if d.recommendation() == Recommendation::Iterate {
+            let latest = history.last().expect("non-empty");
+            let actionable = latest.revision_issue_count() > 0
+                || d.triggers.iter().any(|t| t.kind != TriggerType::QualityThreshold);
+            prop_assert!(actionable, "iterate with nothing to act on: {:?}", d.triggers);
+        }
+    }
+
+    #[test]
+    fn the_revision_round_never_passes_the_limit_unless_escalating(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        // Abort (limits hit before any iteration could be scored) also stops the loop; it
+        // keeps the true round, which the line shows as "limit of m rounds reached".
+        if !matches!(d.recommendation(), Recommendation::Escalate | Recommendation::Abort) {
+            prop_assert!(
+                d.revision.iteration <= d.revision.max_iterations,
+                "{:?} with round {}/{}", d.recommendation(), d.revision.iteration, d.revision.max_iterations
+            );
+        }
+        let line = d.revision.line();
+        prop_assert!(!line.starts_with("Revision iteration") || d.revision.iteration <= d.revision.max_iterations, "{}", line);
     }
 
     #[test]

@@ -61,6 +61,16 @@ fn unfixable(mut r: IterationRecord, n: usize) -> IterationRecord {
     r
 }
 
+/// The latest record gets one WARNING: something the next iteration can act on, so the rule
+/// under test decides rather than "nothing actionable".
+fn warned(mut h: Vec<IterationRecord>) -> Vec<IterationRecord> {
+    if let Some(r) = h.last_mut() {
+        r.issues
+            .push(issue(Severity::Warning, "unused variable `x`"));
+    }
+    h
+}
+
 fn info_only(mut r: IterationRecord) -> IterationRecord {
     r.issues = vec![issue(Severity::Info, "pre-existing lint finding")];
     r
@@ -71,7 +81,7 @@ fn cases() -> Vec<Case> {
     vec![
         case("002 step 5: quality at or above the threshold, nothing to fix -> accept", "", history(&[0.96]))
             .expect(Accept, Some(StopCode::QualityThresholdReached)),
-        case("002 step 3: below min iterations -> continue", "", history(&[0.5]))
+        case("002 step 3: below min iterations -> continue", "", warned(history(&[0.5])))
             .expect(Iterate, None),
         case("002 steps 1/4: max iterations reached with issues -> stop with best (escalate)",
             "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", history(&[0.5, 0.6, 0.7]))
@@ -84,14 +94,14 @@ fn cases() -> Vec<Case> {
             vec![with_tokens(rec(1, 0.5), 600), with_tokens(rec(2, 0.7), 600)])
             .expect(Escalate, Some(StopCode::BudgetExhausted)),
         case("002 step 2: an unobservable budget is not exhausted",
-            "stopping_criteria: {budget_limits: {total_tokens: 1000}}", history(&[0.5, 0.7]))
+            "stopping_criteria: {budget_limits: {total_tokens: 1000}}", warned(history(&[0.5, 0.7])))
             .expect(Iterate, None),
         case("002 step 6: improvement below threshold, no exploration quota -> stop",
             "stopping_criteria: {exploration_quota: {enabled: false}}", history(&[0.5, 0.52]))
             .expect(Escalate, Some(StopCode::ImprovementBelowThreshold)),
-        case("002 step 6 + quota: a flat cycle under k continues", "", history(&[0.5, 0.52]))
+        case("002 step 6 + quota: a flat cycle under k continues", "", warned(history(&[0.5, 0.52])))
             .expect(Iterate, None),
-        case("002 quota: k flat cycles -> require a structural variant", "", history(&[0.5, 0.51, 0.52, 0.53]))
+        case("002 quota: k flat cycles -> require a structural variant", "", warned(history(&[0.5, 0.51, 0.52, 0.53])))
             .expect(Iterate, None),
         case("002 quota: the structural variant was flat too -> stop with best", "",
             { let mut h = history(&[0.5, 0.51, 0.52]); h.push(with_variant(rec(4, 0.53))); h })
@@ -106,12 +116,12 @@ fn cases() -> Vec<Case> {
             "stopping_criteria: {improvement_threshold: {enabled: false}, exploration_quota: {enabled: false}}",
             history(&[0.5, 0.52, 0.54, 0.56]))
             .expect(Escalate, Some(StopCode::Plateau)),
-        case("002 step 8: one regression -> continue and revert to the best", "", history(&[0.5, 0.7, 0.6]))
+        case("002 step 8: one regression -> continue and revert to the best", "", warned(history(&[0.5, 0.7, 0.6])))
             .expect(Iterate, None),
         case("002 step 8: more regressions than max_regressions -> stop", "", history(&[0.3, 0.6, 0.4, 0.5, 0.45]))
             .expect(Escalate, Some(StopCode::RegressionLimit)),
         case("002 step 8: allow_regression never stops for regressions",
-            "stopping_criteria: {regression_protection: {allow_regression: true}}", history(&[0.3, 0.6, 0.4, 0.5, 0.45]))
+            "stopping_criteria: {regression_protection: {allow_regression: true}}", warned(history(&[0.3, 0.6, 0.4, 0.5, 0.45])))
             .expect(Iterate, None),
         case("001: more revision rounds than revision.max_iterations -> escalate", "",
             vec![failing(1, 0.5, 5), failing(2, 0.6, 4), failing(3, 0.7, 3), failing(4, 0.8, 2)])
@@ -134,7 +144,7 @@ fn cases() -> Vec<Case> {
             .feedback(Feedback { escalation: Some("needs a design review".into()), ..Feedback::default() })
             .expect(Escalate, Some(StopCode::EscalatedByHuman)),
         case("`/iterate budget` raises the iteration limit", "stopping_criteria: {iteration_limits: {min: 1, max: 3}}",
-            history(&[0.3, 0.5, 0.7]))
+            warned(history(&[0.3, 0.5, 0.7])))
             .feedback(Feedback { max_iterations: Some(6), ..Feedback::default() })
             .expect(Iterate, None),
         case("000 assessment: plateauing with no upward trend -> escalate", "", history(&[0.5, 0.5, 0.5]))
@@ -147,13 +157,59 @@ fn cases() -> Vec<Case> {
         case("000 assessment: expected gain below 0.1 but quality below the bar -> escalate", "", history(&[0.90, 0.935]))
             .expect(Escalate, Some(StopCode::NotWorthIterating)),
         case("000 strategy: one iteration short of the limit -> escalate",
-            "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", vec![failing(1, 0.5, 1), rec(2, 0.7)])
+            "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", warned(vec![failing(1, 0.5, 2), rec(2, 0.7)]))
             .expect(Escalate, Some(StopCode::IterationLimitNear)),
         case("compacted history: the latest record's number counts toward max iterations",
             "stopping_criteria: {iteration_limits: {min: 1, max: 10}}", vec![rec(9, 0.5), rec(10, 0.6)])
             .expect(Escalate, Some(StopCode::MaxIterationsReached)),
         case("VOID iteration alone: a validation failure, no best output -> iterate", "",
             { let mut r = rec(1, 0.9); r.status = Status::Void; vec![r] })
+            .expect(Iterate, None),
+        // The revision loop counts rounds: a clean iteration ends a round.
+        case("001 rounds: the first failure after three clean iterations is round 1 -> iterate", "",
+            vec![rec(1, 0.96), rec(2, 0.96), rec(3, 0.96), failing(4, 0.5, 1)])
+            .expect(Iterate, None),
+        case("001 rounds: a clean iteration in between restarts the round count", "",
+            vec![failing(1, 0.5, 5), failing(2, 0.6, 4), failing(3, 0.7, 3), rec(4, 0.96), failing(5, 0.8, 2)])
+            .expect(Iterate, None),
+        case("001 rounds: issues after a clean iteration are a new round 1, never stalled", "",
+            vec![failing(1, 0.5, 2), rec(2, 0.96), failing(3, 0.6, 2)])
+            .expect(Iterate, None),
+        case("001 rounds: the trailing run past revision.max_iterations -> escalate", "",
+            vec![rec(1, 0.96), failing(2, 0.5, 5), failing(3, 0.6, 4), failing(4, 0.7, 3), failing(5, 0.8, 2)])
+            .expect(Escalate, Some(StopCode::RevisionLimitReached)),
+        case("001 rounds: a stall within the run still escalates", "",
+            vec![rec(1, 0.96), failing(2, 0.5, 2), failing(3, 0.6, 3)])
+            .expect(Escalate, Some(StopCode::RevisionStalled)),
+        // Iterate is always actionable.
+        case("actionable: pass, below the bar, nothing to fix -> accept (nothing actionable)", "", history(&[0.5]))
+            .expect(Accept, Some(StopCode::NothingActionable)),
+        case("actionable: a regression with nothing to fix is not a reason to iterate -> accept", "",
+            history(&[0.5, 0.7, 0.6]))
+            .expect(Accept, Some(StopCode::NothingActionable)),
+        case("actionable: a flat cycle with nothing to fix -> accept", "", history(&[0.5, 0.52]))
+            .expect(Accept, Some(StopCode::NothingActionable)),
+        case("actionable: status fail, only INFO issues, no trigger -> escalate (a human looks)", "",
+            { let mut r = info_only(rec(1, 0.5)); r.status = Status::Fail; vec![r] })
+            .expect(Escalate, Some(StopCode::NothingActionable)),
+        case("actionable: a WARNING is something to act on -> iterate", "", warned(history(&[0.5])))
+            .expect(Iterate, None),
+        case("actionable: a trigger other than quality_threshold is something to act on -> iterate", "",
+            { let mut r = rec(1, 0.5); r.triggers.push(trigger(TriggerType::IncompleteOutput, "todo!() added at src/lib.rs:3")); vec![r] })
+            .expect(Iterate, None),
+        case("actionable: limits keep precedence over nothing actionable", "stopping_criteria: {iteration_limits: {min: 1, max: 2}}",
+            history(&[0.5, 0.6]))
+            .expect(Escalate, Some(StopCode::MaxIterationsReached)),
+        case("actionable: a human's escalation keeps precedence", "", history(&[0.5]))
+            .feedback(Feedback { escalation: Some(String::new()), ..Feedback::default() })
+            .expect(Escalate, Some(StopCode::EscalatedByHuman)),
+        // Regression protection ignores noise.
+        case("002 step 8 noise: a dip smaller than improvement_threshold is not a regression", "",
+            warned(history(&[0.5, 0.7, 0.68])))
+            .expect(Iterate, None),
+        // Records from elsewhere get triggers.
+        case("triggers: a hand-written failing record without triggers -> iterate on its BLOCKERs", "",
+            { let mut r = failing(1, 0.5, 2); r.triggers.clear(); vec![r] })
             .expect(Iterate, None),
     ]
 }
@@ -190,7 +246,7 @@ fn every_stopping_rule() {
 
 #[test]
 fn quota_reached_asks_for_a_structural_variant() {
-    let d = decide_default(&history(&[0.5, 0.51, 0.52, 0.53]));
+    let d = decide_default(&warned(history(&[0.5, 0.51, 0.52, 0.53])));
     let strategy = d.strategy.expect("iterate has a strategy");
     assert!(strategy
         .modifications
@@ -200,7 +256,7 @@ fn quota_reached_asks_for_a_structural_variant() {
 
 #[test]
 fn regression_asks_to_revert_to_the_best() {
-    let d = decide_default(&history(&[0.5, 0.7, 0.6]));
+    let d = decide_default(&warned(history(&[0.5, 0.7, 0.6])));
     assert_eq!(d.best_iteration, Some(2));
     let strategy = d.strategy.expect("strategy");
     assert!(strategy
@@ -237,7 +293,10 @@ fn unobserved_usage_is_null_not_zero() {
 
 #[test]
 fn projected_overrun_is_a_warning_or_a_hard_stop() {
-    let h = vec![with_tokens(rec(1, 0.5), 400), with_tokens(rec(2, 0.7), 400)];
+    let h = warned(vec![
+        with_tokens(rec(1, 0.5), 400),
+        with_tokens(rec(2, 0.7), 400),
+    ]);
     let soft = decide_with(
         &config("stopping_criteria: {budget_limits: {total_tokens: 1000}}"),
         &h,
@@ -341,7 +400,7 @@ fn simplify_when_complexity_is_what_fell() {
     a.scores.complexity = Some(0.8);
     let mut b = rec(2, 1.0);
     b.scores.complexity = Some(0.5);
-    let d = decide_default(&[a, b]);
+    let d = decide_default(&warned(vec![a, b]));
     assert_eq!(d.strategy.map(|s| s.kind), Some(StrategyType::Simplify));
 }
 
@@ -448,4 +507,302 @@ fn empty_history_is_an_error_not_a_panic() {
         now: t0(),
     });
     assert!(r.is_err());
+}
+
+// ---- The revision loop counts rounds -------------------------------------------------
+
+#[test]
+fn revision_round_is_the_trailing_run_of_iterations_with_issues() {
+    // (history, round, previous count in the same run)
+    let rows: Vec<(&str, Vec<IterationRecord>, u32, Option<usize>)> = vec![
+        (
+            "clean latest: no open round",
+            vec![failing(1, 0.5, 2), rec(2, 0.96)],
+            0,
+            None,
+        ),
+        (
+            "first failure after clean ones: round 1",
+            vec![rec(1, 0.96), rec(2, 0.96), rec(3, 0.96), failing(4, 0.5, 1)],
+            1,
+            None,
+        ),
+        (
+            "two failing in a row: round 2",
+            vec![rec(1, 0.96), failing(2, 0.5, 3), failing(3, 0.6, 2)],
+            2,
+            Some(3),
+        ),
+        (
+            "INFO only is clean",
+            vec![failing(1, 0.5, 2), info_only(rec(2, 0.97))],
+            0,
+            None,
+        ),
+        (
+            "a clean one in between restarts",
+            vec![failing(1, 0.5, 3), rec(2, 0.96), failing(3, 0.6, 2)],
+            1,
+            None,
+        ),
+    ];
+    for (rule, h, round, previous) in rows {
+        let d = decide_default(&h);
+        assert_eq!(d.revision.iteration, round, "{rule}");
+        assert_eq!(d.revision.previous_count, previous, "{rule}");
+    }
+}
+
+#[test]
+fn adjust_restarts_the_round_count() {
+    let h = vec![
+        failing(1, 0.5, 5),
+        failing(2, 0.6, 4),
+        failing(3, 0.7, 3),
+        failing(4, 0.8, 2),
+    ];
+    let f = Feedback {
+        restart_after: Some(2),
+        ..Feedback::default()
+    };
+    let d = decide_with(&Config::default(), &h, &f);
+    assert_eq!(d.revision.iteration, 2);
+    assert_eq!(d.revision.previous_count, Some(3));
+}
+
+#[test]
+fn revision_line_never_shows_a_round_past_the_limit() {
+    use itergate::engine::RevisionProgress;
+    let p = |iteration, max_iterations| RevisionProgress {
+        iteration,
+        max_iterations,
+        blockers: 1,
+        warnings: 2,
+        previous_count: None,
+    };
+    assert_eq!(p(0, 3).line(), "No open revision round");
+    assert_eq!(
+        p(3, 3).line(),
+        "Revision iteration 3/3 -- 1 blockers, 2 warnings"
+    );
+    assert_eq!(
+        p(4, 3).line(),
+        "Revision limit of 3 rounds reached -- 1 blockers, 2 warnings"
+    );
+    assert_eq!(
+        p(12, 1).line(),
+        "Revision limit of 1 round reached -- 1 blockers, 2 warnings"
+    );
+    // The exceeded round escalates.
+    let d = decide_default(&[
+        failing(1, 0.5, 5),
+        failing(2, 0.6, 4),
+        failing(3, 0.7, 3),
+        failing(4, 0.8, 2),
+    ]);
+    assert_eq!(d.recommendation(), Recommendation::Escalate);
+    assert!(!d.revision.line().contains("4/3"), "{}", d.revision.line());
+}
+
+#[test]
+fn clean_iteration_has_no_revision_line_in_the_summary() {
+    use itergate::render::Renderer;
+    let config = Config::default();
+    let renderer = Renderer::new(None, false).expect("templates");
+    let render = |h: &[IterationRecord]| {
+        let d = decide_default(h);
+        renderer
+            .render(
+                "decision.txt.j2",
+                &itergate::summary::decision_view(&config, h, &d),
+            )
+            .expect("renders")
+    };
+    let clean = render(&[failing(1, 0.5, 2), rec(2, 0.96)]);
+    assert!(!clean.contains("Revision"), "{clean}");
+    let failing_text = render(&[rec(1, 0.96), failing(2, 0.5, 1)]);
+    assert!(
+        failing_text.contains("Revision iteration 1/3 -- 1 blockers, 0 warnings"),
+        "{failing_text}"
+    );
+}
+
+// ---- Iterate is always actionable ----------------------------------------------------
+
+#[test]
+fn nothing_actionable_accepts_with_a_reason_that_says_so() {
+    let d = decide_default(&history(&[0.91]));
+    assert_eq!(d.recommendation(), Recommendation::Accept);
+    let reason = d.stopping_reason.expect("reason");
+    assert_eq!(
+        reason.summary,
+        "No actionable problem in the change: quality 0.91 is below 0.95 but no check reported anything to fix"
+    );
+    let yaml = serde_yaml::to_string(&reason.code).expect("yaml");
+    assert_eq!(yaml.trim(), "nothing_actionable");
+}
+
+// ---- Regression protection -----------------------------------------------------------
+
+#[test]
+fn regression_noise_is_neither_flagged_nor_counted() {
+    use itergate::engine::trajectory::Trajectory;
+    let h = history(&[0.3, 0.6, 0.57, 0.58, 0.56, 0.5]);
+    let t = Trajectory::build(&Config::default(), &h);
+    let flags: Vec<bool> = t.points.iter().map(|p| p.regression).collect();
+    assert_eq!(flags, vec![false, false, false, false, false, true]);
+    assert_eq!(t.points[5].cumulative.regression_count, 1);
+    // Exactly the threshold below the best is a regression.
+    let t = Trajectory::build(&Config::default(), &history(&[0.6, 0.55]));
+    assert!(t.points[1].regression);
+    // Without an improvement threshold every drop counts.
+    let c = config("stopping_criteria: {improvement_threshold: {enabled: false}}");
+    let t = Trajectory::build(&c, &h);
+    assert_eq!(t.points[5].cumulative.regression_count, 4);
+    // And a noisy dip asks for no revert.
+    let d = decide_default(&warned(history(&[0.5, 0.7, 0.68])));
+    let strategy = d.strategy.expect("iterate has a strategy");
+    assert!(
+        !strategy
+            .modifications
+            .iter()
+            .any(|m| matches!(m, Modification::RevertTo { .. })),
+        "{strategy:?}"
+    );
+}
+
+fn with_coverage(iteration: u32, tests: f64, coverage: f64) -> IterationRecord {
+    let mut r = rec(iteration, tests);
+    r.scores.coverage = Some(coverage);
+    r
+}
+
+fn coverage_warning(mut r: IterationRecord) -> IterationRecord {
+    let mut i = issue(Severity::Warning, "changed lines not covered");
+    i.dimension = "coverage".into();
+    r.issues.push(i);
+    r
+}
+
+#[test]
+fn untested_code_dip_asks_for_tests_not_a_restart() {
+    let reverts = |h: &[IterationRecord]| {
+        let d = decide_default(h);
+        assert_eq!(
+            d.recommendation(),
+            Recommendation::Iterate,
+            "{:?}",
+            d.stopping_reason
+        );
+        d.strategy
+            .expect("strategy")
+            .modifications
+            .iter()
+            .any(|m| matches!(m, Modification::RevertTo { iteration: 2 }))
+    };
+    // Coverage alone fell, and coverage warnings say where: no revert.
+    let untested = vec![
+        with_coverage(1, 1.0, 0.5),
+        with_coverage(2, 1.0, 0.9),
+        coverage_warning(with_coverage(3, 1.0, 0.6)),
+    ];
+    assert!(!reverts(&untested), "a coverage-only dip is not a restart");
+    let t = itergate::engine::trajectory::Trajectory::build(&Config::default(), &untested);
+    assert!(t.points[2].regression, "it is still a regression");
+    // Tests fell too: a real regression, revert.
+    let broken = vec![
+        with_coverage(1, 1.0, 0.5),
+        with_coverage(2, 1.0, 0.9),
+        coverage_warning(with_coverage(3, 0.8, 0.6)),
+    ];
+    assert!(reverts(&broken));
+    // Coverage fell but no coverage issue says what to test: revert.
+    let unexplained = vec![
+        with_coverage(1, 1.0, 0.5),
+        with_coverage(2, 1.0, 0.9),
+        warned(vec![with_coverage(3, 1.0, 0.6)]).remove(0),
+    ];
+    assert!(reverts(&unexplained));
+}
+
+// ---- Records from elsewhere get triggers ----------------------------------------------
+
+#[test]
+fn records_without_triggers_get_them_from_their_issues() {
+    let mut r = rec(1, 0.5);
+    r.status = Status::Fail;
+    r.issues = vec![
+        issue(Severity::Blocker, "test a failed"),
+        issue(Severity::Blocker, "test b failed"),
+        issue(Severity::Warning, "slow test"),
+    ];
+    let mut lint = issue(Severity::Blocker, "E0308 mismatched types");
+    lint.dimension = "lint".into();
+    r.issues.push(lint);
+    let t = decide_default(std::slice::from_ref(&r)).triggers;
+    let derived: Vec<_> = t
+        .iter()
+        .filter(|t| t.kind == TriggerType::ValidationFailure)
+        .map(|t| (t.details.as_str(), t.source.as_str(), t.severity, t.fixable))
+        .collect();
+    assert_eq!(
+        derived,
+        vec![
+            ("2 tests failed", "issues", 0.7, true),
+            ("1 blocking `lint` issue", "issues", 0.7, true),
+        ]
+    );
+    // No test passed: the most severe.
+    r.scores.tests_passing = Some(0.0);
+    let t = decide_default(std::slice::from_ref(&r)).triggers;
+    assert!(t
+        .iter()
+        .filter(|t| t.kind == TriggerType::ValidationFailure)
+        .all(|t| t.severity == 1.0));
+    // A record's own triggers are kept as they are.
+    let own = failing(1, 0.5, 3);
+    let t = decide_default(&[own]).triggers;
+    let details: Vec<_> = t.iter().map(|t| t.details.as_str()).collect();
+    assert!(details.contains(&"3 tests failed") && !details.contains(&"3 blocking `tests` issues"));
+    assert_eq!(
+        t.iter()
+            .filter(|t| t.kind == TriggerType::ValidationFailure)
+            .count(),
+        1
+    );
+    // A failed record without issues.
+    let mut failed = rec(1, 0.5);
+    failed.status = Status::Fail;
+    let t = decide_default(&[failed]).triggers;
+    assert!(t.iter().any(|t| t.kind == TriggerType::ValidationFailure
+        && t.details == "the iteration failed its checks"));
+    // A passing record with only warnings gets none.
+    let t = decide_default(&warned(history(&[0.5]))).triggers;
+    assert!(t.iter().all(|t| t.kind == TriggerType::QualityThreshold));
+}
+
+#[test]
+fn hand_written_history_file_gets_triggers_and_iterates() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/histories/handwritten.yml");
+    let h = itergate::history::file::load_history(&path).expect("fixture parses");
+    assert!(
+        h.iter().all(|r| r.triggers.is_empty()),
+        "the fixture carries no triggers"
+    );
+    let d = decide_default(&h);
+    assert_eq!(
+        d.recommendation(),
+        Recommendation::Iterate,
+        "{:?}",
+        d.stopping_reason
+    );
+    let failures: Vec<_> = d
+        .triggers
+        .iter()
+        .filter(|t| t.kind == TriggerType::ValidationFailure)
+        .map(|t| t.details.as_str())
+        .collect();
+    assert_eq!(failures, vec!["1 test failed", "2 blocking `lint` issues"]);
+    assert_eq!(d.revision.iteration, 2);
 }

@@ -355,13 +355,23 @@ pub enum Visibility {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReportSource {
-    /// A report format name (`junit`, `lcov`, `sarif`, ...).
-    pub format: String,
+    /// A report format (`junit`, `lcov`, `sarif`, ...): an unknown name is an error when
+    /// the configuration loads, with its place in the file, not after the checks ran.
+    #[serde(deserialize_with = "report_format")]
+    pub format: crate::signals::report::ReportFormat,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// `stdout` to read the report from the command's standard output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+}
+
+fn report_format<'de, D>(deserializer: D) -> Result<crate::signals::report::ReportFormat, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let name = String::deserialize(deserializer)?;
+    name.parse().map_err(serde::de::Error::custom)
 }
 
 /// A named command whose report feeds one or more scores.

@@ -159,14 +159,16 @@ pub struct Metric(String);
 
 impl Metric {
     /// Every metric name a requirement may use.
-    pub const KNOWN: [&'static str; 13] = [
+    pub const KNOWN: [&'static str; 15] = [
         "quality",
         "tests_passing",
         "code_quality",
         "coverage",
         "complexity",
         "patch_coverage",
+        "coverage.project",
         "tests.failed",
+        "tests.failed_total",
         "tests.skipped",
         "lint.errors",
         "lint.warnings",

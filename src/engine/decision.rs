@@ -181,6 +181,10 @@ pub enum StopCode {
     Unfixable,
     NotWorthIterating,
     IterationLimitNear,
+    /// The flow would iterate again, but the latest iteration has no BLOCKER or WARNING
+    /// issue and no trigger besides `quality_threshold`: accepted when its status is pass,
+    /// escalated otherwise. Serialised `nothing_actionable`.
+    NothingActionable,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,6 +194,9 @@ pub struct StoppingReason {
 }
 
 /// Revision-loop progress: `Revision iteration {N}/{max} -- {b} blockers, {w} warnings`.
+///
+/// `iteration` is the revision round of the latest iteration: the length of the trailing run
+/// of iterations with BLOCKER or WARNING issues, 0 when the latest iteration is clean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionProgress {
@@ -197,15 +204,43 @@ pub struct RevisionProgress {
     pub max_iterations: u32,
     pub blockers: usize,
     pub warnings: usize,
-    /// BLOCKER + WARNING count of the previous iteration; `null` on the first.
+    /// BLOCKER + WARNING count of the previous iteration of the same run of rounds; `null`
+    /// in round 1 and when no round is open.
     pub previous_count: Option<usize>,
 }
 
 impl RevisionProgress {
+    /// The latest iteration has BLOCKER or WARNING issues: a revision round is open.
+    pub fn is_open(&self) -> bool {
+        self.iteration > 0
+    }
+
+    /// More rounds than allowed (the decision escalates unless a person or a hard limit
+    /// decided first).
+    pub fn limit_exceeded(&self) -> bool {
+        self.iteration > self.max_iterations
+    }
+
+    /// One line for people. Never shows a round past the limit as `n/m` with `n > m`.
     pub fn line(&self) -> String {
+        if !self.is_open() {
+            return "No open revision round".into();
+        }
+        let issues = format!("{} blockers, {} warnings", self.blockers, self.warnings);
+        if self.limit_exceeded() {
+            let rounds = if self.max_iterations == 1 {
+                "round"
+            } else {
+                "rounds"
+            };
+            return format!(
+                "Revision limit of {} {rounds} reached -- {issues}",
+                self.max_iterations
+            );
+        }
         format!(
-            "Revision iteration {}/{} -- {} blockers, {} warnings",
-            self.iteration, self.max_iterations, self.blockers, self.warnings
+            "Revision iteration {}/{} -- {issues}",
+            self.iteration, self.max_iterations
         )
     }
 }

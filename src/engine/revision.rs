@@ -1,9 +1,14 @@
 //! The check-revise-escalate loop of the revision-loop pattern.
 //!
-//! Each iteration with BLOCKER or WARNING issues is one revision round. INFO issues never
-//! ask for a revision. The loop escalates when the round number exceeds
-//! `revision.max_iterations` (default 3) or when the BLOCKER + WARNING count fails to fall
-//! from one iteration to the next. Counting restarts after a human's `/iterate adjust`.
+//! The loop counts revision *rounds*, not iterations: an iteration with BLOCKER or WARNING
+//! issues continues a round, a clean one ends it (INFO issues never ask for a revision).
+//! The round number of the latest iteration is the length of the trailing run of
+//! iterations with issues, so it is 0 when the latest iteration is clean and 1 on the first
+//! iteration with issues after a clean one. The loop escalates when the round number
+//! exceeds `revision.max_iterations` (default 3) or when the BLOCKER + WARNING count did not
+//! fall from the previous iteration of the same run (a new round 1 cannot be stalled).
+//! Counting restarts after a human's `/iterate adjust`: the caller passes only the
+//! iterations after it.
 
 use crate::config::Config;
 use crate::model::{IterationRecord, Severity};
@@ -17,45 +22,40 @@ pub struct RevisionState {
     pub has_issues: bool,
     /// More rounds than allowed.
     pub limit_exceeded: bool,
-    /// The issue count did not decrease.
+    /// The issue count did not decrease within the current run of rounds.
     pub stalled: bool,
 }
 
 /// `records` are the iterations counted by the loop (since the last restart).
 pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
     let max = config.revision.max_iterations;
-    let Some(latest) = records.last() else {
-        return RevisionState {
-            progress: RevisionProgress {
-                iteration: 0,
-                max_iterations: max,
-                blockers: 0,
-                warnings: 0,
-                previous_count: None,
-            },
-            has_issues: false,
-            limit_exceeded: false,
-            stalled: false,
-        };
-    };
-    let round = u32::try_from(records.len()).unwrap_or(u32::MAX);
-    let count = latest.revision_issue_count();
-    let previous_count = records
-        .len()
-        .checked_sub(2)
-        .and_then(|i| records.get(i))
-        .map(IterationRecord::revision_issue_count);
+    let mut run = records
+        .iter()
+        .rev()
+        .map(IterationRecord::revision_issue_count)
+        .take_while(|count| *count > 0);
+    let count = run.next().unwrap_or(0);
+    // Only the previous iteration of the same run counts: after a clean one, this is round 1.
+    let previous_count = run.next();
+    let length = usize::from(count > 0) + usize::from(previous_count.is_some()) + run.count();
+    let round = u32::try_from(length).unwrap_or(u32::MAX);
     let has_issues = count > 0;
+    let (blockers, warnings) = records.last().map_or((0, 0), |latest| {
+        (
+            latest.count(Severity::Blocker),
+            latest.count(Severity::Warning),
+        )
+    });
     RevisionState {
         progress: RevisionProgress {
             iteration: round,
             max_iterations: max,
-            blockers: latest.count(Severity::Blocker),
-            warnings: latest.count(Severity::Warning),
+            blockers,
+            warnings,
             previous_count,
         },
         has_issues,
-        limit_exceeded: has_issues && round > max,
-        stalled: has_issues && previous_count.is_some_and(|prev| count >= prev),
+        limit_exceeded: round > max,
+        stalled: has_issues && previous_count.is_some_and(|prev| prev <= count),
     }
 }

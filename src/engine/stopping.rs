@@ -12,24 +12,36 @@
 //! 6. improvement below threshold (step 6) or plateau (step 7) — within the exploration
 //!    quota continue; at `k` flat cycles apply `flat_cycle_action`; without a quota stop;
 //! 7. regression protection (step 8) — stop past `max_regressions`, else ask to revert;
+//!    a drop smaller than the improvement threshold is noise, not a regression (see
+//!    [`super::trajectory`]), and a drop that comes from coverage alone, with coverage
+//!    WARNINGs on the latest iteration, asks for tests instead of a revert;
 //! 8. the assessment — plateauing with no upward trend or mostly unfixable triggers
 //!    escalate; an expected gain too small to matter accepts when no issue is left and
 //!    quality meets the threshold, and escalates when quality is below it (the stricter
 //!    reading of "accept: not worth iterating");
 //! 9. continue (step 9).
 //!
+//! **Iterate is always actionable.** Whatever step continues the flow (too early, a flat
+//! cycle under the quota, a structural variant, a revert after a regression, step 9), the
+//! decision iterates only when the latest iteration carries something to act on: a BLOCKER
+//! or WARNING issue, or a trigger other than `quality_threshold` (which only restates the
+//! score). Otherwise there is nothing to ask of the next iteration: a passing iteration is
+//! accepted ("no check reported anything to fix") and any other status escalates, so a
+//! human looks (`nothing_actionable`). People's decisions, hard limits and the revision
+//! loop's stops come first and are never overridden by this rule.
+//!
 //! Limits always win over anything that would iterate again. "Stop with the best output"
 //! accepts only when the latest iteration is clean; otherwise a human is called (escalate),
 //! or the task is aborted when no iteration could be scored at all.
 
 use crate::config::{Config, FlatCycleAction};
-use crate::model::{IterationRecord, Status, Trigger};
+use crate::model::{IterationRecord, Severity, Status, Trigger, TriggerType};
 
 use super::assessment::{Potential, MIN_EXPECTED_GAIN, MIN_FIXABILITY, MIN_TREND};
 use super::budget::BudgetStatus;
 use super::decision::{Modification, Recommendation, StopCode, StoppingReason};
 use super::revision::RevisionState;
-use super::trajectory::Trajectory;
+use super::trajectory::{only_coverage_fell, Trajectory};
 use super::Feedback;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +92,7 @@ impl StopContext<'_> {
 }
 
 pub fn evaluate(ctx: &StopContext) -> Outcome {
-    human(ctx)
+    let outcome = human(ctx)
         .or_else(|| limits(ctx))
         .or_else(|| revision_loop(ctx))
         .or_else(|| clean_or_too_early(ctx))
@@ -89,7 +101,56 @@ pub fn evaluate(ctx: &StopContext) -> Outcome {
         .or_else(|| assessment(ctx))
         .unwrap_or(Outcome::Continue {
             modifications: vec![],
-        })
+        });
+    match outcome {
+        Outcome::Continue { .. } if !has_actionable_item(ctx.latest, ctx.triggers) => {
+            nothing_actionable(ctx)
+        }
+        outcome => outcome,
+    }
+}
+
+/// Something the next iteration can act on: a BLOCKER or WARNING issue on `latest`, or a
+/// trigger other than `quality_threshold`.
+pub fn has_actionable_item(latest: &IterationRecord, triggers: &[Trigger]) -> bool {
+    latest.revision_issue_count() > 0
+        || triggers
+            .iter()
+            .any(|t| t.kind != TriggerType::QualityThreshold)
+}
+
+fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "pass",
+        Status::Fail => "fail",
+        Status::Void => "VOID",
+        Status::Error => "error",
+    }
+}
+
+/// The flow would iterate, but there is nothing to ask of the next iteration.
+fn nothing_actionable(ctx: &StopContext) -> Outcome {
+    if ctx.latest.status == Status::Pass {
+        let threshold = &ctx.config.stopping_criteria.quality_threshold;
+        let quality = ctx.trajectory.latest().and_then(|p| p.quality);
+        let summary = match quality {
+            Some(q) if threshold.enabled && q < threshold.value.get() => format!(
+                "No actionable problem in the change: quality {q:.2} is below {:.2} but no \
+                 check reported anything to fix",
+                threshold.value.get()
+            ),
+            _ => "No actionable problem in the change: no check reported anything to fix".into(),
+        };
+        return ctx.stop(Recommendation::Accept, StopCode::NothingActionable, summary);
+    }
+    ctx.stop(
+        Recommendation::Escalate,
+        StopCode::NothingActionable,
+        format!(
+            "The iteration's status is {} but no check reported anything to fix; a human looks",
+            status_name(ctx.latest.status)
+        ),
+    )
 }
 
 fn human(ctx: &StopContext) -> Option<Outcome> {
@@ -251,11 +312,25 @@ fn regression(ctx: &StopContext) -> Option<Outcome> {
             ),
         ));
     }
-    point.regression.then(|| Outcome::Continue {
-        modifications: vec![Modification::RevertTo {
+    if !point.regression {
+        return None;
+    }
+    // Untested new code lowers coverage alone; its coverage issues ask for tests, and
+    // starting over from the best would throw the addition away.
+    let untested_code = only_coverage_fell(&point.scores, &best.scores)
+        && ctx
+            .latest
+            .issues
+            .iter()
+            .any(|i| i.dimension == "coverage" && i.severity == Severity::Warning);
+    let modifications = if untested_code {
+        vec![]
+    } else {
+        vec![Modification::RevertTo {
             iteration: best.iteration,
-        }],
-    })
+        }]
+    };
+    Some(Outcome::Continue { modifications })
 }
 
 fn assessment(ctx: &StopContext) -> Option<Outcome> {

@@ -4,6 +4,9 @@
 //!
 //! VOID and error iterations carry no trustworthy score: they are skipped when deltas are
 //! taken and fenced out of best-output selection.
+//!
+//! A regression is a drop below the best of at least the improvement threshold (when that
+//! is enabled): smaller dips are noise, as improvements smaller than it are no progress.
 
 use crate::config::{Config, QualityWeights};
 use crate::model::{Cumulative, Delta, Dimension, IterationRecord, Scores};
@@ -43,11 +46,13 @@ pub struct Point {
     pub iteration: u32,
     /// Quality when the iteration is scored (not VOID/error) and anything was observed.
     pub quality: Option<f64>,
+    /// The record's scores (what was observed).
+    pub scores: Scores,
     pub delta: Delta,
     pub cumulative: Cumulative,
     /// Improvement over the previous scored iteration fell below the improvement threshold.
     pub flat: bool,
-    /// Quality fell below the best so far.
+    /// Quality fell below the best so far by at least the noise tolerance.
     pub regression: bool,
     /// Average improvement over the plateau window fell below its threshold.
     pub plateau: bool,
@@ -124,6 +129,7 @@ impl<'c> Builder<'c> {
         let mut point = Point {
             iteration: record.iteration,
             quality,
+            scores: record.scores,
             delta: Delta::default(),
             cumulative: self.cumulative,
             flat: false,
@@ -139,7 +145,7 @@ impl<'c> Builder<'c> {
         } else {
             point.delta.quality = Some(q);
         }
-        if self.best_quality.is_some_and(|b| q < b - EPSILON) {
+        if self.best_quality.is_some_and(|b| self.is_regression(b - q)) {
             point.regression = true;
             self.cumulative.regression_count += 1;
         }
@@ -152,6 +158,18 @@ impl<'c> Builder<'c> {
         self.previous = Some((q, record.scores));
         point.cumulative = self.cumulative;
         point
+    }
+
+    /// A drop below the best that is not noise: larger than `EPSILON` and at least the
+    /// improvement threshold when that is enabled.
+    fn is_regression(&self, drop: f64) -> bool {
+        let threshold = &self.config.stopping_criteria.improvement_threshold;
+        let tolerance = if threshold.enabled {
+            threshold.value.get()
+        } else {
+            0.0
+        };
+        drop > EPSILON && drop >= tolerance - EPSILON
     }
 
     fn observe_change(&mut self, improvement: f64, point: &mut Point) {
@@ -189,6 +207,25 @@ fn delta(q: f64, prev_q: f64, scores: &Scores, prev: &Scores) -> Delta {
         coverage: dim(Dimension::Coverage),
         complexity: dim(Dimension::Complexity),
     }
+}
+
+/// The quality drop from `best` to `latest` comes from coverage alone: coverage was observed
+/// on both and fell, and every other dimension observed on `latest` was observed on `best`
+/// and did not fall.
+pub fn only_coverage_fell(latest: &Scores, best: &Scores) -> bool {
+    let coverage_fell = matches!(
+        (latest.get(Dimension::Coverage), best.get(Dimension::Coverage)),
+        (Some(l), Some(b)) if l < b - EPSILON
+    );
+    coverage_fell
+        && Dimension::ALL
+            .into_iter()
+            .filter(|d| *d != Dimension::Coverage)
+            .all(|d| match (latest.get(d), best.get(d)) {
+                (None, _) => true,
+                (Some(l), Some(b)) => l >= b - EPSILON,
+                (Some(_), None) => false,
+            })
 }
 
 /// Least-squares slope of quality per iteration (0 with fewer than two points).

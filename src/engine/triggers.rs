@@ -7,6 +7,12 @@
 //! `explicit_feedback` / `user_rejection` from the task's feedback. A VOID or error
 //! iteration is itself a validation failure. Severities are clamped into 0..=1 and
 //! duplicates (same type and details) are dropped.
+//!
+//! A record written by another tool or by hand may carry issues but no triggers. When a
+//! record has no trigger of its own, its BLOCKER issues become one `validation_failure` per
+//! dimension ("3 tests failed", "2 blocking `lint` issues"; severity 0.7, or 1.0 when no test
+//! passed), and a `fail` status with no issue at all becomes one ("the iteration failed its
+//! checks"), so the decision has something to act on.
 
 use crate::config::{Config, Requirement, RequirementPriority};
 use crate::model::{IterationRecord, Severity, Status, Trigger, TriggerType};
@@ -19,7 +25,11 @@ pub fn detect(
     quality: Option<f64>,
     feedback: &Feedback,
 ) -> Vec<Trigger> {
-    let mut triggers: Vec<Trigger> = record.triggers.clone();
+    let mut triggers: Vec<Trigger> = if record.triggers.is_empty() {
+        derived_triggers(record)
+    } else {
+        record.triggers.clone()
+    };
     triggers.extend(status_trigger(record));
     triggers.extend(confidence_trigger(config, record));
     triggers.extend(quality_trigger(config, quality));
@@ -62,6 +72,56 @@ fn normalise(triggers: Vec<Trigger>) -> Vec<Trigger> {
         }
     }
     out
+}
+
+/// Severity of a derived validation failure: 1.0 when no test passed.
+fn derived_severity(record: &IterationRecord) -> f64 {
+    if record.scores.tests_passing == Some(0.0) {
+        1.0
+    } else {
+        0.7
+    }
+}
+
+/// Triggers for a record that carries none: its BLOCKER issues, grouped by dimension in the
+/// order they first appear, or its `fail` status when it has no issue at all.
+fn derived_triggers(record: &IterationRecord) -> Vec<Trigger> {
+    let failure = |details: String, source: &str| Trigger {
+        kind: TriggerType::ValidationFailure,
+        source: source.into(),
+        severity: derived_severity(record),
+        details,
+        fixable: true,
+    };
+    if record.issues.is_empty() {
+        return (record.status == Status::Fail)
+            .then(|| failure("the iteration failed its checks".into(), "checks"))
+            .into_iter()
+            .collect();
+    }
+    let mut dimensions: Vec<(&str, usize)> = Vec::new();
+    for issue in record
+        .issues
+        .iter()
+        .filter(|i| i.severity == Severity::Blocker)
+    {
+        match dimensions.iter_mut().find(|(d, _)| *d == issue.dimension) {
+            Some((_, n)) => *n += 1,
+            None => dimensions.push((issue.dimension.as_str(), 1)),
+        }
+    }
+    dimensions
+        .into_iter()
+        .map(|(dimension, n)| {
+            let details = match (dimension, n) {
+                ("tests", 1) => "1 test failed".to_string(),
+                ("tests", n) => format!("{n} tests failed"),
+                (other, 1) => format!("1 blocking `{other}` issue"),
+                (other, n) => format!("{n} blocking `{other}` issues"),
+            };
+            failure(details, "issues")
+        })
+        .collect()
 }
 
 fn status_trigger(record: &IterationRecord) -> Option<Trigger> {

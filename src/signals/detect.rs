@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::config::{Check, ReportSource, Visibility};
+use crate::signals::report::ReportFormat;
 
 /// A detected toolchain and the checks chosen for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,11 +14,11 @@ pub struct Detected {
     pub checks: BTreeMap<String, Check>,
 }
 
-fn check(run: &str, format: &str, path: Option<&str>) -> Check {
+fn check(run: &str, format: ReportFormat, path: Option<&str>) -> Check {
     Check {
         run: Some(run.into()),
         report: Some(ReportSource {
-            format: format.into(),
+            format,
             path: path.map(Into::into),
             from: path.is_none().then(|| "stdout".into()),
         }),
@@ -41,13 +42,13 @@ pub fn detect(root: &Path) -> Option<Detected> {
     let toolchain = if has("Cargo.toml") {
         checks.insert(
             "tests".into(),
-            check("cargo test --no-fail-fast --color never", "libtest", None),
+            check("cargo test --no-fail-fast --color never", ReportFormat::Libtest, None),
         );
         checks.insert(
             "lint".into(),
             check(
                 "cargo clippy --all-targets --message-format=json --color never",
-                "cargo-json",
+                ReportFormat::CargoJson,
                 None,
             ),
         );
@@ -57,7 +58,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
             "tests".into(),
             check(
                 "python -m pytest -q --junitxml=.itergate-pytest.xml",
-                "junit",
+                ReportFormat::Junit,
                 Some(".itergate-pytest.xml"),
             ),
         );
@@ -66,7 +67,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
                 "lint".into(),
                 check(
                     "ruff check --output-format=json --exit-zero .",
-                    "ruff-json",
+                    ReportFormat::RuffJson,
                     None,
                 ),
             );
@@ -77,12 +78,12 @@ pub fn detect(root: &Path) -> Option<Detected> {
             "tests".into(),
             Check {
                 report: None,
-                ..check("npm test --silent", "junit", None)
+                ..check("npm test --silent", ReportFormat::Junit, None)
             },
         );
         checks.insert(
             "lint".into(),
-            check("npx --no-install eslint -f json .", "eslint-json", None),
+            check("npx --no-install eslint -f json .", ReportFormat::EslintJson, None),
         );
         "npm"
     } else if has("go.mod") {
@@ -90,14 +91,14 @@ pub fn detect(root: &Path) -> Option<Detected> {
             "tests".into(),
             Check {
                 report: None,
-                ..check("go test ./...", "junit", None)
+                ..check("go test ./...", ReportFormat::Junit, None)
             },
         );
         checks.insert(
             "lint".into(),
             Check {
                 report: None,
-                ..check("go vet ./...", "junit", None)
+                ..check("go vet ./...", ReportFormat::Junit, None)
             },
         );
         "go"

@@ -614,7 +614,7 @@ fn check_is_tests(config: &Config, name: &str) -> bool {
         .checks
         .get(name)
         .and_then(|c| c.report.as_ref())
-        .and_then(|r| r.format.parse::<super::report::ReportFormat>().ok());
+        .map(|r| r.format);
     match format {
         Some(f) => f.kind() == super::report::ReportKind::Tests,
         None => name.contains("test"),
