@@ -43,19 +43,63 @@ pub struct DecisionView {
 }
 
 /// A score as people read it: tests and coverage as percentages, the rest as 0..1.
+///
+/// A ratio is never rounded into a false extreme: 296/297 reads `99.7%`, not `100%`, and
+/// 0.996 reads `0.996`, not `1.00`. Whole percentages (two decimals for 0..1 scores) are
+/// kept otherwise.
 pub fn format_score(dimension: Option<Dimension>, value: f64) -> String {
     match dimension {
-        Some(Dimension::TestsPassing | Dimension::Coverage) => format!("{:.0}%", value * 100.0),
-        _ => format!("{value:.2}"),
+        Some(Dimension::TestsPassing | Dimension::Coverage) => {
+            format!("{}%", honest(value * 100.0, 0, 100.0, false))
+        }
+        _ => honest(value, 2, 1.0, false),
     }
 }
 
 pub fn format_delta(dimension: Option<Dimension>, delta: f64) -> String {
     match dimension {
         Some(Dimension::TestsPassing | Dimension::Coverage) => {
-            format!("{:+.0}%", delta * 100.0)
+            format!("{}%", honest(delta * 100.0, 0, 100.0, true))
         }
-        _ => format!("{delta:+.3}"),
+        _ => honest(delta, 3, 1.0, true),
+    }
+}
+
+/// `value` with `decimals` decimals, or one more when that rounding would make a non-zero
+/// value read as 0 or a value short of `full` read as `full` (in magnitude). If one more
+/// decimal still reads as the extreme, the nearest step on the true side is shown instead.
+fn honest(value: f64, decimals: usize, full: f64, signed: bool) -> String {
+    if !value.is_finite() {
+        return format!("{value}");
+    }
+    let magnitude = value.abs();
+    // Halves round away from zero (the formatter alone would round them to even).
+    let rounded = |decimals: usize| {
+        let scale = 10f64.powi(decimals as i32);
+        (magnitude * scale).round() / scale
+    };
+    let false_extreme = |decimals: usize| {
+        let r = rounded(decimals);
+        (r == 0.0 && magnitude > 0.0) || (r == full && magnitude < full)
+    };
+    let (shown, decimals) = if !false_extreme(decimals) {
+        (rounded(decimals), decimals)
+    } else if !false_extreme(decimals + 1) {
+        (rounded(decimals + 1), decimals + 1)
+    } else {
+        let step = 10f64.powi(-(decimals as i32 + 1));
+        let bounded = if rounded(decimals + 1) == 0.0 {
+            step
+        } else {
+            full - step
+        };
+        (bounded, decimals + 1)
+    };
+    let negative = value < 0.0 && shown > 0.0;
+    match (signed, negative) {
+        (_, true) => format!("-{shown:.decimals$}"),
+        (true, false) => format!("+{shown:.decimals$}"),
+        (false, false) => format!("{shown:.decimals$}"),
     }
 }
 
@@ -108,11 +152,11 @@ pub fn decision_view(
         recommendation: decision.recommendation().as_str(),
         priority: format!("{:?}", decision.decision.priority).to_lowercase(),
         why,
-        quality: point.and_then(|p| p.quality).map(|q| format!("{q:.2}")),
+        quality: point.and_then(|p| p.quality).map(|q| format_score(None, q)),
         quality_delta: point
             .filter(|_| history.len() > 1)
             .and_then(|p| p.delta.quality)
-            .map(|d| format!("{d:+.3}")),
+            .map(|d| format_delta(None, d)),
         scores,
         revision_line: if decision.revision.is_open() {
             decision.revision.line()

@@ -135,3 +135,47 @@ fn untrusted_text_cannot_break_out_of_the_prompt() {
     // The YAML fence is longer than the backtick run inside the finding.
     assert!(prompt.contains("````yaml"), "{prompt}");
 }
+
+#[test]
+fn ratios_are_never_rounded_into_a_false_extreme() {
+    use itergate::model::Dimension::{CodeQuality, Coverage, TestsPassing};
+    use itergate::summary::{format_delta, format_score};
+    let pct = Some(TestsPassing);
+    let rows: Vec<(String, &str)> = vec![
+        // Whole percentages stay whole.
+        (format_score(pct, 1.0), "100%"),
+        (format_score(pct, 0.0), "0%"),
+        (format_score(pct, 0.5), "50%"),
+        (format_score(pct, 38.0 / 39.0), "97%"),
+        (format_score(pct, 0.994), "99%"),
+        (format_score(Some(Coverage), 0.005), "1%"),
+        // A value short of 100% or above 0% never reads as the extreme.
+        (format_score(pct, 296.0 / 297.0), "99.7%"),
+        (format_score(pct, 0.996), "99.6%"),
+        (format_score(pct, 0.9999), "99.9%"),
+        (format_score(Some(Coverage), 0.003), "0.3%"),
+        (format_score(Some(Coverage), 0.000_01), "0.1%"),
+        // Deltas: a real change never reads as none, nor a partial one as all.
+        (format_delta(pct, 0.0), "+0%"),
+        (format_delta(pct, 0.2), "+20%"),
+        (format_delta(pct, -0.2), "-20%"),
+        (format_delta(pct, 1.0 / 297.0), "+0.3%"),
+        (format_delta(pct, -1.0 / 297.0), "-0.3%"),
+        (format_delta(pct, -0.998), "-99.8%"),
+        (format_delta(pct, -1.0), "-100%"),
+        // Scores on 0..1 follow the same rule with two decimals.
+        (format_score(Some(CodeQuality), 0.75), "0.75"),
+        (format_score(Some(CodeQuality), 1.0), "1.00"),
+        (format_score(Some(CodeQuality), 0.996), "0.996"),
+        (format_score(None, 0.004), "0.004"),
+        (format_delta(None, -0.136), "-0.136"),
+        (format_delta(None, 0.0004), "+0.0004"),
+        (format_delta(None, 0.0), "+0.000"),
+    ];
+    let wrong: Vec<String> = rows
+        .iter()
+        .filter(|(got, want)| got != want)
+        .map(|(got, want)| format!("got {got}, want {want}"))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
