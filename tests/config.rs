@@ -148,10 +148,15 @@ fn github_location_is_discovered() {
 
 #[test]
 fn unknown_report_format_is_refused_when_the_file_loads() {
-    let e = err("checks:\n  tests:\n    run: pytest\n    report: { format: junit-xml, path: out.xml }\n");
+    let e = err(
+        "checks:\n  tests:\n    run: pytest\n    report: { format: junit-xml, path: out.xml }\n",
+    );
     assert_eq!((e.line, e.column), (Some(4), Some(13)), "{e}");
     assert_eq!(e.key.as_deref(), Some("checks.tests.report.format"));
-    assert!(e.message.contains("unknown report format `junit-xml`"), "{e}");
+    assert!(
+        e.message.contains("unknown report format `junit-xml`"),
+        "{e}"
+    );
     assert!(e.message.contains("expected one of: junit, tap"), "{e}");
 }
 
@@ -163,7 +168,10 @@ fn scope_and_lint_score_and_marker_globs() {
     )
     .expect("valid");
     assert_eq!(c.scoring.scope, itergate::config::Scope::Whole);
-    assert_eq!(c.scoring.code_quality, itergate::config::LintScore::AverageSeverity);
+    assert_eq!(
+        c.scoring.code_quality,
+        itergate::config::LintScore::AverageSeverity
+    );
     assert_eq!(c.detection.markers.include, ["src/**"]);
     let e = err("scoring: { scope: branch }\n");
     assert!(e.message.contains("expected `change` or `whole`"), "{e}");

@@ -595,3 +595,122 @@ fn sha256_repositories_fail_open_with_the_reason() {
         stderr(&run)
     );
 }
+
+fn config_with(check: &str, counter: &Path, base: &str) -> String {
+    format!(
+        "checks:\n  tests:\n    run: {check}\n    report: {{ format: junit, path: out/junit.xml }}\n    env: {{ COUNT_FILE: {} }}\nhook:\n  base: {base}\n",
+        counter.display()
+    )
+}
+
+#[test]
+fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
+    let f = Fixture::new("warn");
+    let counter = f.counter.display().to_string();
+    f.repo.write(
+        ".itergate.yml",
+        &config_with("./missing-tool.sh --all", &f.counter, "main"),
+    );
+    f.repo.commit_file(
+        "feature.txt",
+        "work\n",
+        "work, with a check that cannot run",
+    );
+    let out = itergate(&f.repo.path, &["run"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("check `tests` (`./missing-tool.sh --all`) could not run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("not found"),
+        "the command's own stderr is shown: {err}"
+    );
+    assert!(err.contains("Nothing was recorded"), "{err}");
+    let notes = git_output(&f.repo.path, &["notes", "--ref", "itergate", "list"]);
+    assert!(
+        String::from_utf8_lossy(&notes.stdout).trim().is_empty(),
+        "no note for a check that could not run"
+    );
+    // The hook follows hook.on_error (allow): the push goes ahead, loudly.
+    let push = git_output(&f.repo.path, &["push", "--quiet", "origin", "feature"]);
+    let push_err = stderr(&push);
+    assert!(push.status.success(), "{push_err}");
+    assert!(
+        push_err.contains("WARNING") && push_err.contains("could not run"),
+        "{push_err}"
+    );
+    // The environment is fixed: the same tree is checked now, once.
+    f.repo.write(
+        ".itergate.yml",
+        &config_with("./check.sh", &f.counter, "main"),
+    );
+    f.repo
+        .commit_file("feature.txt", "work\n\n", "fix the check");
+    let before = f.runs();
+    let out = itergate(&f.repo.path, &["run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        f.runs(),
+        before + 2,
+        "the iteration and its base (counter {counter})"
+    );
+    let out = itergate(&f.repo.path, &["run"]);
+    assert!(stderr(&out).contains("already checked"), "{}", stderr(&out));
+    assert_eq!(f.runs(), before + 2, "cached");
+    let out = itergate(&f.repo.path, &["run", "--rescore"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        f.runs(),
+        before + 3,
+        "--rescore runs the iteration's checks again"
+    );
+}
+
+#[test]
+fn the_same_tree_under_two_bases_is_judged_against_each() {
+    let repo = TestRepo::new();
+    let counter = repo.sibling("runs.txt");
+    std::fs::write(&counter, "").expect("counter");
+    write_script(&repo.path.join("check.sh"), CHECK);
+    repo.write(".gitignore", "out/\n");
+    repo.write(".itergate.yml", "checks: {}\n");
+    repo.commit_file("results.txt", "4 0\n", "old base: every test passes");
+    repo.git(&["branch", "old"]);
+    repo.commit_file("results.txt", "3 1\n", "main: one test fails");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    repo.commit_file("feature.txt", "work\n", "unrelated work");
+    let runs = || {
+        std::fs::read_to_string(&counter)
+            .expect("counter")
+            .lines()
+            .count()
+    };
+    let config = |base: &str| {
+        let path = repo.sibling(&format!("itergate-{base}.yml"));
+        std::fs::write(&path, config_with("./check.sh", &counter, base)).expect("config");
+        path.display().to_string()
+    };
+    let (on_main, on_old) = (config("main"), config("old"));
+
+    // Against main the failure is the base's debt.
+    let out = itergate(&repo.path, &["--config", &on_main, "run"]);
+    let err = stderr(&out);
+    assert!(err.contains("Decision: ACCEPT"), "{err}");
+    assert!(err.contains("Base: 1 failing test"), "{err}");
+    assert_eq!(runs(), 2);
+    // Against old the same commit and tree brought the failure: no stale reuse, and the
+    // tree's observation is reused (only the new base runs its checks).
+    let out = itergate(&repo.path, &["--config", &on_old, "run"]);
+    let err = stderr(&out);
+    assert!(err.contains("Decision: ITERATE"), "{err}");
+    assert!(err.contains("1 of 4 tests failed"), "{err}");
+    assert!(!err.contains("Base: "), "the old base has no debt: {err}");
+    assert_eq!(runs(), 3);
+    // And back: judged against main again, nothing runs.
+    let out = itergate(&repo.path, &["--config", &on_main, "run"]);
+    let err = stderr(&out);
+    assert!(err.contains("Decision: ACCEPT"), "{err}");
+    assert_eq!(runs(), 3);
+}

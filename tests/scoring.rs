@@ -271,14 +271,26 @@ fn absolute_paths_and_moved_lines_match_the_base_findings() {
     let base_dir = tempfile::tempdir().expect("tempdir");
     let head_dir = tempfile::tempdir().expect("tempdir");
     let b_py: String = (1..=12)
-        .map(|i| if i == 10 { "l = 1\n".to_string() } else { format!("x{i} = {i}\n") })
+        .map(|i| {
+            if i == 10 {
+                "l = 1\n".to_string()
+            } else {
+                format!("x{i} = {i}\n")
+            }
+        })
         .collect();
-    write_tree(base_dir.path(), &[("src/pkg/a.py", "import os\n"), ("src/pkg/b.py", &b_py)]);
+    write_tree(
+        base_dir.path(),
+        &[("src/pkg/a.py", "import os\n"), ("src/pkg/b.py", &b_py)],
+    );
     // The branch adds two lines above the old finding in b.py, and one new finding.
     let head_b = format!("y = 0\nz = 0\n{b_py}");
     write_tree(
         head_dir.path(),
-        &[("src/pkg/a.py", "import os\nimport sys\n"), ("src/pkg/b.py", &head_b)],
+        &[
+            ("src/pkg/a.py", "import os\nimport sys\n"),
+            ("src/pkg/b.py", &head_b),
+        ],
     );
     let base = ruff_outcome(base_dir.path(), RUFF_BASE);
     let head_text = RUFF_BASE.replace("\"row\":10", "\"row\":12").replacen(
@@ -290,7 +302,12 @@ fn absolute_paths_and_moved_lines_match_the_base_findings() {
     let head = ruff_outcome(head_dir.path(), &head_text);
     let r = scored(&[head], Some(&[base]));
     let counted: Vec<_> = r.issues.iter().map(|i| i.affected_field.clone()).collect();
-    assert_eq!(counted, [Some("src/pkg/a.py:2".to_string())], "{:?}", r.issues);
+    assert_eq!(
+        counted,
+        [Some("src/pkg/a.py:2".to_string())],
+        "{:?}",
+        r.issues
+    );
     assert_eq!(r.base_debt.lint_warnings, 2, "{:?}", r.base_debt);
 }
 
@@ -311,10 +328,21 @@ fn a_build_that_fails_passes_no_test_and_names_its_errors() {
     let r = scored(&[failed.clone()], None);
     assert_eq!(r.scores.tests_passing, Some(0.0));
     assert_eq!(r.status, Status::Fail);
-    let blocker = r.issues.iter().find(|i| i.severity == Severity::Blocker).expect("blocker");
+    let blocker = r
+        .issues
+        .iter()
+        .find(|i| i.severity == Severity::Blocker)
+        .expect("blocker");
     assert_eq!(blocker.affected_field.as_deref(), Some("src/lib.rs:3"));
-    assert!(blocker.finding.contains("cannot find value `missing`"), "{}", blocker.finding);
-    assert!(r.triggers.iter().any(|t| t.kind == TriggerType::HallucinationDetected));
+    assert!(
+        blocker.finding.contains("cannot find value `missing`"),
+        "{}",
+        blocker.finding
+    );
+    assert!(r
+        .triggers
+        .iter()
+        .any(|t| t.kind == TriggerType::HallucinationDetected));
     // The same failure on the base is its debt.
     let r = scored(&[failed.clone()], Some(&[failed]));
     assert!(r.issues.is_empty(), "{:?}", r.issues);
@@ -324,7 +352,12 @@ fn a_build_that_fails_passes_no_test_and_names_its_errors() {
 #[test]
 fn coverage_is_patch_coverage_of_the_changed_lines() {
     let lcov = "SF:src/lib.rs\nDA:1,1\nDA:2,0\nDA:3,0\nDA:10,1\nDA:11,0\nend_of_record\n";
-    let checks = [outcome("coverage", ReportFormat::Lcov, lcov, Visibility::Full)];
+    let checks = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        lcov,
+        Visibility::Full,
+    )];
     let mut changed = ChangedLines::default();
     changed.files.insert(
         "src/lib.rs".into(),
@@ -338,6 +371,64 @@ fn coverage_is_patch_coverage_of_the_changed_lines() {
     let r = scored_with(&Config::default(), &checks, Some(&checks), Some(&changed));
     assert_eq!(r.scores.coverage, Some(0.5));
     assert_eq!(r.metrics["coverage.project"], 0.4);
-    let uncovered: Vec<_> = r.issues.iter().filter_map(|i| i.affected_field.as_deref()).collect();
+    let uncovered: Vec<_> = r
+        .issues
+        .iter()
+        .filter_map(|i| i.affected_field.as_deref())
+        .collect();
     assert_eq!(uncovered, ["src/lib.rs:11"]);
+}
+
+#[test]
+fn a_python_failure_inside_a_dependency_is_located_in_the_repository() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let root_text = root.path().to_string_lossy().into_owned();
+    // pytest's junit (xunit2: no file/line attributes); the innermost frame is freezegun's.
+    let junit = format!(
+        r#"<testsuite name="pytest" tests="2"><testcase classname="tests.test_timed" name="test_expired"/>
+<testcase classname="tests.test_timed" name="test_future"><failure message="ValueError: bad time">tests/test_timed.py:41: in test_future
+    with freeze_time(when):
+{root}/src/itsdangerous/timed.py:120: in check
+    return freezer(value)
+{root}/.venv/lib/python3.11/site-packages/freezegun/api.py:392: in __init__
+    raise ValueError("bad time")
+E   ValueError: bad time</failure></testcase></testsuite>"#,
+        root = root_text
+    );
+    let mut observation = observation(&[outcome(
+        "tests",
+        ReportFormat::Junit,
+        &junit,
+        Visibility::Full,
+    )]);
+    observation.normalise(root.path());
+    let r = scored(&observation.checks, None);
+    let located: Vec<_> = r
+        .issues
+        .iter()
+        .filter_map(|i| i.affected_field.as_deref())
+        .collect();
+    assert_eq!(located, ["src/itsdangerous/timed.py:120"], "{:?}", r.issues);
+    // 1 of 2 failing is 50%, and the deepest frame of the repository, not site-packages.
+    assert!(!format!("{:?}", r.issues).contains("site-packages/freezegun/api.py:392\""));
+}
+
+#[test]
+fn paths_are_made_relative_to_the_checkout() {
+    use itergate::signals::paths::{is_repository_path, RepoPaths};
+    let root = tempfile::tempdir().expect("tempdir");
+    let paths = RepoPaths::new(root.path());
+    let absolute = format!("{}/src/a.py", root.path().display());
+    assert_eq!(paths.relative(&absolute), "src/a.py");
+    assert_eq!(paths.relative("./src/a.py"), "src/a.py");
+    assert_eq!(
+        paths.relative("/usr/lib/python3/x.py"),
+        "/usr/lib/python3/x.py"
+    );
+    assert!(is_repository_path("src/a.py"));
+    assert!(!is_repository_path("/usr/lib/python3/x.py"));
+    assert!(!is_repository_path(
+        ".venv/lib/python3.11/site-packages/x.py"
+    ));
+    assert!(!is_repository_path("node_modules/x/index.js"));
 }

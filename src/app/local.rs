@@ -197,7 +197,12 @@ pub fn record_commit(
     let (observed, ran) = observation_of(env, store, commit, None, options)?;
     let base_observed = match base.filter(|_| env.config.scoring.compare_base) {
         Some(base) => {
+            // `rescore` re-runs the iteration's checks; the base's observation stands.
             let label = format!("base {}", short(base));
+            let options = RecordOptions {
+                rescore: false,
+                ..options
+            };
             Some(cached_observation(env, store, base, Some(&label), options)?)
         }
         None => None,
