@@ -40,6 +40,22 @@ pub struct DecisionView {
     pub next_steps: Vec<String>,
     pub best_iteration: Option<u32>,
     pub budget: Vec<String>,
+    /// What the base already fails, not counted: "2 failing tests, 4 lint warnings
+    /// (e.g. tests/a.rs:3)"; empty when the base is clean or unknown.
+    pub base_debt: String,
+}
+
+/// The base's debt as one line of text; empty when there is none.
+pub fn base_debt_line(record: Option<&IterationRecord>) -> String {
+    let Some(debt) = record.map(|r| &r.base_debt).filter(|d| !d.is_empty()) else {
+        return String::new();
+    };
+    let examples = if debt.examples.is_empty() {
+        String::new()
+    } else {
+        format!(" (e.g. {})", debt.examples.join(", "))
+    };
+    format!("{}{examples}", debt.describe())
 }
 
 /// A score as people read it: tests and coverage as percentages, the rest as 0..1.
@@ -180,5 +196,6 @@ pub fn decision_view(
         next_steps: decision.next_steps.clone(),
         best_iteration: decision.best_iteration,
         budget: budget_lines,
+        base_debt: base_debt_line(latest),
     }
 }

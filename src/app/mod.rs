@@ -121,4 +121,3 @@ fn resolve(root: &Path, path: &Path) -> PathBuf {
         root.join(path)
     }
 }
-

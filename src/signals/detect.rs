@@ -42,7 +42,11 @@ pub fn detect(root: &Path) -> Option<Detected> {
     let toolchain = if has("Cargo.toml") {
         checks.insert(
             "tests".into(),
-            check("cargo test --no-fail-fast --color never", ReportFormat::Libtest, None),
+            check(
+                "cargo test --no-fail-fast --color never",
+                ReportFormat::Libtest,
+                None,
+            ),
         );
         checks.insert(
             "lint".into(),
@@ -83,7 +87,11 @@ pub fn detect(root: &Path) -> Option<Detected> {
         );
         checks.insert(
             "lint".into(),
-            check("npx --no-install eslint -f json .", ReportFormat::EslintJson, None),
+            check(
+                "npx --no-install eslint -f json .",
+                ReportFormat::EslintJson,
+                None,
+            ),
         );
         "npm"
     } else if has("go.mod") {

@@ -6,6 +6,8 @@ pub mod classify;
 pub mod detect;
 pub mod diagnostics;
 pub mod flaky;
+pub mod observation;
+pub mod paths;
 pub mod report;
 pub mod score;
 pub mod trailers;

@@ -184,7 +184,9 @@ impl<'r> SourceLines<'r> {
                 .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
         });
         match lines {
-            Some(lines) => lines.get(usize::try_from(line).ok()?.checked_sub(1)?).cloned(),
+            Some(lines) => lines
+                .get(usize::try_from(line).ok()?.checked_sub(1)?)
+                .cloned(),
             None => line_text(root, file, line),
         }
     }

@@ -110,7 +110,8 @@ impl Accumulator {
                     matches!(base, Some(CheckResult::Exited { exit_code: b, .. }) if *b != 0);
                 if fails_on_base {
                     self.debt.failing_checks += 1;
-                    self.debt.note_example(Some(&format!("check `{}`", check.name)));
+                    self.debt
+                        .note_example(Some(&format!("check `{}`", check.name)));
                     return;
                 }
                 let finding = if holdout {
@@ -121,7 +122,8 @@ impl Accumulator {
                         tail,
                     )
                 };
-                self.issues.push(issue(&check.name, Severity::Blocker, finding, None));
+                self.issues
+                    .push(issue(&check.name, Severity::Blocker, finding, None));
                 self.triggers.push(trigger(
                     TriggerType::ValidationFailure,
                     &check.name,
@@ -132,7 +134,8 @@ impl Accumulator {
             CheckResult::TimedOut { seconds, .. } => {
                 if matches!(base, Some(CheckResult::TimedOut { .. })) {
                     self.debt.failing_checks += 1;
-                    self.debt.note_example(Some(&format!("check `{}`", check.name)));
+                    self.debt
+                        .note_example(Some(&format!("check `{}`", check.name)));
                     return;
                 }
                 self.issues.push(issue(
@@ -207,14 +210,19 @@ impl Accumulator {
         let is_tests = check_is_tests(input.config, &check.name);
         if new.is_empty() {
             self.debt.failing_checks += 1;
-            self.debt.note_example(Some(&format!("check `{}`", check.name)));
+            self.debt
+                .note_example(Some(&format!("check `{}`", check.name)));
             return;
         }
         if is_tests {
             self.tests_seen = true;
             self.build_broken = true;
         }
-        let dimension = if is_tests { "tests" } else { check.name.as_str() };
+        let dimension = if is_tests {
+            "tests"
+        } else {
+            check.name.as_str()
+        };
         if holdout {
             self.issues.push(issue(
                 dimension,
@@ -519,7 +527,9 @@ impl Accumulator {
             if let Some(p) = project {
                 record.metrics.insert("coverage.project".into(), p);
             }
-            let patch = self.patch.and_then(|(total, covered)| ratio(covered, total));
+            let patch = self
+                .patch
+                .and_then(|(total, covered)| ratio(covered, total));
             if let Some(p) = patch {
                 record.metrics.insert("patch_coverage".into(), p);
             }
@@ -600,7 +610,11 @@ fn diagnostic_key(d: &Diagnostic) -> (Option<String>, String, Option<String>) {
 }
 
 fn diagnostic_finding(d: &Diagnostic) -> String {
-    let code = d.code.as_deref().map(|c| format!("[{c}] ")).unwrap_or_default();
+    let code = d
+        .code
+        .as_deref()
+        .map(|c| format!("[{c}] "))
+        .unwrap_or_default();
     let head = format!("{} error: {code}{}", d.tool, d.message);
     if d.detail.trim().is_empty() || d.detail.trim() == d.message {
         head

@@ -212,7 +212,13 @@ impl From<FileLines> for LineRanges {
                 }
             }
             out.iter()
-                .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+                .map(|(a, b)| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}-{b}")
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(",")
         };
@@ -231,7 +237,10 @@ impl TryFrom<LineRanges> for FileLines {
         for (text, hits) in [(&ranges.hit, 1), (&ranges.missed, 0)] {
             for part in text.split(',').filter(|p| !p.is_empty()) {
                 let (a, b) = part.split_once('-').unwrap_or((part, part));
-                let parse = |n: &str| n.parse::<u32>().map_err(|e| format!("line range `{part}`: {e}"));
+                let parse = |n: &str| {
+                    n.parse::<u32>()
+                        .map_err(|e| format!("line range `{part}`: {e}"))
+                };
                 let (a, b) = (parse(a)?, parse(b)?);
                 if b < a || b - a > 10_000_000 {
                     return Err(format!("line range `{part}` is not ascending"));
