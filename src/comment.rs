@@ -49,6 +49,8 @@ pub struct CommentView {
     pub prompt: Option<String>,
     pub next_steps: Vec<String>,
     pub label: String,
+    /// What the base already fails (escaped), not counted against the change.
+    pub base_debt: String,
 }
 
 fn headline(r: Recommendation) -> &'static str {
@@ -165,6 +167,7 @@ pub fn comment_view(
             .map(|s| escape_markdown_inline(s))
             .collect(),
         label: config.github.label.clone(),
+        base_debt: escape_markdown_inline(&crate::summary::base_debt_line(latest)),
     }
 }
 
