@@ -185,11 +185,38 @@ impl Kind {
 struct Header {
     kind: Kind,
     error: bool,
-    code: Option<String>,
-    message: String,
-    file: Option<String>,
-    line: Option<u32>,
-    column: Option<u32>,
+    diagnostic: Diagnostic,
+}
+
+impl Header {
+    fn new(kind: Kind, error: bool, message: &str) -> Header {
+        let diagnostic = Diagnostic {
+            tool: kind.tool().to_string(),
+            code: None,
+            message: capped(message.trim().to_string()),
+            file: None,
+            line: None,
+            column: None,
+            detail: String::new(),
+            frames: Vec::new(),
+        };
+        Header {
+            kind,
+            error,
+            diagnostic,
+        }
+    }
+
+    fn code(mut self, code: Option<String>) -> Header {
+        self.diagnostic.code = code;
+        self
+    }
+
+    fn at(mut self, file: &str, line: u32, column: Option<u32>) -> Header {
+        self.diagnostic.file = Some(file.to_string());
+        (self.diagnostic.line, self.diagnostic.column) = (Some(line), column);
+        self
+    }
 }
 
 enum Continue {
@@ -204,33 +231,23 @@ struct Block {
     error: bool,
     diagnostic: Diagnostic,
     detail: Detail,
-    pending_blank_lines: usize,
+    after_blank_line: bool,
     /// pytest: the `E` line chosen as the message.
     has_exception_line: bool,
 }
 
 impl Block {
     fn open(header: Header) -> Block {
-        let kind = if header.kind == Kind::GccNote {
-            Kind::Gcc
-        } else {
-            header.kind
+        let kind = match header.kind {
+            Kind::GccNote => Kind::Gcc,
+            kind => kind,
         };
         Block {
             kind,
             error: header.error,
-            diagnostic: Diagnostic {
-                tool: kind.tool().to_string(),
-                code: header.code,
-                message: capped(header.message),
-                file: header.file,
-                line: header.line,
-                column: header.column,
-                detail: String::new(),
-                frames: Vec::new(),
-            },
+            diagnostic: header.diagnostic,
             detail: Detail::default(),
-            pending_blank_lines: 0,
+            after_blank_line: false,
             has_exception_line: false,
         }
     }
@@ -241,7 +258,7 @@ impl Block {
         let yes = |b: bool| if b { Continue::Yes } else { Continue::No };
         match self.kind {
             Kind::Rust if is_cargo_status(clean) => Continue::No,
-            Kind::Rust => yes(blank || indented || self.pending_blank_lines == 0),
+            Kind::Rust => yes(blank || indented || !self.after_blank_line),
             Kind::Gcc | Kind::GccNote | Kind::TscPlain | Kind::Go => yes(indented && !blank),
             Kind::TscPretty => yes(blank || indented || is_snippet_line(clean)),
             Kind::Traceback if blank || indented => Continue::Yes,
@@ -252,17 +269,13 @@ impl Block {
 
     /// Appends a line to the detail and reads what the block's kind finds in it.
     fn add(&mut self, raw: &str, clean: &str) {
-        if clean.trim().is_empty() {
-            self.pending_blank_lines += 1;
+        self.after_blank_line = clean.trim().is_empty();
+        if self.error {
+            self.detail.push_line(raw, self.after_blank_line);
+        }
+        if self.after_blank_line {
             return;
         }
-        if self.error {
-            for _ in 0..std::mem::take(&mut self.pending_blank_lines) {
-                self.detail.push_line("");
-            }
-            self.detail.push_line(raw);
-        }
-        self.pending_blank_lines = 0;
         match self.kind {
             Kind::Rust => self.read_rust_line(clean),
             Kind::Traceback => self.read_traceback_line(clean),
@@ -348,18 +361,6 @@ fn header_of(clean: &str) -> Option<Header> {
         .or_else(|| pytest_header(clean))
 }
 
-fn bare_header(kind: Kind, error: bool, message: &str) -> Header {
-    Header {
-        kind,
-        error,
-        code: None,
-        message: message.trim().to_string(),
-        file: None,
-        line: None,
-        column: None,
-    }
-}
-
 /// `error[E0425]: msg`, `error: msg`, `warning: msg` (dropped), and cargo's summaries.
 fn rust_header(clean: &str) -> Option<Header> {
     let (error, rest) = if let Some(rest) = clean.strip_prefix("error") {
@@ -378,10 +379,7 @@ fn rust_header(clean: &str) -> Option<Header> {
         (Some(code.to_string()), message)
     };
     let error = error && !is_rust_summary(message.trim());
-    Some(Header {
-        code,
-        ..bare_header(Kind::Rust, error, message)
-    })
+    Some(Header::new(Kind::Rust, error, message).code(code))
 }
 
 fn is_rust_summary(message: &str) -> bool {
@@ -396,10 +394,7 @@ fn is_rust_summary(message: &str) -> bool {
 fn tsc_header(clean: &str) -> Option<Header> {
     if let Some(rest) = clean.strip_prefix("error ") {
         let (code, message) = tsc_code(rest)?;
-        return Some(Header {
-            code: Some(code),
-            ..bare_header(Kind::TscPlain, true, message)
-        });
+        return Some(Header::new(Kind::TscPlain, true, message).code(Some(code)));
     }
     let (kind, place, rest) = if let Some(at) = clean.find("): error TS") {
         let (file, position) = clean[..at].rsplit_once('(')?;
@@ -412,13 +407,12 @@ fn tsc_header(clean: &str) -> Option<Header> {
         (Kind::TscPretty, place, &clean[at + 9..])
     };
     let (code, message) = tsc_code(rest)?;
-    Some(Header {
-        code: Some(code),
-        file: Some(place.0.to_string()),
-        line: Some(place.1),
-        column: place.2,
-        ..bare_header(kind, true, message)
-    })
+    let (file, line, column) = place;
+    Some(
+        Header::new(kind, true, message)
+            .code(Some(code))
+            .at(file, line, column),
+    )
 }
 
 /// Splits `TS2304: msg` into the code and the message.
@@ -449,17 +443,12 @@ fn located_header(clean: &str) -> Option<Header> {
         None if file.ends_with(".go") => (Kind::Go, true, rest),
         None => return None,
     };
-    Some(Header {
-        file: Some(file.to_string()),
-        line: Some(line),
-        column,
-        ..bare_header(kind, error, message)
-    })
+    Some(Header::new(kind, error, message).at(file, line, column))
 }
 
 fn traceback_header(clean: &str) -> Option<Header> {
     let is_header = clean.trim_end() == "Traceback (most recent call last):";
-    is_header.then(|| bare_header(Kind::Traceback, true, ""))
+    is_header.then(|| Header::new(Kind::Traceback, true, ""))
 }
 
 /// `____ ERROR collecting tests/test_x.py ____`.
@@ -469,17 +458,16 @@ fn pytest_header(clean: &str) -> Option<Header> {
     }
     let (_, rest) = clean.split_once(" ERROR collecting ")?;
     let path = rest.trim_end_matches(['_', ' ']);
-    Some(Header {
-        file: (!path.is_empty()).then(|| path.to_string()),
-        ..bare_header(Kind::Pytest, true, &format!("ERROR collecting {path}"))
-    })
+    let mut header = Header::new(Kind::Pytest, true, &format!("ERROR collecting {path}"));
+    header.diagnostic.file = (!path.is_empty()).then(|| path.to_string());
+    Some(header)
 }
 
 /// A `  File "x.py", line 3` line outside any block: a traceback without its header, as
 /// Python prints a `SyntaxError` in the main script.
 fn python_file_header(clean: &str) -> Option<Header> {
     python_frame(clean)?;
-    Some(bare_header(Kind::Traceback, true, ""))
+    Some(Header::new(Kind::Traceback, true, ""))
 }
 
 // ---------------------------------------------------------------- line shapes
@@ -617,12 +605,14 @@ fn strip_ansi(text: &str) -> Cow<'_, str> {
 // ---------------------------------------------------------------- detail
 
 /// A block's text, bounded while it grows: the first half of the cap is kept as it comes,
-/// then only a window at the end, and the bytes dropped between them are counted.
+/// then only a window at the end, and the bytes dropped between them are counted. Blank
+/// lines at the end belong to what follows the block and are dropped when it closes.
 #[derive(Default)]
 struct Detail {
     head: String,
     tail: String,
     cut_bytes: usize,
+    trailing_blank_bytes: usize,
 }
 
 const HEAD_BYTES: usize = DETAIL_CAP_BYTES / 2;
@@ -630,11 +620,18 @@ const HEAD_BYTES: usize = DETAIL_CAP_BYTES / 2;
 const MARKER_MAX_BYTES: usize = 48;
 
 impl Detail {
-    fn push_line(&mut self, line: &str) {
-        if !self.head.is_empty() || !self.tail.is_empty() || self.cut_bytes > 0 {
+    fn push_line(&mut self, line: &str, blank: bool) {
+        let before = self.head.len() + self.tail.len() + self.cut_bytes;
+        if before > 0 {
             self.push_str("\n");
         }
         self.push_str(line);
+        let pushed = self.head.len() + self.tail.len() + self.cut_bytes - before;
+        self.trailing_blank_bytes = if blank {
+            self.trailing_blank_bytes + pushed
+        } else {
+            0
+        };
     }
 
     fn push_str(&mut self, text: &str) {
@@ -656,9 +653,15 @@ impl Detail {
     fn finish(self) -> String {
         let Detail {
             mut head,
-            tail,
+            mut tail,
             cut_bytes,
+            trailing_blank_bytes,
         } = self;
+        let from_tail = trailing_blank_bytes.min(tail.len());
+        tail.truncate(tail.len() - from_tail);
+        if cut_bytes == 0 {
+            head.truncate(head.len() - (trailing_blank_bytes - from_tail).min(head.len()));
+        }
         if cut_bytes == 0 && head.len() + tail.len() <= DETAIL_CAP_BYTES {
             head.push_str(&tail);
             return head;

@@ -742,3 +742,12 @@ proptest! {
         check_bounds(&parse(&String::from_utf8_lossy(&bytes)));
     }
 }
+
+#[test]
+fn blank_lines_inside_a_block_are_kept_as_printed_and_trailing_ones_dropped() {
+    let text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n   \n\u{1b}[0m\n    f()\nValueError: bad\n";
+    let found = parse(text);
+    assert_eq!(found[0].detail, text.trim_end());
+    let text = "error: one\n  |\n \t\n\n\nnext\n";
+    assert_eq!(parse(text)[0].detail, "error: one\n  |");
+}
