@@ -15,9 +15,9 @@ use git2::{Oid, Repository, Signature};
 use itergate::config::Config;
 use itergate::engine::{decide, DecideInput, Feedback};
 use itergate::history::notes::{Note, NotesStore, DEFAULT_NOTES_REF};
-use itergate::signals::observation::Observation;
 use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Scores, Severity, TreeId};
 use itergate::render::Renderer;
+use itergate::signals::observation::Observation;
 use itergate::summary::decision_view;
 
 const TASK_COMMITS: usize = 20;

@@ -13,9 +13,9 @@ use git2::{Oid, Repository, Signature};
 use gitrepo::{git, TestRepo};
 use itergate::git::{self as g, TempWorktree};
 use itergate::history::notes::{self, Note, NotesStore, DEFAULT_NOTES_REF};
+use itergate::model::{CommitSha, IterationRecord, Scores, TreeId};
 use itergate::signals::observation::{CheckOutcome, CheckResult, Observation};
 use itergate::signals::report::{Report, TestSummary};
-use itergate::model::{CommitSha, IterationRecord, Scores, TreeId};
 
 fn oid(text: &str) -> Oid {
     Oid::from_str(text).expect("git printed an object id")
@@ -456,12 +456,24 @@ fn a_tree_observation_needs_the_same_tree_and_fingerprint() {
         ])
         .expect("write");
     assert_eq!(
-        store.find_observation(oid(&tree), "checks-v1").expect("lookup"),
+        store
+            .find_observation(oid(&tree), "checks-v1")
+            .expect("lookup"),
         Some(observed(3))
     );
-    assert_eq!(store.find_observation(oid(&tree), "checks-v2").expect("lookup"), None);
+    assert_eq!(
+        store
+            .find_observation(oid(&tree), "checks-v2")
+            .expect("lookup"),
+        None
+    );
     let other_tree = repo.git(&["rev-parse", "HEAD~1^{tree}"]);
-    assert_eq!(store.find_observation(oid(&other_tree), "checks-v1").expect("lookup"), None);
+    assert_eq!(
+        store
+            .find_observation(oid(&other_tree), "checks-v1")
+            .expect("lookup"),
+        None
+    );
     // The commit's note is its record, with the base it was judged against.
     let stored = store.read_stored(oid(&c1)).expect("read").expect("a note");
     assert_eq!(stored.record, record_one);
@@ -476,7 +488,9 @@ fn a_tree_observation_needs_the_same_tree_and_fingerprint() {
     let fresh_repo = Repository::open(&repo.path).expect("open");
     let fresh = NotesStore::open(&fresh_repo, None).expect("store");
     assert_eq!(
-        fresh.find_observation(oid(&tree), "checks-v1").expect("lookup"),
+        fresh
+            .find_observation(oid(&tree), "checks-v1")
+            .expect("lookup"),
         Some(observed(3))
     );
     // Observing the tree with other checks replaces the entry: the newest wins.
@@ -488,16 +502,31 @@ fn a_tree_observation_needs_the_same_tree_and_fingerprint() {
         }])
         .expect("write");
     assert_eq!(
-        fresh.find_observation(oid(&tree), "checks-v2").expect("lookup"),
+        fresh
+            .find_observation(oid(&tree), "checks-v2")
+            .expect("lookup"),
         Some(observed(4))
     );
-    assert_eq!(fresh.find_observation(oid(&tree), "checks-v1").expect("lookup"), None);
+    assert_eq!(
+        fresh
+            .find_observation(oid(&tree), "checks-v1")
+            .expect("lookup"),
+        None
+    );
 
     // A tree note that is not an observation (free text, or an older version's record) is
     // a cache miss, not an error.
     let c5 = repo.commit_file("b.txt", "new\n", "five");
     let tree5 = repo.git(&["rev-parse", &format!("{c5}^{{tree}}")]);
-    repo.git(&["notes", "--ref", "itergate", "add", "-m", "free text", &tree5]);
+    repo.git(&[
+        "notes",
+        "--ref",
+        "itergate",
+        "add",
+        "-m",
+        "free text",
+        &tree5,
+    ]);
     let old = format!(
         "{{\"version\":1,\"fingerprint\":\"checks-v2\",\"record\":{}}}",
         serde_json::to_string(&record(1, &c5, &tree5, 0.5)).expect("json")
@@ -507,14 +536,27 @@ fn a_tree_observation_needs_the_same_tree_and_fingerprint() {
     repo.git(&["notes", "--ref", "itergate", "add", "-m", &old, &tree6]);
     let reread_repo = Repository::open(&repo.path).expect("open");
     let reread = NotesStore::open(&reread_repo, None).expect("store");
-    assert_eq!(reread.find_observation(oid(&tree5), "checks-v2").expect("lookup"), None);
-    assert_eq!(reread.find_observation(oid(&tree6), "checks-v2").expect("lookup"), None);
+    assert_eq!(
+        reread
+            .find_observation(oid(&tree5), "checks-v2")
+            .expect("lookup"),
+        None
+    );
+    assert_eq!(
+        reread
+            .find_observation(oid(&tree6), "checks-v2")
+            .expect("lookup"),
+        None
+    );
 
     let empty = TestRepo::new();
     empty.commit_file("x", "x\n", "x");
     let none_repo = Repository::open(&empty.path).expect("open");
     let none = NotesStore::open(&none_repo, None).expect("store");
-    assert_eq!(none.find_observation(oid(&tree), "f").expect("no ref yet"), None);
+    assert_eq!(
+        none.find_observation(oid(&tree), "f").expect("no ref yet"),
+        None
+    );
 }
 
 // ---- concurrency ----------------------------------------------------------------------

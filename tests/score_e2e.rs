@@ -129,9 +129,15 @@ fn scores_the_change_from_real_reports() {
     assert_eq!(r["confidence"], 0.9);
     let issues = r["issues"].as_array().expect("issues");
     let find = |s: &str| issues.iter().any(|i| i.to_string().contains(s));
-    assert!(!find("src/calc.py:7"), "the base's failure is not an issue: {issues:?}");
+    assert!(
+        !find("src/calc.py:7"),
+        "the base's failure is not an issue: {issues:?}"
+    );
     assert!(find("src/calc.py:3-4"), "uncovered span: {issues:?}");
-    assert!(find("Cost-USD: lots"), "malformed trailer reported: {issues:?}");
+    assert!(
+        find("Cost-USD: lots"),
+        "malformed trailer reported: {issues:?}"
+    );
     let triggers = r["triggers"].to_string();
     assert!(!triggers.contains("validation_failure"), "{triggers}");
     assert!(
@@ -150,7 +156,10 @@ fn scores_the_change_from_real_reports() {
     assert_eq!(r["scores"]["coverage"], 0.6);
     assert_eq!(r["status"], "fail");
     let issues = r["issues"].to_string();
-    assert!(issues.contains("src/calc.py:7"), "failing test location: {issues}");
+    assert!(
+        issues.contains("src/calc.py:7"),
+        "failing test location: {issues}"
+    );
     let triggers = r["triggers"].to_string();
     assert!(triggers.contains("1 of 4 tests failed"), "{triggers}");
 }

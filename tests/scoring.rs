@@ -325,7 +325,7 @@ fn a_build_that_fails_passes_no_test_and_names_its_errors() {
             tail: String::new(),
         },
     };
-    let r = scored(&[failed.clone()], None);
+    let r = scored(std::slice::from_ref(&failed), None);
     assert_eq!(r.scores.tests_passing, Some(0.0));
     assert_eq!(r.status, Status::Fail);
     let blocker = r
@@ -344,7 +344,8 @@ fn a_build_that_fails_passes_no_test_and_names_its_errors() {
         .iter()
         .any(|t| t.kind == TriggerType::HallucinationDetected));
     // The same failure on the base is its debt.
-    let r = scored(&[failed.clone()], Some(&[failed]));
+    let both = std::slice::from_ref(&failed);
+    let r = scored(both, Some(both));
     assert!(r.issues.is_empty(), "{:?}", r.issues);
     assert_eq!(r.base_debt.failing_checks, 1);
 }

@@ -30,9 +30,9 @@ use crate::github::{Forge, ForgeSettings, OctocrabForge};
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 
+use super::{user, Env, Failure};
 use crate::app::judge::{judge, whole_tree_record, Judgement};
 use crate::app::observe::{observe, ObserveRequest};
-use super::{user, Env, Failure};
 
 /// The file inside the artifact that carries a fork PR's record.
 pub const RECORD_FILE: &str = "record.json";

@@ -40,7 +40,13 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
         let base = match task.merge_base.filter(|_| env.config.scoring.compare_base) {
             Some(base) => {
                 let label = format!("base {}", local::short(base));
-                Some(cached_observation(env, &store, base, Some(&label), options)?)
+                Some(cached_observation(
+                    env,
+                    &store,
+                    base,
+                    Some(&label),
+                    options,
+                )?)
             }
             None => None,
         };

@@ -201,7 +201,10 @@ impl<'r> NotesStore<'r> {
         })?;
         let mut written = self.written.borrow_mut();
         for (object, text) in &notes {
-            written.insert(*object, Oid::hash_object(ObjectType::Blob, text.as_bytes())?);
+            written.insert(
+                *object,
+                Oid::hash_object(ObjectType::Blob, text.as_bytes())?,
+            );
         }
         Ok(())
     }
@@ -227,7 +230,11 @@ impl<'r> NotesStore<'r> {
 
     /// One read-modify-write of the notes ref: a notes commit on top of the current one,
     /// then a compare-and-swap of the ref.
-    fn try_write(&self, notes: &[(Oid, String)], signature: &Signature<'_>) -> Result<WriteOutcome> {
+    fn try_write(
+        &self,
+        notes: &[(Oid, String)],
+        signature: &Signature<'_>,
+    ) -> Result<WriteOutcome> {
         let current =
             match self.repo.find_reference(&self.notes_ref) {
                 Ok(reference) => Some(reference.peel_to_commit().with_context(|| {

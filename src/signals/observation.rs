@@ -145,8 +145,7 @@ fn locate_diagnostic(paths: &RepoPaths, d: &mut Diagnostic) {
             frames(&d.detail)
                 .into_iter()
                 .map(|(f, l)| (paths.relative(&f), l))
-                .filter(|(f, _)| is_repository_path(f))
-                .last()
+                .rfind(|(f, _)| is_repository_path(f))
         });
     if let Some((file, line)) = from_frames {
         d.file = Some(file);

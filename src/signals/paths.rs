@@ -112,8 +112,7 @@ impl RepoPaths {
             .flatten()
             .flat_map(|t| frames(t))
             .map(|(file, line)| (self.relative(&file), line))
-            .filter(|(file, _)| is_repository_path(file))
-            .last();
+            .rfind(|(file, _)| is_repository_path(file));
         match deepest {
             Some((file, line)) => {
                 case.file = Some(file);

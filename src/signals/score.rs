@@ -14,6 +14,7 @@
 //!   lines (the whole project's line rate is the metric `coverage.project`);
 //! - `complexity` = max(0, 1 - mean cyclomatic / threshold) over the functions the change
 //!   added or made more complex.
+//!
 //! With `scope: whole` (or no base) everything the tree has counts.
 //!
 //! Failing tests, lint errors, build errors and timeouts are BLOCKERs; lint warnings,
