@@ -13,7 +13,7 @@ use chrono::{Duration, TimeZone, Utc};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use git2::{Oid, Repository, Signature};
 use itergate::config::Config;
-use itergate::engine::{decide, DecideInput, Feedback};
+use itergate::engine::{evaluate, DecideInput, Feedback};
 use itergate::history::notes::{Note, NotesStore, DEFAULT_NOTES_REF};
 use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Scores, Severity, TreeId};
 use itergate::render::Renderer;
@@ -149,7 +149,7 @@ fn cached_read(c: &mut Criterion) {
                 let hit = store.find_observation(tree, FINGERPRINT).expect("lookup");
                 assert!(hit.is_some(), "the tree is cached");
                 let history = store.history(&commits).expect("history");
-                let decision = decide(&DecideInput {
+                let evaluation = evaluate(&DecideInput {
                     task_id: "bench",
                     config: &config,
                     history: &history,
@@ -158,7 +158,7 @@ fn cached_read(c: &mut Criterion) {
                     now,
                 })
                 .expect("decision");
-                let view = decision_view(&config, &history, &decision);
+                let view = decision_view(&history, &evaluation);
                 let renderer = Renderer::new(None, false).expect("renderer");
                 black_box(renderer.render("decision.txt.j2", &view).expect("summary"))
             })

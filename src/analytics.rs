@@ -5,8 +5,7 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::engine::trajectory::Trajectory;
-use crate::engine::{BudgetStopReport, Decision, Recommendation};
+use crate::engine::{BudgetStopReport, Evaluation, Recommendation};
 use crate::model::{Dimension, IterationRecord, Status};
 use crate::summary::{format_delta, format_score};
 
@@ -42,10 +41,11 @@ pub struct AnalyticsResult {
 pub fn build(
     config: &Config,
     history: &[IterationRecord],
-    decision: &Decision,
+    evaluation: &Evaluation,
     baseline: Option<&IterationRecord>,
 ) -> AnalyticsResult {
-    let trajectory = Trajectory::build(config, history);
+    let decision = &evaluation.decision;
+    let trajectory = &evaluation.trajectory;
     let annotated: Vec<IterationRecord> = history
         .iter()
         .zip(&trajectory.points)

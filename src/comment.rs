@@ -7,7 +7,8 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::engine::trajectory::{quality_of, Trajectory};
+use crate::engine::trajectory::quality_of;
+use crate::engine::Evaluation;
 use crate::engine::{Decision, Recommendation};
 use crate::markup::{escape_markdown_inline, fence_with_info};
 use crate::model::{Dimension, IterationRecord, Severity};
@@ -107,10 +108,11 @@ pub fn comment_view(
     config: &Config,
     history: &[IterationRecord],
     base: Option<&IterationRecord>,
-    decision: &Decision,
+    evaluation: &Evaluation,
     prompt: Option<&str>,
 ) -> CommentView {
-    let trajectory = Trajectory::build(config, history);
+    let decision = &evaluation.decision;
+    let trajectory = &evaluation.trajectory;
     let points: Vec<(u32, f64)> = trajectory
         .points
         .iter()

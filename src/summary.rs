@@ -3,9 +3,8 @@
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::engine::trajectory::Trajectory;
-use crate::engine::{Decision, Recommendation};
+use crate::engine::Evaluation;
+use crate::engine::Recommendation;
 use crate::model::{Dimension, IterationRecord};
 
 #[derive(Debug, Serialize)]
@@ -119,13 +118,9 @@ fn honest(value: f64, decimals: usize, full: f64, signed: bool) -> String {
     }
 }
 
-pub fn decision_view(
-    config: &Config,
-    history: &[IterationRecord],
-    decision: &Decision,
-) -> DecisionView {
-    let trajectory = Trajectory::build(config, history);
-    let point = trajectory.latest();
+pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> DecisionView {
+    let decision = &evaluation.decision;
+    let point = evaluation.trajectory.latest();
     let latest = history.last();
     let scores = latest
         .map(|r| {

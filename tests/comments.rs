@@ -5,7 +5,7 @@ use std::path::Path;
 
 use itergate::comment::{comment_view, escalation_view};
 use itergate::config::Config;
-use itergate::engine::{decide, DecideInput, Decision, Feedback};
+use itergate::engine::{evaluate, DecideInput, Evaluation, Feedback};
 use itergate::history::file::load_history;
 use itergate::model::IterationRecord;
 use itergate::prompt::prompt_view;
@@ -16,8 +16,8 @@ fn history(name: &str) -> Vec<IterationRecord> {
     load_history(&dir.join(format!("{name}.yml"))).expect("fixture")
 }
 
-fn decision(config: &Config, history: &[IterationRecord]) -> Decision {
-    decide(&DecideInput {
+fn decision(config: &Config, history: &[IterationRecord]) -> Evaluation {
+    evaluate(&DecideInput {
         task_id: "pull request",
         config,
         history,
@@ -30,20 +30,21 @@ fn decision(config: &Config, history: &[IterationRecord]) -> Decision {
 
 fn sticky_visible(history: &[IterationRecord], base: Option<&IterationRecord>) -> String {
     let config = Config::default();
-    let d = decision(&config, history);
+    let evaluation = decision(&config, history);
+    let d = &evaluation.decision;
     let renderer = Renderer::new(None, false).expect("templates");
     let prompt = (d.recommendation() == itergate::engine::Recommendation::Iterate).then(|| {
         renderer
             .render(
                 "revision-prompt.md.j2",
-                &prompt_view(history.last().expect("latest"), &d),
+                &prompt_view(history.last().expect("latest"), d),
             )
             .expect("prompt")
     });
     renderer
         .render(
             "comment.md.j2",
-            &comment_view(&config, history, base, &d, prompt.as_deref()),
+            &comment_view(&config, history, base, &evaluation, prompt.as_deref()),
         )
         .expect("comment")
 }
@@ -70,7 +71,7 @@ fn escalation_call() {
     let mut config = Config::default();
     config.github.reviewers = vec!["octocat".into(), "@hubot".into()];
     let h = history("stalled");
-    let d = decision(&config, &h);
+    let d = decision(&config, &h).decision;
     let renderer = Renderer::new(None, false).expect("templates");
     let text = renderer
         .render(

@@ -610,11 +610,20 @@ fn clean_iteration_has_no_revision_line_in_the_summary() {
     let config = Config::default();
     let renderer = Renderer::new(None, false).expect("templates");
     let render = |h: &[IterationRecord]| {
-        let d = decide_default(h);
+        let now = h.last().map(|r| r.timestamp).unwrap_or_else(t0) + chrono::Duration::minutes(1);
+        let evaluation = itergate::engine::evaluate(&itergate::engine::DecideInput {
+            task_id: "task",
+            config: &config,
+            history: h,
+            feedback: &Feedback::default(),
+            baseline: None,
+            now,
+        })
+        .expect("evaluation");
         renderer
             .render(
                 "decision.txt.j2",
-                &itergate::summary::decision_view(&config, h, &d),
+                &itergate::summary::decision_view(h, &evaluation),
             )
             .expect("renders")
     };

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use itergate::config::Config;
-use itergate::engine::{decide, DecideInput, DecisionReport, Feedback};
+use itergate::engine::{decide, evaluate, DecideInput, DecisionReport, Feedback};
 use itergate::history::file::load_history;
 use itergate::render::Renderer;
 use itergate::{analytics, summary};
@@ -15,7 +15,7 @@ fn run(name: &str, config: Config) -> (String, String, String) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/histories");
     let history = load_history(&dir.join(format!("{name}.yml"))).expect("fixture parses");
     let now: DateTime<Utc> = NOW.parse().expect("time");
-    let decision = decide(&DecideInput {
+    let evaluation = evaluate(&DecideInput {
         task_id: name,
         config: &config,
         history: &history,
@@ -28,15 +28,15 @@ fn run(name: &str, config: Config) -> (String, String, String) {
     let text = renderer
         .render(
             "decision.txt.j2",
-            &summary::decision_view(&config, &history, &decision),
+            &summary::decision_view(&history, &evaluation),
         )
         .expect("summary renders");
-    let result = analytics::build(&config, &history, &decision, None);
+    let result = analytics::build(&config, &history, &evaluation, None);
     let chart = renderer
         .render("analytics.txt.j2", &analytics::text_view(&result))
         .expect("analytics renders");
     let yaml = serde_yaml::to_string(&DecisionReport {
-        iteration_decision: decision,
+        iteration_decision: evaluation.decision,
     })
     .expect("yaml");
     (yaml, text, chart)

@@ -5,7 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::config::Config;
-use crate::engine::{self, DecideInput, Decision, Feedback};
+use crate::engine::{self, DecideInput, Feedback};
+
+pub use crate::engine::Evaluation;
 use crate::model::IterationRecord;
 
 use super::{user, Failure};
@@ -22,14 +24,8 @@ pub struct EvaluateInput<'a> {
     pub now: DateTime<Utc>,
 }
 
-/// The decision on a task, with what it was made from.
-#[derive(Debug, Clone)]
-pub struct Evaluation {
-    pub decision: Decision,
-}
-
 pub fn evaluate(input: &EvaluateInput) -> Result<Evaluation, Failure> {
-    let decision = engine::decide(&DecideInput {
+    engine::evaluate(&DecideInput {
         task_id: input.task_id,
         config: input.config,
         history: input.history,
@@ -37,6 +33,5 @@ pub fn evaluate(input: &EvaluateInput) -> Result<Evaluation, Failure> {
         baseline: input.baseline,
         now: input.now,
     })
-    .map_err(|e| user(format!("{}: {e}", input.task_id)))?;
-    Ok(Evaluation { decision })
+    .map_err(|e| user(format!("{}: {e}", input.task_id)))
 }

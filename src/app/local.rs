@@ -17,14 +17,14 @@ use chrono::Utc;
 use git2::{Oid, Repository, StatusOptions};
 use sha2::{Digest, Sha256};
 
-use crate::engine::{Decision, Feedback};
+use crate::engine::Feedback;
 use crate::git;
 use crate::history::notes::{Note, NotesStore};
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 use crate::signals::observation::Observation;
 
-use super::evaluate::{evaluate, EvaluateInput};
+use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use super::judge::{judge, whole_tree_record, Judgement};
 use super::observe::{fingerprint, observe, ObserveRequest};
 use super::{user, Env, Failure};
@@ -366,20 +366,19 @@ pub fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
         .is_ok_and(|s| s.is_empty())
 }
 
-/// The decision on a task's history.
-pub fn decide(
+/// The decision on a task's history, with the trajectory behind it.
+pub fn evaluate_task(
     env: &Env,
     task: &Task,
     history: &[IterationRecord],
     baseline: Option<&IterationRecord>,
-) -> Result<Decision, Failure> {
-    Ok(evaluate(&EvaluateInput {
+) -> Result<Evaluation, Failure> {
+    evaluate(&EvaluateInput {
         task_id: &task.name,
         config: &env.config,
         history,
         feedback: &Feedback::default(),
         baseline,
         now: Utc::now(),
-    })?
-    .decision)
+    })
 }

@@ -1,7 +1,8 @@
 //! The application layer: the one flow every mode runs. Observe a tree (run its checks, or
 //! reuse the cached observation), judge a commit against its base (`judge`), keep the
-//! branch's history (`local`), and decide (`evaluate`). `commands/` parses arguments, calls
-//! this and prints; `github/` and the hook are adapters around it.
+//! branch's history (`local`) or a pull request's (`pull_request`: the sticky comment,
+//! commands, reviews), and decide (`evaluate`). `commands/` parses arguments, calls this and
+//! prints; `github/` and the hook are adapters around it.
 //!
 //! Errors: [`Failure::User`] is something a person can fix (exit status 2),
 //! [`Failure::Check`] a check the environment kept from running (exit status 3; nothing
@@ -12,6 +13,7 @@ pub mod evaluate;
 pub mod judge;
 pub mod local;
 pub mod observe;
+pub mod pull_request;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

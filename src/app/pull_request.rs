@@ -1,5 +1,7 @@
-//! The one event handler core every GitHub adapter calls (Actions mode now, the App later):
-//! a normalized [`Input`] and a [`Forge`] in, effects on the pull request out.
+//! A pull request as a task: the one event handler core every GitHub adapter calls (Actions
+//! mode now, the App next): a normalized [`Input`] and a [`Forge`] in, effects on the pull
+//! request out. It decides through [`super::evaluate`] like every other mode; `github/`
+//! only talks to GitHub.
 //!
 //! - A new iteration updates the PR's history (kept in the sticky comment), decides, and
 //!   edits the sticky comment in place. On `escalate` it adds the label and, once per
@@ -16,14 +18,17 @@
 
 use chrono::{DateTime, Utc};
 
-use super::checks::{Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState};
-use super::commands::{self, Command, Permission};
-use super::events::{CommentEvent, ReviewEvent};
-use super::forge::{Forge, ForgeError};
-use super::sticky::{self, StickyState};
-use super::types::{Comment, LabelSpec, PrNumber, Reaction, RepoName};
+use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use crate::config::Config;
-use crate::engine::{self, DecideInput, Decision, Recommendation};
+use crate::engine::{Decision, Recommendation};
+use crate::github::checks::{
+    Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState,
+};
+use crate::github::commands::{self, Command, Permission};
+use crate::github::events::{CommentEvent, ReviewEvent};
+use crate::github::forge::{Forge, ForgeError};
+use crate::github::sticky::{self, StickyState};
+use crate::github::types::{Comment, LabelSpec, PrNumber, Reaction, RepoName};
 use crate::markup::fence_with_info;
 use crate::model::IterationRecord;
 use crate::render::Renderer;
@@ -302,10 +307,10 @@ impl Handler<'_> {
     }
 
     fn status(&self, state: &StickyState) -> Result<String, HandlerError> {
-        let Some(decision) = self.decide(state, None) else {
+        let Some(evaluation) = self.evaluate(state, None) else {
             return Ok("No iteration of this pull request is recorded yet.".into());
         };
-        let result = crate::analytics::build(self.config, &state.records, &decision, None);
+        let result = crate::analytics::build(self.config, &state.records, &evaluation, None);
         let text = self
             .renderer
             .render("analytics.txt.j2", &crate::analytics::text_view(&result))
@@ -313,8 +318,8 @@ impl Handler<'_> {
         Ok(fence_with_info(&text, "text"))
     }
 
-    fn decide(&self, state: &StickyState, base: Option<&IterationRecord>) -> Option<Decision> {
-        engine::decide(&DecideInput {
+    fn evaluate(&self, state: &StickyState, base: Option<&IterationRecord>) -> Option<Evaluation> {
+        evaluate(&EvaluateInput {
             task_id: "pull request",
             config: self.config,
             history: &state.records,
@@ -335,7 +340,7 @@ impl Handler<'_> {
         base: Option<&IterationRecord>,
         mut actions: Vec<String>,
     ) -> Result<Outcome, HandlerError> {
-        let Some(decision) = self.decide(&state, base) else {
+        let Some(evaluation) = self.evaluate(&state, base) else {
             let body = sticky::render_body(
                 "itergate has no iteration of this pull request yet.",
                 &state,
@@ -346,6 +351,7 @@ impl Handler<'_> {
                 ..Outcome::default()
             });
         };
+        let decision = &evaluation.decision;
         let iteration = decision.budget.current_iteration;
         let escalate = matches!(
             decision.recommendation(),
@@ -355,7 +361,7 @@ impl Handler<'_> {
         if notify {
             state.escalation_notified_at = Some(iteration);
         }
-        let visible = self.visible(&state, base, &decision)?;
+        let visible = self.visible(&state, base, &evaluation)?;
         let body = sticky::render_body(&visible, &state);
         sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await?;
         actions.push(format!("decision: {}", decision.recommendation().as_str()));
@@ -374,7 +380,7 @@ impl Handler<'_> {
                 .last()
                 .cloned()
                 .unwrap_or_else(|| IterationRecord::new(0, self.now));
-            let view = crate::comment::escalation_view(self.config, &latest, &decision);
+            let view = crate::comment::escalation_view(self.config, &latest, decision);
             let text = self
                 .renderer
                 .render("escalation.md.j2", &view)
@@ -387,7 +393,7 @@ impl Handler<'_> {
             .last()
             .and_then(|r| crate::engine::trajectory::quality_of(r, &self.config.quality_weights));
         Ok(Outcome {
-            decision: Some(decision),
+            decision: Some(evaluation.decision),
             summary: Some(visible),
             quality,
             actions,
@@ -398,8 +404,9 @@ impl Handler<'_> {
         &self,
         state: &StickyState,
         base: Option<&IterationRecord>,
-        decision: &Decision,
+        evaluation: &Evaluation,
     ) -> Result<String, HandlerError> {
+        let decision = &evaluation.decision;
         let prompt = match (decision.recommendation(), state.records.last()) {
             (Recommendation::Iterate, Some(latest)) => Some(
                 self.renderer
@@ -415,7 +422,7 @@ impl Handler<'_> {
             self.config,
             &state.records,
             base,
-            decision,
+            evaluation,
             prompt.as_deref(),
         );
         self.renderer

@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use git2::Repository;
 
+use crate::app::pull_request::REEVALUATE_EVENT;
+use crate::app::pull_request::{Handler, Input, Outcome};
 use crate::cli::CiArgs;
 use crate::config::{Config, Gate};
 use crate::engine::Decision;
 use crate::git;
 use crate::github::events::{self, Event, Parsed, PrAction, PullRequestEvent, WorkflowRunEvent};
-use crate::github::handler::REEVALUATE_EVENT;
-use crate::github::handler::{Handler, Input, Outcome};
 use crate::github::types::PrNumber;
 use crate::github::RepoName;
 use crate::github::{Forge, ForgeSettings, OctocrabForge};

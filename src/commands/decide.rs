@@ -5,8 +5,9 @@ use std::io::Write;
 use chrono::Utc;
 
 use crate::analytics;
+use crate::app::evaluate::{evaluate, EvaluateInput, Evaluation};
 use crate::cli::{AnalyticsArgs, AnalyticsFormat, DecideArgs, DecideFormat, HistoryArgs};
-use crate::engine::{self, DecideInput, Decision, DecisionReport, Feedback};
+use crate::engine::{DecisionReport, Feedback};
 use crate::history::file;
 use crate::model::IterationRecord;
 use crate::summary;
@@ -16,7 +17,7 @@ use super::{user, Env, Failure};
 struct Loaded {
     history: Vec<IterationRecord>,
     baseline: Option<IterationRecord>,
-    decision: Decision,
+    evaluation: Evaluation,
 }
 
 fn load_and_decide(env: &Env, args: &HistoryArgs) -> Result<Loaded, Failure> {
@@ -39,7 +40,7 @@ fn decide_loaded(
         Some(path) => Some(file::load_record(&env.path(path)).map_err(user)?),
         None => None,
     };
-    let decision = engine::decide(&DecideInput {
+    let evaluation = evaluate(&EvaluateInput {
         task_id: &args.task,
         config: &env.config,
         history: &history,
@@ -51,7 +52,7 @@ fn decide_loaded(
     Ok(Loaded {
         history,
         baseline,
-        decision,
+        evaluation,
     })
 }
 
@@ -71,18 +72,18 @@ pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
     let loaded = load_and_decide(env, &args.history)?;
     let text = match args.format {
         DecideFormat::Text => {
-            let view = summary::decision_view(&env.config, &loaded.history, &loaded.decision);
+            let view = summary::decision_view(&loaded.history, &loaded.evaluation);
             env.renderer()?
                 .render("decision.txt.j2", &view)
                 .map_err(user)?
         }
         DecideFormat::Yaml => serde_yaml::to_string(&DecisionReport {
-            iteration_decision: loaded.decision,
+            iteration_decision: loaded.evaluation.decision,
         })
         .map_err(|e| Failure::Internal(e.into()))?,
         DecideFormat::Json => {
             let report = DecisionReport {
-                iteration_decision: loaded.decision,
+                iteration_decision: loaded.evaluation.decision,
             };
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Internal(e.into()))? + "\n"
         }
@@ -107,7 +108,7 @@ pub fn analytics(env: &Env, args: &AnalyticsArgs) -> Result<(), Failure> {
     let result = analytics::build(
         &env.config,
         &loaded.history,
-        &loaded.decision,
+        &loaded.evaluation,
         loaded.baseline.as_ref(),
     );
     let text = match args.format {

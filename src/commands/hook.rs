@@ -114,11 +114,12 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         }
         let history = task.history(env, &store)?;
         let base = task::stored_base(env, &store, &task)?;
-        let decision = task::decide(env, &task, &history, base.as_ref())?;
+        let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
+        let decision = &evaluation.decision;
         if !quiet {
             eprintln!();
         }
-        report::report(env, repo, &history, &decision)?;
+        report::report(env, repo, &history, &evaluation)?;
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             let why = decision
                 .stopping_reason

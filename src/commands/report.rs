@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use git2::Repository;
 
-use crate::engine::{Decision, Recommendation};
+use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::model::IterationRecord;
 use crate::prompt::prompt_view;
 use crate::summary::decision_view;
@@ -38,9 +38,10 @@ pub fn report(
     env: &Env,
     repo: &Repository,
     history: &[IterationRecord],
-    decision: &Decision,
+    evaluation: &Evaluation,
 ) -> Result<Option<PathBuf>, Failure> {
-    let view = decision_view(&env.config, history, decision);
+    let decision = &evaluation.decision;
+    let view = decision_view(history, evaluation);
     let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
     eprint!("{summary}");
     let path = prompt_path(repo);

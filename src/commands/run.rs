@@ -4,7 +4,7 @@ use git2::Repository;
 
 use crate::app::local::{self as task, RecordOptions, Task};
 use crate::cli::{NotesCommand, RunArgs};
-use crate::engine::Decision;
+use crate::engine::Evaluation;
 use crate::git;
 use crate::history::notes;
 use crate::model::IterationRecord;
@@ -58,13 +58,13 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
     }
     let history = task.history(env, &store)?;
     let base = task::stored_base(env, &store, &task)?;
-    let decision = task::decide(env, &task, &history, base.as_ref())?;
-    report::report(env, store.repository(), &history, &decision)?;
+    let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
+    report::report(env, store.repository(), &history, &evaluation)?;
     Ok(())
 }
 
 /// The current branch's recorded history and the decision on it; scores nothing.
-fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Failure> {
+fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Evaluation), Failure> {
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
@@ -73,8 +73,8 @@ fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Decision), Fail
         return Err(nothing_recorded(&task.name));
     }
     let base = task::stored_base(env, &store, &task)?;
-    let decision = task::decide(env, &task, &history, base.as_ref())?;
-    Ok((history, decision))
+    let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
+    Ok((history, evaluation))
 }
 
 fn nothing_recorded(name: &str) -> Failure {
@@ -84,14 +84,14 @@ fn nothing_recorded(name: &str) -> Failure {
 }
 
 pub fn status(env: &Env) -> Result<(), Failure> {
-    let (history, decision) = recorded_decision(env)?;
-    let view = crate::summary::decision_view(&env.config, &history, &decision);
+    let (history, evaluation) = recorded_decision(env)?;
+    let view = crate::summary::decision_view(&history, &evaluation);
     print(&env.renderer()?.render("decision.txt.j2", &view)?)
 }
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {
-    let (history, decision) = recorded_decision(env)?;
-    print(&report::render_prompt(env, &history, &decision)?)
+    let (history, evaluation) = recorded_decision(env)?;
+    print(&report::render_prompt(env, &history, &evaluation.decision)?)
 }
 
 pub fn notes_command(env: &Env, command: &NotesCommand) -> Result<(), Failure> {

@@ -69,7 +69,20 @@ pub enum EngineError {
     EmptyHistory,
 }
 
+/// A decision with the trajectory it was made from: views read both and never rebuild the
+/// trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub decision: Decision,
+    pub trajectory: Trajectory,
+}
+
 pub fn decide(input: &DecideInput) -> Result<Decision, EngineError> {
+    evaluate(input).map(|e| e.decision)
+}
+
+/// The decision and the trajectory behind it.
+pub fn evaluate(input: &DecideInput) -> Result<Evaluation, EngineError> {
     let config = input.config;
     let history = input.history;
     let latest = history.last().ok_or(EngineError::EmptyHistory)?;
@@ -121,7 +134,7 @@ pub fn decide(input: &DecideInput) -> Result<Decision, EngineError> {
         best: best.map(|b| b.iteration),
         budget: &budget.budget,
     });
-    Ok(Decision {
+    let decision = Decision {
         task_id: input.task_id.to_string(),
         output_id: output_id(latest),
         decided_at: input.now,
@@ -141,6 +154,10 @@ pub fn decide(input: &DecideInput) -> Result<Decision, EngineError> {
         baseline_comparison: input
             .baseline
             .and_then(|b| baseline_comparison(config, b, latest, point.quality)),
+    };
+    Ok(Evaluation {
+        decision,
+        trajectory,
     })
 }
 

@@ -1,10 +1,10 @@
 //! GitHub: everything itergate says and reads on a pull request.
 //!
 //! This layer owns the conversation with GitHub and nothing else: it never decides (that is
-//! [`crate::engine`]) and never renders templates (that is [`crate::render`]). It is built so
-//! that GitHub Actions mode (`itergate ci`) and the GitHub App share all of it: an adapter
-//! turns its input into an [`events::Event`], one handler core acts on it through a
-//! [`forge::Forge`].
+//! [`crate::engine`] through [`crate::app`]) and never renders templates (that is
+//! [`crate::render`]). It is built so that GitHub Actions mode (`itergate ci`) and the GitHub
+//! App share all of it: an adapter turns its input into an [`events::Event`], and the pull
+//! request flow ([`crate::app::pull_request`]) acts on it through a [`forge::Forge`].
 //!
 //! - [`types`]: the newtypes and the small records the rest speaks in (`RepoName`,
 //!   `PrNumber`, `CommentId`, `Comment`, `PullRequest`, check runs, annotations).
@@ -36,7 +36,6 @@ pub mod commands;
 pub mod context_gap;
 pub mod events;
 pub mod forge;
-pub mod handler;
 pub mod retry;
 pub mod sticky;
 pub mod types;

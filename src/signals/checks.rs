@@ -272,11 +272,17 @@ fn read_report(
         ));
     }
     let Some(source) = &check.report else {
+        // No report: the exit status is the signal, and a failing build's output names
+        // its errors.
         return match exit_code {
-            Some(code) => Ok(CheckResult::Exited {
-                exit_code: code,
-                tail,
-            }),
+            Some(code) => Ok(
+                build_failure(Some(code), &stdout, &stderr, tail.clone()).unwrap_or(
+                    CheckResult::Exited {
+                        exit_code: code,
+                        tail,
+                    },
+                ),
+            ),
             None => Err(("the check has neither `run` nor `report`".into(), tail)),
         };
     };
