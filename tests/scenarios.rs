@@ -1009,3 +1009,50 @@ fn a_python_package_with_pytest() {
     assert_no_round(&run, "3");
     assert_eq!(score(&p.head_record(), "tests_passing"), 1.0);
 }
+
+#[test]
+#[ignore = "the finding of a pytest collection error is only `collection failure`: the ImportError pytest wrote in the JUnit <error> body never reaches the prompt"]
+fn a_pytest_collection_error_says_what_failed_to_import() {
+    let p = python_project(python());
+    let test_more = "from calc.core import multiply\n\n\ndef test_multiply():\n    assert multiply(2, 3) == 6\n";
+    p.write("tests/test_more.py", test_more);
+    p.commit(&["tests/test_more.py"], "test multiply");
+    p.run().expect_decision("ITERATE", "collection error");
+    let prompt = p.prompt("collection error");
+    assert!(
+        prompt.contains("tests/test_more.py:1"),
+        "the import's place: {prompt}"
+    );
+    assert!(
+        prompt.contains("cannot import name 'multiply'")
+            || prompt.contains("cannot import name ''multiply''"),
+        "the prompt says what could not be imported:\n{prompt}"
+    );
+}
+
+#[test]
+#[ignore = "the prompt's header shows the revision round as the iteration (`iteration 1` on the branch's second iteration)"]
+fn the_prompt_header_names_the_branch_iteration() {
+    let p = python_project(python());
+    let test_sub =
+        "from calc.core import add\n\n\ndef test_add_negative():\n    assert add(2, -2) == 0\n";
+    p.write("tests/test_sub.py", test_sub);
+    p.commit(&["tests/test_sub.py"], "a passing test");
+    p.run().expect_decision("ACCEPT", "1 (clean)");
+    p.write("tests/test_sub.py", &test_sub.replace("== 0", "== 1"));
+    p.commit(&["tests/test_sub.py"], "a failing test");
+    let run = p.run();
+    run.expect_decision("ITERATE", "2 (failing)");
+    assert!(
+        run.stderr.contains("iteration 2/"),
+        "the summary: iteration 2:\n{}",
+        run.stderr
+    );
+    assert_round(&run, 1, "2 (failing)");
+    let prompt = p.prompt("2 (failing)");
+    let header = prompt.lines().next().unwrap_or_default();
+    assert!(
+        !header.contains("iteration 1"),
+        "the header contradicts the summary (iteration 2 of the branch): `{header}`"
+    );
+}
