@@ -1056,3 +1056,39 @@ fn the_prompt_header_names_the_branch_iteration() {
         "the header contradicts the summary (iteration 2 of the branch): `{header}`"
     );
 }
+
+#[test]
+fn the_revision_round_never_reads_past_its_limit() {
+    let p = python_project(python());
+    let failing = |n: usize| {
+        (0..4)
+            .map(|i| {
+                let expected = if i < n { i + 1 } else { i };
+                format!("def test_{i}():\n    value = {i}\n    assert value == {expected}\n\n\n")
+            })
+            .collect::<String>()
+    };
+    // Four rounds in a row, each with one failure fewer (never stalled): the fourth is past
+    // the limit of three.
+    for (round, failures) in [(1, 4), (2, 3), (3, 2), (4, 1)] {
+        p.write("tests/test_rounds.py", &failing(failures));
+        p.commit(&["tests/test_rounds.py"], &format!("{failures} failing"));
+        let run = p.run();
+        let step = format!("round {round}");
+        let expected = if round <= 3 { "ITERATE" } else { "ESCALATE" };
+        run.expect_decision(expected, &step);
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("Revision") && !l.starts_with("Revision prompt"))
+            .unwrap_or_else(|| panic!("{step}: no `Revision` line:\n{}", run.stderr));
+        if round <= 3 {
+            assert_round(&run, round, &step);
+        } else {
+            assert!(
+                !line.contains("4/3") && line.contains("limit"),
+                "{step}: `{line}`"
+            );
+        }
+    }
+}
