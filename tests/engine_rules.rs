@@ -86,9 +86,9 @@ fn cases() -> Vec<Case> {
         case("002 steps 1/4: max iterations reached with issues -> stop with best (escalate)",
             "stopping_criteria: {iteration_limits: {min: 1, max: 3}}", history(&[0.5, 0.6, 0.7]))
             .expect(Escalate, Some(StopCode::MaxIterationsReached)),
-        case("002 steps 1/4: max iterations reached, latest clean -> accept",
+        case("002 steps 1/4: max iterations reached, latest clean -> accepted for being clean",
             "stopping_criteria: {iteration_limits: {min: 1, max: 2}}", history(&[0.5, 0.96]))
-            .expect(Accept, Some(StopCode::MaxIterationsReached)),
+            .expect(Accept, Some(StopCode::QualityThresholdReached)),
         case("002 step 2: a declared budget exhausted -> stop with budget report",
             "stopping_criteria: {budget_limits: {total_tokens: 1000}}",
             vec![with_tokens(rec(1, 0.5), 600), with_tokens(rec(2, 0.7), 600)])
@@ -695,8 +695,10 @@ fn coverage_warning(mut r: IterationRecord) -> IterationRecord {
 
 #[test]
 fn untested_code_dip_asks_for_tests_not_a_restart() {
+    // Iteration 2 (quality 0.97) stays below this bar: all three are one attempt.
+    let config = config("stopping_criteria: {quality_threshold: {value: 0.99}}");
     let reverts = |h: &[IterationRecord]| {
-        let d = decide_default(h);
+        let d = decide_with(&config, h, &Feedback::default());
         assert_eq!(
             d.recommendation(),
             Recommendation::Iterate,
@@ -716,7 +718,7 @@ fn untested_code_dip_asks_for_tests_not_a_restart() {
         coverage_warning(with_coverage(3, 1.0, 0.6)),
     ];
     assert!(!reverts(&untested), "a coverage-only dip is not a restart");
-    let t = itergate::engine::trajectory::Trajectory::build(&Config::default(), &untested);
+    let t = itergate::engine::trajectory::Trajectory::build(&config, &untested);
     assert!(t.points[2].regression, "it is still a regression");
     // Tests fell too: a real regression, revert.
     let broken = vec![
@@ -732,6 +734,61 @@ fn untested_code_dip_asks_for_tests_not_a_restart() {
         warned(vec![with_coverage(3, 1.0, 0.6)]).remove(0),
     ];
     assert!(reverts(&unexplained));
+}
+
+// ---- Attempts: what follows finished work is new work ---------------------------------
+
+#[test]
+fn after_an_iteration_that_met_the_bar_a_new_attempt_begins() {
+    // Accepted twice, then one warning: a new problem, not a plateau, a flat cycle or a
+    // regression to revert.
+    let h = vec![
+        rec(1, 1.0),
+        rec(2, 1.0),
+        rec(3, 1.0),
+        warned(vec![rec(4, 0.9)]).remove(0),
+    ];
+    let d = decide_default(&h);
+    assert_eq!(
+        d.recommendation(),
+        Recommendation::Iterate,
+        "{:?}",
+        d.stopping_reason
+    );
+    let strategy = d.strategy.expect("strategy");
+    assert!(
+        !strategy.modifications.iter().any(|m| matches!(
+            m,
+            Modification::RevertTo { .. } | Modification::StructuralVariant { .. }
+        )),
+        "{strategy:?}"
+    );
+    let t = itergate::engine::trajectory::Trajectory::build(&Config::default(), &h);
+    assert_eq!(t.attempt_start, 3);
+    assert!(!t.points[3].flat && !t.points[3].regression);
+    // Regressions are counted within an attempt: three dips, each fixed back to the bar,
+    // never add up to the regression limit.
+    let mut wavy = Vec::new();
+    for i in 0..4 {
+        wavy.push(rec(2 * i + 1, 1.0));
+        wavy.push(warned(vec![rec(2 * i + 2, 0.8)]).remove(0));
+    }
+    let d = decide_default(&wavy);
+    assert_ne!(
+        d.stopping_reason.as_ref().map(|r| r.code),
+        Some(StopCode::RegressionLimit),
+        "{:?}",
+        d.stopping_reason
+    );
+    // Within one attempt, they do.
+    let stuck = vec![
+        rec(1, 0.8),
+        warned(vec![rec(2, 0.6)]).remove(0),
+        warned(vec![rec(3, 0.8)]).remove(0),
+        warned(vec![rec(4, 0.6)]).remove(0),
+    ];
+    let t = itergate::engine::trajectory::Trajectory::build(&Config::default(), &stuck);
+    assert_eq!(t.points[3].attempt_regressions, 2);
 }
 
 // ---- Records from elsewhere get triggers ----------------------------------------------

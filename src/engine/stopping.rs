@@ -30,6 +30,11 @@
 //! human looks (`nothing_actionable`). People's decisions, hard limits and the revision
 //! loop's stops come first and are never overridden by this rule.
 //!
+//! Flat cycles, plateaus, regressions and the assessment's trend are counted within the
+//! current *attempt*: the iterations after the last one that met the quality bar. An
+//! accepted iteration is finished work; the problems of the next change are new, not a
+//! plateau of the old ones, and a regression goes back to the attempt's best.
+//!
 //! Limits always win over anything that would iterate again. "Stop with the best output"
 //! accepts only when the latest iteration is clean; otherwise a human is called (escalate),
 //! or the task is aborted when no iteration could be scored at all.
@@ -174,6 +179,10 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
 }
 
 fn limits(ctx: &StopContext) -> Option<Outcome> {
+    if ctx.clean() {
+        // Nothing would iterate again: the clean iteration is accepted for what it is.
+        return None;
+    }
     let budget = &ctx.budget.budget;
     if budget.current_iteration >= budget.max_iterations {
         return Some(ctx.stop_with_best(
@@ -301,8 +310,8 @@ fn regression(ctx: &StopContext) -> Option<Outcome> {
         return None;
     }
     let point = ctx.trajectory.latest()?;
-    let best = ctx.trajectory.best_point()?;
-    let count = point.cumulative.regression_count;
+    let best = ctx.trajectory.attempt_best_point()?;
+    let count = point.attempt_regressions;
     if count > protection.max_regressions {
         return Some(ctx.stop_with_best(
             StopCode::RegressionLimit,

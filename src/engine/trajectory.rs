@@ -56,6 +56,8 @@ pub struct Point {
     pub regression: bool,
     /// Average improvement over the plateau window fell below its threshold.
     pub plateau: bool,
+    /// Regressions since the current attempt began.
+    pub attempt_regressions: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +65,12 @@ pub struct Trajectory {
     pub points: Vec<Point>,
     /// Index into `points` of the best scored iteration (ties go to the later one).
     pub best: Option<usize>,
+    /// Index into `points` where the current attempt began: the first iteration after the
+    /// last one that met the quality bar. What came before was finished work; flat cycles,
+    /// plateaus and regressions are counted within an attempt.
+    pub attempt_start: usize,
+    /// Index into `points` of the best scored iteration of the current attempt.
+    pub attempt_best: Option<usize>,
 }
 
 impl Trajectory {
@@ -72,7 +80,18 @@ impl Trajectory {
         Trajectory {
             points,
             best: builder.best,
+            attempt_start: builder.attempt_start,
+            attempt_best: builder.attempt_best.map(|(index, _)| index),
         }
+    }
+
+    /// The scored qualities of the current attempt.
+    pub fn attempt_qualities(&self) -> impl Iterator<Item = f64> + '_ {
+        self.points
+            .get(self.attempt_start..)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.quality)
     }
 
     pub fn latest(&self) -> Option<&Point> {
@@ -90,6 +109,11 @@ impl Trajectory {
     pub fn best_point(&self) -> Option<&Point> {
         self.best.and_then(|i| self.points.get(i))
     }
+
+    /// The best iteration of the current attempt: what a regression goes back to.
+    pub fn attempt_best_point(&self) -> Option<&Point> {
+        self.attempt_best.and_then(|i| self.points.get(i))
+    }
 }
 
 struct Builder<'c> {
@@ -102,6 +126,11 @@ struct Builder<'c> {
     improvements: std::collections::VecDeque<f64>,
     cumulative: Cumulative,
     index: usize,
+    attempt_start: usize,
+    attempt_regressions: u32,
+    /// The best iteration (index, quality) within the current attempt: regressions are
+    /// drops below it.
+    attempt_best: Option<(usize, f64)>,
 }
 
 impl<'c> Builder<'c> {
@@ -115,6 +144,19 @@ impl<'c> Builder<'c> {
             improvements: Default::default(),
             cumulative: Cumulative::default(),
             index: 0,
+            attempt_start: 0,
+            attempt_regressions: 0,
+            attempt_best: None,
+        }
+    }
+
+    /// The quality at which an iteration is finished work.
+    fn bar(&self) -> f64 {
+        let threshold = &self.config.stopping_criteria.quality_threshold;
+        if threshold.enabled {
+            threshold.value.get()
+        } else {
+            1.0
         }
     }
 
@@ -135,20 +177,43 @@ impl<'c> Builder<'c> {
             flat: false,
             regression: false,
             plateau: false,
+            attempt_regressions: self.attempt_regressions,
         };
         let Some(q) = quality else {
             return point;
         };
+        // After an iteration that met the bar, a new attempt begins: its problems are new
+        // work, not a plateau or a lack of progress on the old.
+        let new_attempt = self
+            .previous
+            .is_some_and(|(prev_q, _)| prev_q >= self.bar() - EPSILON);
+        if new_attempt {
+            self.attempt_start = index;
+            self.attempt_regressions = 0;
+            self.attempt_best = None;
+            self.improvements.clear();
+            self.cumulative.flat_cycle_count = 0;
+        }
         if let Some((prev_q, prev_scores)) = self.previous {
             point.delta = delta(q, prev_q, &record.scores, &prev_scores);
-            self.observe_change(round6(q - prev_q), &mut point);
+            if !new_attempt {
+                self.observe_change(round6(q - prev_q), &mut point);
+            }
         } else {
             point.delta.quality = Some(q);
         }
-        if self.best_quality.is_some_and(|b| self.is_regression(b - q)) {
+        if self
+            .attempt_best
+            .is_some_and(|(_, b)| self.is_regression(b - q))
+        {
             point.regression = true;
             self.cumulative.regression_count += 1;
+            self.attempt_regressions += 1;
         }
+        if self.attempt_best.is_none_or(|(_, b)| q >= b - EPSILON) {
+            self.attempt_best = Some((index, q));
+        }
+        point.attempt_regressions = self.attempt_regressions;
         if self.best_quality.is_none_or(|b| q >= b - EPSILON) {
             self.best_quality = Some(q);
             self.best = Some(index);
