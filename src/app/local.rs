@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::Feedback;
 use crate::git;
 use crate::history::notes::{Note, NotesStore};
+use crate::history::History;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 use crate::signals::observation::Observation;
@@ -84,7 +85,7 @@ impl Task {
     /// The recorded iterations, renumbered by position in the branch. A record judged
     /// against another base or configuration is judged again from the cached observations
     /// (no check runs); one whose observations are not cached is left out.
-    pub fn history(&self, env: &Env, store: &NotesStore) -> Result<Vec<IterationRecord>, Failure> {
+    pub fn history(&self, env: &Env, store: &NotesStore) -> Result<History, Failure> {
         let key = record_key(env);
         let base = self.merge_base.map(|b| b.to_string());
         let mut records = Vec::new();
@@ -99,12 +100,11 @@ impl Task {
             } else {
                 self.judge_cached(env, store, *commit)?
             };
-            if let Some(mut record) = record {
-                record.iteration = u32::try_from(index + 1).unwrap_or(u32::MAX);
-                records.push(record);
+            if let Some(record) = record {
+                records.push((index, record));
             }
         }
-        Ok(records)
+        Ok(History::by_position(records))
     }
 
     /// `commit` judged against this task's base from cached observations only.

@@ -92,27 +92,19 @@ impl Handler<'_> {
     async fn iteration(
         &self,
         pr: PrNumber,
-        mut record: IterationRecord,
+        record: IterationRecord,
         base: Option<IterationRecord>,
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let mut state = sticky::load_state(&comments, &self.bot_login).state;
         let latest = Some(record.clone());
-        match state.records.iter().position(|r| r.commit == record.commit) {
-            Some(i) => {
-                record.iteration = state.records[i].iteration;
-                state.records[i] = record;
-            }
-            None => {
-                record.iteration = state.records.last().map_or(1, |r| r.iteration + 1);
-                state.records.push(record);
-                // What people said was about the previous iteration.
-                state.feedback.messages.clear();
-                state.feedback.rejections.clear();
-                state.feedback.accepted = false;
-                state.feedback.escalation = None;
-                state.context_rounds = 0;
-            }
+        if state.records.record(record) {
+            // What people said was about the previous iteration.
+            state.feedback.messages.clear();
+            state.feedback.rejections.clear();
+            state.feedback.accepted = false;
+            state.feedback.escalation = None;
+            state.context_rounds = 0;
         }
         let outcome = self
             .publish(

@@ -35,7 +35,7 @@ pub fn recorded_history(
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), branch)?;
-    let history = task.history(env, &store)?;
+    let history = task.history(env, &store)?.into_records();
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }
@@ -68,7 +68,7 @@ fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Evaluation), Fa
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
-    let history = task.history(env, &store)?;
+    let history = task.history(env, &store)?.into_records();
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::forge::{Forge, ForgeError};
 use super::types::{Comment, CommentId, PrNumber, RepoName};
 use crate::engine::Feedback;
+use crate::history::History;
 use crate::model::IterationRecord;
 
 pub use crate::markup::{escape_markdown_inline, fence, fence_with_info, neutralise_html_comments};
@@ -51,7 +52,7 @@ pub struct Compaction {
 #[serde(default)]
 pub struct StickyState {
     /// The PR's iterations, oldest first.
-    pub records: Vec<IterationRecord>,
+    pub records: History,
     /// What people said: acceptance, escalation, budget override, restart point after
     /// `/iterate adjust`, feedback not yet answered by an iteration.
     pub feedback: Feedback,
@@ -229,7 +230,7 @@ fn compact_to_fit(state: &StickyState, room: usize) -> String {
     let all_stripped = stripped(older);
     let dropped = |k: usize| {
         let mut s = all_stripped.clone();
-        s.records.drain(..k);
+        s.records.drop_oldest(k);
         s.compaction.dropped_records += k as u32;
         s
     };
@@ -244,7 +245,7 @@ fn compact_to_fit(state: &StickyState, room: usize) -> String {
     if line.len() <= room {
         return line;
     }
-    last.records.clear();
+    last.records = History::default();
     encode(&last)
 }
 
