@@ -369,7 +369,14 @@ fn coverage_is_patch_coverage_of_the_changed_lines() {
             })
             .to_vec(),
     );
-    let r = scored_with(&Config::default(), &checks, Some(&checks), Some(&changed));
+    // The base had lines 1-3 only: the change added 10-12, and 11 is untested.
+    let base = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        "SF:src/lib.rs\nDA:1,1\nDA:2,0\nDA:3,0\nend_of_record\n",
+        Visibility::Full,
+    )];
+    let r = scored_with(&Config::default(), &checks, Some(&base), Some(&changed));
     assert_eq!(r.scores.coverage, Some(0.5));
     assert_eq!(r.metrics["coverage.project"], 0.4);
     let uncovered: Vec<_> = r
@@ -432,4 +439,45 @@ fn paths_are_made_relative_to_the_checkout() {
         ".venv/lib/python3.11/site-packages/x.py"
     ));
     assert!(!is_repository_path("node_modules/x/index.js"));
+}
+
+#[test]
+fn an_edit_to_code_the_base_left_untested_asks_for_no_test() {
+    let lcov = "SF:src/a.py\nDA:1,1\nDA:2,0\nDA:3,0\nend_of_record\n";
+    let checks = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        lcov,
+        Visibility::Full,
+    )];
+    let mut changed = ChangedLines::default();
+    // Line 2 was edited (a type annotation); the file's untested lines did not grow.
+    changed.files.insert(
+        "src/a.py".into(),
+        vec![AddedLine {
+            line: 2,
+            text: "def f(x: int) -> int:".into(),
+        }],
+    );
+    let r = scored_with(&Config::default(), &checks, Some(&checks), Some(&changed));
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
+    assert_eq!(r.scores.coverage, None, "no changed line to judge");
+    // An import added where nothing runs it (under `if TYPE_CHECKING:`) asks for no test.
+    let head = "SF:src/a.py\nDA:1,1\nDA:2,0\nDA:3,0\nDA:4,0\nend_of_record\n";
+    let head = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        head,
+        Visibility::Full,
+    )];
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "src/a.py".into(),
+        vec![AddedLine {
+            line: 4,
+            text: "    from typing import Sequence".into(),
+        }],
+    );
+    let r = scored_with(&Config::default(), &head, Some(&checks), Some(&changed));
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
 }

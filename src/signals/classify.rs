@@ -43,11 +43,17 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
         (Some(f), Some(l)) => format!("{f}:{l}"),
         _ => case.id.clone(),
     };
-    let detail = case
-        .message
-        .as_deref()
-        .or(case.output.as_deref())
-        .unwrap_or("");
+    let detail = match case.message.as_deref() {
+        // pytest's placeholder: what failed to import is in the body's `E   ` lines.
+        Some("collection failure") | None => case
+            .output
+            .as_deref()
+            .and_then(last_pytest_error)
+            .or(case.message.as_deref())
+            .or(case.output.as_deref())
+            .unwrap_or(""),
+        Some(message) => message,
+    };
     let first = detail
         .lines()
         .find(|l| !l.trim().is_empty())
@@ -96,6 +102,16 @@ pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {
             .iter()
             .any(|m| d.message.contains(m));
     names_unknown.then_some(TriggerType::HallucinationDetected)
+}
+
+/// The last `E   Error: message` line of a pytest report body, without its `E` prefix.
+fn last_pytest_error(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .rev()
+        .filter_map(|l| l.strip_prefix("E "))
+        .map(str::trim)
+        .find(|l| !l.is_empty())
 }
 
 /// One `incomplete_output` trigger per added line with a marker of unfinished work, with

@@ -60,6 +60,24 @@ impl RepoPaths {
         strip_dot(path).to_string()
     }
 
+    /// A coverage path relative to one of the report's source directories (`pytest
+    /// --cov=src` writes `pkg/mod.py` for `src/pkg/mod.py`), made a repository path: the
+    /// first source under which the file exists. Paths that exist as they are stay.
+    fn under_a_source(&self, path: &str, sources: &[String]) -> String {
+        let Some(root) = self.roots.first() else {
+            return path.to_string();
+        };
+        let exists = |p: &str| Path::new(root).join(p).is_file();
+        if path.starts_with('/') || sources.is_empty() || exists(path) {
+            return path.to_string();
+        }
+        sources
+            .iter()
+            .map(|source| self.relative(&format!("{}/{path}", source.trim_end_matches('/'))))
+            .find(|candidate| !candidate.starts_with('/') && exists(candidate))
+            .unwrap_or_else(|| path.to_string())
+    }
+
     /// Makes every path of `report` relative to the root, and relocates failing tests to
     /// their deepest frame inside the repository.
     pub fn normalise(&self, report: &mut Report) {
@@ -78,8 +96,9 @@ impl RepoPaths {
             }
             Report::Coverage(coverage) => {
                 let files = std::mem::take(&mut coverage.files);
+                let sources = std::mem::take(&mut coverage.sources);
                 for (path, lines) in files {
-                    let path = self.relative(&path);
+                    let path = self.under_a_source(&self.relative(&path), &sources);
                     match coverage.files.get_mut(&path) {
                         Some(existing) => {
                             for (line, hits) in lines.lines {

@@ -182,7 +182,13 @@ impl Accumulator {
                         };
                         self.add_lint(check, l, base_lint, holdout);
                     }
-                    Report::Coverage(c) => self.add_coverage(input, c),
+                    Report::Coverage(c) => {
+                        let base_coverage = match base_report {
+                            Some(Report::Coverage(b)) => Some(b),
+                            _ => None,
+                        };
+                        self.add_coverage(input, c, base_coverage);
+                    }
                     Report::Complexity(c) => {
                         let base_complexity = match base_report {
                             Some(Report::Complexity(b)) => Some(b),
@@ -237,7 +243,7 @@ impl Accumulator {
                 let finding = diagnostic_finding(d);
                 if let Some(kind) = kind {
                     self.triggers
-                        .push(trigger(kind, &check.name, 1.0, finding.clone()));
+                        .push(trigger(kind, &check.name, 1.0, first_line(&finding)));
                 }
                 self.issues.push(CheckerIssue {
                     dimension: dimension.into(),
@@ -329,7 +335,7 @@ impl Accumulator {
                     kind,
                     &check.name,
                     severity_of(kind),
-                    issue.finding.clone(),
+                    first_line(&issue.finding),
                 ));
             }
             self.issues.push(issue);
@@ -386,20 +392,25 @@ impl Accumulator {
             let issue = lint_issue(finding);
             if let Some(kind) = classify::lint_trigger(finding) {
                 self.triggers
-                    .push(trigger(kind, &check.name, 1.0, issue.finding.clone()));
+                    .push(trigger(kind, &check.name, 1.0, first_line(&issue.finding)));
             } else if finding.level == LintLevel::Error {
                 self.triggers.push(trigger(
                     TriggerType::ValidationFailure,
                     &check.name,
                     0.7,
-                    issue.finding.clone(),
+                    first_line(&issue.finding),
                 ));
             }
             self.issues.push(issue);
         }
     }
 
-    fn add_coverage(&mut self, input: &ScoreInput, c: &CoverageSummary) {
+    fn add_coverage(
+        &mut self,
+        input: &ScoreInput,
+        c: &CoverageSummary,
+        base: Option<&CoverageSummary>,
+    ) {
         let (found, hit) = self.coverage.unwrap_or_default();
         self.coverage = Some((found + c.lines_found, hit + c.lines_hit));
         let Some(changed) = input.changed else { return };
@@ -408,8 +419,16 @@ impl Accumulator {
             let Some(file) = c.files.get(path) else {
                 continue;
             };
+            // An edit to code the base already left untested (a renamed variable, a type
+            // annotation) adds no untested code: the file's uncovered lines did not grow.
+            let untested_before = base
+                .and_then(|b| b.files.get(path))
+                .map(|f| f.uncovered().count());
+            if untested_before.is_some_and(|before| file.uncovered().count() <= before) {
+                continue;
+            }
             let mut uncovered = Vec::new();
-            for added in lines {
+            for added in lines.iter().filter(|l| !is_import(&l.text)) {
                 match file.lines.get(&added.line) {
                     Some(0) => {
                         total += 1;
@@ -549,7 +568,7 @@ impl Accumulator {
         } else {
             Status::Pass
         };
-        record.issues.append(&mut self.issues);
+        record.issues.extend(dedupe(self.issues));
         record.triggers.append(&mut self.triggers);
         record.base_debt = self.debt;
     }
@@ -610,18 +629,47 @@ fn diagnostic_key(d: &Diagnostic) -> (Option<String>, String, Option<String>) {
     (d.code.clone(), d.message.clone(), d.file.clone())
 }
 
+/// Said as a lint finding would say it (`E0425: cannot find ...`), so the same compiler
+/// error reported by a build and by a lint check is one finding.
 fn diagnostic_finding(d: &Diagnostic) -> String {
     let code = d
         .code
         .as_deref()
-        .map(|c| format!("[{c}] "))
+        .map(|c| format!("{c}: "))
         .unwrap_or_default();
-    let head = format!("{} error: {code}{}", d.tool, d.message);
+    let head = format!("{code}{}", d.message);
     if d.detail.trim().is_empty() || d.detail.trim() == d.message {
         head
     } else {
         format!("{head}\n{}", d.detail.trim_end())
     }
+}
+
+/// An import names code, it does not run any worth a test of its own (and under
+/// `if TYPE_CHECKING:` it never runs at all).
+fn is_import(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("import ") || (line.starts_with("from ") && line.contains(" import "))
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").to_string()
+}
+
+/// One issue per place and first line: a compiler error that both the build of the tests
+/// and a lint check report is one problem.
+fn dedupe(issues: Vec<CheckerIssue>) -> Vec<CheckerIssue> {
+    let mut seen = BTreeSet::new();
+    issues
+        .into_iter()
+        .filter(|i| {
+            i.affected_field.is_none()
+                || seen.insert((
+                    i.affected_field.clone(),
+                    i.finding.lines().next().map(str::to_string),
+                ))
+        })
+        .collect()
 }
 
 fn check_is_tests(config: &Config, name: &str) -> bool {

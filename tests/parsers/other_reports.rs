@@ -65,9 +65,17 @@ fn cobertura_from_coverage_py() {
     let ops = &c.files["calc/ops.py"];
     assert_eq!(ops.lines.len(), 16);
     assert_eq!(ops.uncovered().collect::<Vec<_>>(), [16, 20, 21, 22, 23]);
+    // The source directory the file names are relative to is kept for the caller.
+    assert_eq!(c.sources, ["/tmp/fx/py"]);
     // Same numbers as the LCOV written from the same run.
     let lcov = coverage(ReportFormat::Lcov, "lcov/coverage-py.lcov", &opts);
-    assert_eq!(c, lcov);
+    assert_eq!(
+        CoverageSummary {
+            sources: Vec::new(),
+            ..c
+        },
+        lcov
+    );
 }
 
 #[test]
@@ -172,7 +180,7 @@ fn ruff_json() {
             context: None,
             tool: "ruff".into(),
             rule: Some("F401".into()),
-            level: LintLevel::Error,
+            level: LintLevel::Warning,
             message: "`os` imported but unused".into(),
             file: Some("/tmp/fx/py/calc/ops.py".into()),
             line: Some(1),
@@ -196,7 +204,9 @@ fn ruff_json() {
 #[test]
 fn ruff_json_without_severity_maps_syntax_errors_to_error() {
     let json = r#"[{"code":null,"message":"SyntaxError: Expected ')'","filename":"a.py","location":{"row":3,"column":1},"fix":null},
-                  {"code":"E501","message":"Line too long","filename":"a.py","location":{"row":9,"column":89},"fix":null}]"#;
+                  {"code":"E501","message":"Line too long","filename":"a.py","location":{"row":9,"column":89},"fix":null},
+                  {"code":"F821","message":"Undefined name `x`","filename":"a.py","location":{"row":4,"column":1},"fix":null,"severity":"error"},
+                  {"code":"D103","message":"Missing docstring","filename":"a.py","location":{"row":5,"column":1},"fix":null,"severity":"error"}]"#;
     let Ok(Report::Lint(l)) = parse(
         ReportFormat::RuffJson,
         Cursor::new(json),
@@ -206,7 +216,15 @@ fn ruff_json_without_severity_maps_syntax_errors_to_error() {
         panic!("should parse");
     };
     let levels: Vec<_> = l.findings.iter().map(|f| f.level).collect();
-    assert_eq!(levels, [LintLevel::Error, LintLevel::Warning]);
+    assert_eq!(
+        levels,
+        [
+            LintLevel::Error,
+            LintLevel::Warning,
+            LintLevel::Error,
+            LintLevel::Warning
+        ]
+    );
 }
 
 #[test]

@@ -199,6 +199,12 @@ impl CoberturaHandler<'_> {
     }
 
     fn finish(mut self) -> CoverageSummary {
+        self.summary.sources = self
+            .sources
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
         if !self.saw_line {
             if let (Some(valid), Some(covered)) = self.declared {
                 self.summary.lines_found = valid;

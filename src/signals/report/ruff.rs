@@ -2,10 +2,11 @@
 //! `{code, message, filename, location: {row, column}, fix: {message, edits[].content},
 //! severity?}`.
 //!
-//! Tool = `ruff`; rule = `code` (`F401`, `E501`; none for syntax errors). Level: ruff 0.15+
-//! writes a `severity` (`error` → Error, `warning` → Warning, `info` → Note); older ruff
-//! writes none, and then a syntax error (no `code`) is an Error and any rule violation a
-//! Warning. Suggested fix = the fix's `message` (e.g. "Remove unused import: `os`"), else
+//! Tool = `ruff`; rule = `code` (`F401`, `E501`; none for syntax errors). Level: an error
+//! in the code — a syntax error (no `code`), `E9xx`, an undefined name (`F821`–`F823`),
+//! pyflakes' `F63x`/`F7xx` — is an Error; any other rule violation a Warning, whatever
+//! `severity` says (ruff 0.15+ writes `error` for every violation, which would make a
+//! docstring style rule block like a syntax error); `severity: info` is a Note. Suggested fix = the fix's `message` (e.g. "Remove unused import: `os`"), else
 //! its edits' replacement text joined by newlines.
 
 use std::io::BufRead;
@@ -55,9 +56,10 @@ struct Edit {
 }
 
 fn finding(d: Diagnostic) -> LintFinding {
-    let level = match (d.severity.as_deref(), &d.code) {
-        (Some("error"), _) | (None, None) => LintLevel::Error,
+    let level = match (d.severity.as_deref(), d.code.as_deref()) {
         (Some("info" | "note" | "hint"), _) => LintLevel::Note,
+        (_, None) => LintLevel::Error,
+        (_, Some(code)) if breaks_the_code(code) => LintLevel::Error,
         _ => LintLevel::Warning,
     };
     let suggested_fix = d.fix.and_then(|fix| {
@@ -77,4 +79,12 @@ fn finding(d: Diagnostic) -> LintFinding {
         column: d.location.as_ref().and_then(|l| l.column),
         suggested_fix,
     }
+}
+
+/// Rules whose violation means the code does not run as written.
+fn breaks_the_code(code: &str) -> bool {
+    code.starts_with("E9")
+        || code.starts_with("F63")
+        || code.starts_with("F7")
+        || matches!(code, "F821" | "F822" | "F823")
 }

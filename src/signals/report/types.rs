@@ -174,6 +174,9 @@ pub struct CoverageSummary {
     pub lines_hit: u64,
     /// Only files accepted by [`super::ParseOptions::keep_lines_for`].
     pub files: BTreeMap<String, FileLines>,
+    /// The directories file names are relative to (Cobertura's `<source>`s), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 impl CoverageSummary {
