@@ -64,8 +64,8 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
     guidance.extend(decision.next_steps.iter().map(|s| neutralise_tags(s)));
     PromptView {
         task: decision.task_id.clone(),
-        iteration: decision.revision.iteration,
-        max_iterations: decision.revision.max_iterations,
+        iteration: decision.budget.current_iteration,
+        max_iterations: decision.budget.max_iterations,
         progress_line: decision.revision.line(),
         round_sentence: round_sentence(&decision.revision),
         recommendation: decision.recommendation().as_str(),
