@@ -481,3 +481,46 @@ fn an_edit_to_code_the_base_left_untested_asks_for_no_test() {
     let r = scored_with(&Config::default(), &head, Some(&checks), Some(&changed));
     assert!(r.issues.is_empty(), "{:?}", r.issues);
 }
+
+#[test]
+fn uncovered_lines_in_a_well_tested_change_are_shown_not_asked_for() {
+    // 9 of 10 changed lines covered: 90% meets the 80% target.
+    let mut lcov = String::from("SF:src/lib.rs\n");
+    for line in 1..=10 {
+        lcov.push_str(&format!("DA:{line},{}\n", u32::from(line != 5)));
+    }
+    lcov.push_str("end_of_record\n");
+    let checks = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        &lcov,
+        Visibility::Full,
+    )];
+    let base = [outcome(
+        "coverage",
+        ReportFormat::Lcov,
+        "SF:src/other.rs\nDA:1,1\nend_of_record\n",
+        Visibility::Full,
+    )];
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "src/lib.rs".into(),
+        (1..=10)
+            .map(|line| AddedLine {
+                line,
+                text: format!("x{line}"),
+            })
+            .collect(),
+    );
+    let r = scored_with(&Config::default(), &checks, Some(&base), Some(&changed));
+    assert_eq!(r.scores.coverage, Some(0.9));
+    let severities: Vec<_> = r.issues.iter().map(|i| i.severity).collect();
+    assert_eq!(severities, [Severity::Info], "{:?}", r.issues);
+    // With a stricter target the same line asks for a test.
+    let mut strict = Config::default();
+    strict.scoring.patch_coverage_target =
+        itergate::config::Fraction::try_from(0.95).expect("fraction");
+    let r = scored_with(&strict, &checks, Some(&base), Some(&changed));
+    let severities: Vec<_> = r.issues.iter().map(|i| i.severity).collect();
+    assert_eq!(severities, [Severity::Warning], "{:?}", r.issues);
+}

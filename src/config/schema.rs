@@ -292,6 +292,10 @@ pub struct Scoring {
     pub compare_base: bool,
     pub scope: Scope,
     pub code_quality: LintScore,
+    /// Patch coverage at or above which uncovered changed lines are only shown (INFO);
+    /// below it they ask for tests (WARNING). One uncovered line in a well-tested change is
+    /// not a revision; an untested new function is.
+    pub patch_coverage_target: Fraction,
 }
 
 impl Default for Scoring {
@@ -301,6 +305,7 @@ impl Default for Scoring {
             compare_base: true,
             scope: Scope::Change,
             code_quality: LintScore::Density,
+            patch_coverage_target: Fraction::new_const(0.8),
         }
     }
 }

@@ -86,6 +86,8 @@ struct Accumulator {
     coverage: Option<(u64, u64)>,
     patch: Option<(u64, u64)>,
     complexity: Vec<u32>,
+    /// Uncovered changed spans; their severity depends on the patch coverage in all.
+    uncovered: Vec<CheckerIssue>,
     issues: Vec<CheckerIssue>,
     triggers: Vec<Trigger>,
     debt: BaseDebt,
@@ -447,7 +449,7 @@ impl Accumulator {
                 } else {
                     format!("{path}:{start}-{end}")
                 };
-                self.issues.push(CheckerIssue {
+                self.uncovered.push(CheckerIssue {
                     dimension: "coverage".into(),
                     severity: Severity::Warning,
                     finding: "changed lines not covered by any test".into(),
@@ -553,6 +555,13 @@ impl Accumulator {
             if let Some(p) = patch {
                 record.metrics.insert("patch_coverage".into(), p);
             }
+            let target = input.config.scoring.patch_coverage_target.get();
+            if patch.is_some_and(|p| p >= target) {
+                for issue in &mut self.uncovered {
+                    issue.severity = Severity::Info;
+                }
+            }
+            self.issues.append(&mut self.uncovered);
             record.scores.coverage = if by_change { patch } else { project };
         }
         if !self.complexity.is_empty() {
