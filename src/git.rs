@@ -55,8 +55,11 @@ pub fn open(dir: &Path) -> Result<Repository> {
                 e.message()
             )
         } else {
-            anyhow::Error::new(e)
-                .context(format!("no git repository at or above {}", dir.display()))
+            anyhow!(
+                "no git repository at or above {} ({}); run this inside a clone, or `git init` first",
+                dir.display(),
+                e.message()
+            )
         }
     })
 }
@@ -77,12 +80,21 @@ pub fn head_branch(repo: &Repository) -> Result<Option<String>> {
 /// Resolves a revision (`main`, `origin/main`, `HEAD~2`, a full or abbreviated id) to the
 /// commit it names.
 pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
-    let object = repo
-        .revparse_single(rev)
-        .with_context(|| format!("unknown revision `{rev}`"))?;
+    let object = match repo.revparse_single(rev) {
+        Ok(object) => object,
+        Err(_)
+            if rev == "HEAD"
+                && repo
+                    .head()
+                    .is_err_and(|e| e.code() == git2::ErrorCode::UnbornBranch) =>
+        {
+            bail!("the repository has no commits yet: make a first commit, then run again")
+        }
+        Err(e) => bail!("unknown revision `{rev}`: {}", e.message()),
+    };
     let commit = object
         .peel_to_commit()
-        .with_context(|| format!("`{rev}` does not name a commit"))?;
+        .map_err(|e| anyhow!("`{rev}` does not name a commit: {}", e.message()))?;
     Ok(commit.id())
 }
 

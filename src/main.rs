@@ -12,7 +12,10 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("itergate: error: {failure:#}");
+            eprintln!(
+                "itergate: error: {}",
+                without_libgit2_codes(&format!("{failure:#}"))
+            );
             ExitCode::from(failure.exit_code())
         }
     }
@@ -32,4 +35,17 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
+}
+
+/// libgit2's messages end in `; class=Reference (4); code=NotFound (-3)`: internal codes a
+/// person cannot act on.
+fn without_libgit2_codes(message: &str) -> String {
+    message
+        .lines()
+        .map(|line| match line.find("; class=") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

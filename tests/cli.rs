@@ -323,3 +323,32 @@ fn templates_can_be_overridden_per_repository() {
         "{e}"
     );
 }
+
+#[test]
+fn errors_a_newcomer_understands() {
+    // Outside a repository: `run` and `init` say so, with no libgit2 codes.
+    let outside = tempfile::tempdir().expect("tempdir");
+    for args in [&["run"][..], &["init"][..], &["status"][..]] {
+        let o = itergate(args, outside.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("no git repository at or above"), "{err}");
+        assert!(!err.contains("class="), "{err}");
+        assert!(!outside.path().join(".itergate.yml").exists(), "init wrote nothing");
+    }
+    // A repository without commits: make a first commit.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(empty.path())
+        .status()
+        .expect("git");
+    assert!(git.success());
+    for args in [&["run"][..], &["status"][..], &["score"][..]] {
+        let o = itergate(args, empty.path());
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("make a first commit"), "{args:?}: {err}");
+        assert!(!err.contains("class="), "{err}");
+    }
+}

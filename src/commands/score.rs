@@ -118,6 +118,16 @@ fn record_text(config: &Config, r: &IterationRecord) -> String {
 }
 
 pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
+    // The file belongs at the repository's root, next to what it configures.
+    let repo = local::open_repository(env)?;
+    let root = repo
+        .workdir()
+        .ok_or_else(|| user("a bare repository has no work tree for .itergate.yml"))?
+        .to_path_buf();
+    let env = &Env {
+        root,
+        ..env.clone()
+    };
     let path = env.root.join(".itergate.yml");
     if path.exists() && !args.force {
         return Err(user(format!(
