@@ -297,6 +297,7 @@ impl TempWorktree {
         // another process is half-way through adding or pruning: take turns, for the
         // metadata only; the checkout below can take a while and runs unlocked.
         lock::with_lock(repo.commondir(), "worktrees", WORKTREE_LOCK_WAIT, || {
+            prune_abandoned(repo);
             run_git(&mut add)
         })
         .with_context(|| format!("adding a worktree for {commit}"))?;
@@ -352,6 +353,55 @@ impl Drop for TempWorktree {
             tracing::warn!(path = %self.path.display(), error = %format!("{error:#}"), "could not remove a temporary worktree");
         }
     }
+}
+
+/// Removes scratch worktrees that a killed itergate left behind: ours by name
+/// (`itergate-wt-<pid>-...`), and their process gone. Best effort: a worktree that cannot
+/// be removed is left for the next run.
+fn prune_abandoned(repo: &Repository) {
+    let Ok(names) = repo.worktrees() else { return };
+    for name in names.iter().flatten() {
+        let Ok(worktree) = repo.find_worktree(name) else {
+            continue;
+        };
+        let path = worktree.path().to_path_buf();
+        let Some(pid) = scratch_owner(&path) else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        let _ = std::fs::remove_dir_all(&path);
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.valid(true).locked(true).working_tree(false);
+        match worktree.prune(Some(&mut prune)) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), pid, "pruned an abandoned scratch worktree")
+            }
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "could not prune an abandoned scratch worktree")
+            }
+        }
+    }
+}
+
+/// The process that created a scratch worktree, from its name.
+fn scratch_owner(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("itergate-wt-")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 checks for existence; EPERM means it exists under another user.
+    let result = unsafe { libc::kill(pid, 0) };
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 fn worktree_name(path: &Path) -> Result<String> {

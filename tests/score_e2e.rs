@@ -289,3 +289,39 @@ fn holdout_details_go_to_the_private_path_only() {
     .expect("private diagnostics written");
     assert!(private.contains("divides"), "{private}");
 }
+
+#[test]
+fn a_scratch_worktree_left_by_a_killed_run_is_pruned_by_the_next() {
+    let dir = repo();
+    let p = dir.path();
+    // A process that has exited: its pid names the abandoned worktree.
+    let mut child = Command::new("true").spawn().expect("true");
+    let dead = child.id();
+    child.wait().expect("wait");
+    let abandoned = std::env::temp_dir().join(format!("itergate-wt-{dead}-0-deadbeef"));
+    git(
+        p,
+        &[
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+            &abandoned.to_string_lossy(),
+            "HEAD",
+        ],
+    );
+    let listed = |p: &Path| {
+        let out = Command::new("git")
+            .args(["worktree", "list", "--porcelain"])
+            .current_dir(p)
+            .output()
+            .expect("git");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(listed(p).contains("itergate-wt-"), "{}", listed(p));
+    // A non-HEAD commit is scored in a scratch worktree: creating it prunes the old one.
+    let o = itergate(p, &["score", "--rev", "HEAD~1", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!listed(p).contains("itergate-wt-"), "{}", listed(p));
+    assert!(!abandoned.exists(), "the abandoned checkout is deleted");
+}
