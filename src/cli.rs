@@ -17,9 +17,10 @@ Examples:
   itergate analytics --history h.json --format csv    export for a spreadsheet
 
 Configuration is read from .itergate.yml (or .github/itergate.yml) in the repository;
-every key and its default is listed in config/default.itergate.yml.
+`itergate config --default` prints every key with its default and what it means.
 
-Exit status: 0 on success, 2 on a usage, configuration or input error, 1 on any other failure.";
+Exit status: 0 on success; 2 on a usage, configuration or input error; 3 when a check could
+not run (nothing was recorded); 1 on any other failure.";
 
 #[derive(Debug, Parser)]
 #[command(name = "itergate", version, about = ABOUT, after_help = AFTER_HELP)]
@@ -99,6 +100,9 @@ pub enum Command {
     /// Share the recorded history (refs/notes/itergate) with a remote.
     #[command(subcommand)]
     Notes(NotesCommand),
+    /// Print the configuration in force here (YAML), or with --default every key with its
+    /// default and what it means (a starting point for .itergate.yml).
+    Config(ConfigArgs),
     /// Run as a GitHub Actions step: score the pull request's head as its next iteration
     /// and update its sticky comment, or answer `/iterate` commands and reviews.
     ///
@@ -134,6 +138,15 @@ pub struct CiArgs {
     /// allowed to; never run untrusted code with a write token).
     #[arg(long)]
     pub write_on_fork: bool,
+    /// Score the pull request's head and only write its record to `--record-out`: no write
+    /// to GitHub. For the job that runs the PR's code with no write token.
+    #[arg(long, conflicts_with = "publish_record")]
+    pub score_only: bool,
+    /// Publish the record a `--score-only` job of this workflow run wrote (downloaded from
+    /// its artifact) instead of scoring: for the job that holds the write token and never
+    /// runs the PR's code.
+    #[arg(long, value_name = "FILE")]
+    pub publish_record: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -170,6 +183,13 @@ pub enum NotesCommand {
         #[arg(default_value = "origin")]
         remote: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The documented defaults instead of the configuration in force.
+    #[arg(long)]
+    pub default: bool,
 }
 
 #[derive(Debug, Args)]

@@ -334,7 +334,10 @@ fn errors_a_newcomer_understands() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains("no git repository at or above"), "{err}");
         assert!(!err.contains("class="), "{err}");
-        assert!(!outside.path().join(".itergate.yml").exists(), "init wrote nothing");
+        assert!(
+            !outside.path().join(".itergate.yml").exists(),
+            "init wrote nothing"
+        );
     }
     // A repository without commits: make a first commit.
     let empty = tempfile::tempdir().expect("tempdir");
@@ -351,4 +354,21 @@ fn errors_a_newcomer_understands() {
         assert!(err.contains("make a first commit"), "{args:?}: {err}");
         assert!(!err.contains("class="), "{err}");
     }
+}
+
+#[test]
+fn config_prints_the_defaults_and_the_configuration_in_force() {
+    let o = itergate(&["config", "--default"], &root());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("patch_coverage_target: 0.8"), "{text}");
+    assert!(text.contains("# "), "the documented file, comments and all");
+    let parsed = itergate::config::Config::from_yaml(&text, Path::new("default"))
+        .expect("the printed defaults parse");
+    assert_eq!(parsed, itergate::config::Config::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("c.yml"), "revision: {max_iterations: 5}\n").expect("write");
+    let o = itergate(&["--config", "c.yml", "config"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("max_iterations: 5"), "{}", stdout(&o));
 }

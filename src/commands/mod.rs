@@ -36,6 +36,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt => run::prompt(&env),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
+        Command::Config(args) => decide::print(&if args.default {
+            crate::config::DEFAULT_CONFIG_YAML.to_string()
+        } else {
+            serde_yaml::to_string(&env.config).map_err(|e| Failure::Internal(e.into()))?
+        }),
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
     }
 }

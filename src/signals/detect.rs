@@ -119,7 +119,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
 /// A commented `.itergate.yml` for the detected toolchain.
 pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
     let mut text = String::from(
-        "# itergate configuration. Every key and its default: config/default.itergate.yml\n",
+        "# itergate configuration. Every key and its default: `itergate config --default`\n",
     );
     match detected {
         Some(d) => {
