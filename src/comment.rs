@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::engine::trajectory::quality_of;
 use crate::engine::Evaluation;
 use crate::engine::{Decision, Recommendation};
-use crate::markup::{escape_markdown_inline, fence_with_info};
+use crate::markup::{escape_markdown_excerpt, escape_markdown_inline, fence_with_info};
 use crate::model::{Dimension, IterationRecord, Severity};
 use crate::summary::{format_delta, format_score};
 
@@ -52,6 +52,9 @@ pub struct CommentView {
     pub label: String,
     /// What the base already fails (escaped), not counted against the change.
     pub base_debt: String,
+    /// Lines about the comment's own state (e.g. a history lost to an unreadable state),
+    /// already escaped; set by the caller.
+    pub notices: Vec<String>,
 }
 
 fn headline(r: Recommendation) -> &'static str {
@@ -170,6 +173,125 @@ pub fn comment_view(
             .collect(),
         label: config.github.label.clone(),
         base_debt: escape_markdown_inline(&crate::summary::base_debt_line(latest)),
+        notices: Vec::new(),
+    }
+}
+
+/// What the sticky comment says about its own state: why an earlier state was lost.
+pub fn state_notices(lost_state: Option<&str>) -> Vec<String> {
+    lost_state
+        .map(|why| {
+            format!(
+                "⚠️ itergate could not read the state it had saved in this comment ({}), so the history of this pull request starts afresh here.",
+                escape_markdown_excerpt(why, 200)
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Errors listed in a reply; the rest are counted.
+const MAX_LISTED_ERRORS: usize = 5;
+
+/// What the one reply to a comment's commands collects.
+#[derive(Debug, Default)]
+pub struct CommandReply {
+    /// Commands refused because the commenter lacks the permission.
+    pub refused_permission: Vec<&'static str>,
+    /// Commands refused because the commenter opened the pull request.
+    pub refused_author: Vec<&'static str>,
+    /// Messages of malformed commands (they echo what was typed only escaped and cut).
+    pub errors: Vec<String>,
+    /// Commands beyond the number read from one comment.
+    pub ignored_commands: usize,
+    /// The rendered `help`, when asked for.
+    pub help: Option<String>,
+    /// The rendered `status`, when asked for.
+    pub status: Option<String>,
+}
+
+impl CommandReply {
+    /// Whether the comment gets a 😕: something was refused or malformed.
+    pub fn is_refusal_or_error(&self) -> bool {
+        !(self.refused_permission.is_empty()
+            && self.refused_author.is_empty()
+            && self.errors.is_empty())
+    }
+}
+
+/// The one reply to a comment's commands, or `None` when there is nothing to say. `login`
+/// is the commenter's; it is shown without mentioning them.
+pub fn command_reply(reply: &CommandReply, login: &str, permission: &str) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let who = escape_markdown_inline(&format!("@{login}"));
+    if !reply.refused_permission.is_empty() {
+        parts.push(format!(
+            "Sorry {who}, {} {} {permission} permission on this repository; nothing was changed.",
+            code_list(&reply.refused_permission),
+            if reply.refused_permission.len() == 1 {
+                "needs"
+            } else {
+                "need"
+            },
+        ));
+    }
+    if !reply.refused_author.is_empty() {
+        parts.push(format!(
+            "{} cannot come from the pull request's own author (`github.author_can_decide` is off); nothing was changed. Someone else with {permission} permission can give it.",
+            code_list(&reply.refused_author),
+        ));
+    }
+    let mut errors: Vec<&String> = Vec::new();
+    for error in &reply.errors {
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+    }
+    if !errors.is_empty() {
+        let mut list: Vec<String> = errors
+            .iter()
+            .take(MAX_LISTED_ERRORS)
+            .map(|e| format!("- {e}"))
+            .collect();
+        if errors.len() > MAX_LISTED_ERRORS {
+            list.push(format!("- … and {} more", errors.len() - MAX_LISTED_ERRORS));
+        }
+        parts.push(format!(
+            "`/iterate` could not read:
+{}
+
+See `/iterate help`.",
+            list.join(
+                "
+"
+            )
+        ));
+    }
+    if reply.ignored_commands > 0 {
+        parts.push(format!(
+            "Only the first {} commands of a comment are read; {} more were ignored.",
+            crate::github::commands::MAX_COMMANDS_PER_COMMENT,
+            reply.ignored_commands
+        ));
+    }
+    parts.extend(reply.help.iter().cloned());
+    parts.extend(reply.status.iter().cloned());
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// `a`, `a` and `b`, `a`, `b` and `c` — each in a code span (command names only).
+fn code_list(names: &[&str]) -> String {
+    let mut unique: Vec<&str> = Vec::new();
+    for name in names {
+        if !unique.contains(name) {
+            unique.push(name);
+        }
+    }
+    let quoted: Vec<String> = unique.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 

@@ -3,6 +3,12 @@
 //! in markdown it cannot start a block, a link, a mention or an HTML element, close or open
 //! an HTML comment, or forge the sticky comment's marker; in a prompt it cannot close or open
 //! the prompt's sections; in a fence it cannot close the fence.
+//!
+//! GitHub links more than markdown does: `@name` mentions, `#123` and `owner/repo#5` issue
+//! references (which also post cross-reference events on the issue they name), bare
+//! `https://…` and `www.…` addresses. Its filters run on the rendered text, so a backslash
+//! does not stop them; a word joiner (U+2060, invisible) after `@`, `#`, the `:` of `://` and
+//! inside `www.` does, while the text still reads the same.
 
 /// ASCII punctuation that CommonMark lets a backslash escape and that means something inline
 /// or at a line start.
@@ -15,10 +21,13 @@ const ZWSP: char = '\u{200B}';
 /// Word joiner after `@`: the text still reads `@name` but mentions nobody.
 const WORD_JOINER: char = '\u{2060}';
 
-/// `text` as one line of inline markdown that renders as the text itself.
+/// `text` as one line of inline markdown that renders as the text itself: no markup, no
+/// mention, no issue reference, no autolink.
 pub fn escape_markdown_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
-    for c in text.chars() {
+    let mut chars = text.chars().peekable();
+    let mut recent = ['\0'; 3];
+    while let Some(c) = chars.next() {
         match c {
             '\r' | '\n' | '\u{0085}' | '\u{2028}' | '\u{2029}' => out.push(' '),
             '&' => out.push_str("&amp;"),
@@ -28,6 +37,18 @@ pub fn escape_markdown_inline(text: &str) -> String {
                 out.push('@');
                 out.push(WORD_JOINER);
             }
+            '#' => {
+                out.push_str("\\#");
+                out.push(WORD_JOINER);
+            }
+            ':' if chars.peek() == Some(&'/') => {
+                out.push_str("\\:");
+                out.push(WORD_JOINER);
+            }
+            '.' if recent.iter().all(|r| r.eq_ignore_ascii_case(&'w')) => {
+                out.push(WORD_JOINER);
+                out.push_str("\\.");
+            }
             c if MARKDOWN_PUNCTUATION.contains(&c) => {
                 out.push('\\');
                 out.push(c);
@@ -35,8 +56,18 @@ pub fn escape_markdown_inline(text: &str) -> String {
             c if c.is_control() && c != '\t' => {}
             c => out.push(c),
         }
+        recent = [recent[1], recent[2], c];
     }
     out
+}
+
+/// Like [`escape_markdown_inline`], cut to at most `max_chars` characters of `text` (an
+/// ellipsis says it was cut): for echoing what someone wrote in a short reply.
+pub fn escape_markdown_excerpt(text: &str, max_chars: usize) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(max_chars).collect();
+    let cut = if chars.next().is_some() { "…" } else { "" };
+    format!("{}{cut}", escape_markdown_inline(&head))
 }
 
 /// Breaks every `<!--` and `-->` in `text` with a zero-width space, so that the text can
@@ -112,6 +143,21 @@ mod tests {
         let f = fence_with_info("a ```` b", "yaml");
         assert!(f.starts_with("`````yaml\n"));
         assert!(f.ends_with("\n`````"));
+    }
+
+    #[test]
+    fn references_and_autolinks_are_broken() {
+        let t = escape_markdown_inline("see #12, octo/repo#5, https://x.example and www.x.example");
+        assert!(
+            t.contains("\\#\u{2060}12") && t.contains("repo\\#\u{2060}5"),
+            "{t}"
+        );
+        assert!(
+            t.contains("https\\:\u{2060}//") && t.contains("www\u{2060}\\."),
+            "{t}"
+        );
+        assert_eq!(escape_markdown_excerpt("abcdef", 3), "abc…");
+        assert_eq!(escape_markdown_excerpt("ab", 3), "ab");
     }
 
     #[test]

@@ -86,7 +86,10 @@ fn escalation_call() {
 fn help_reply() {
     let renderer = Renderer::new(None, false).expect("templates");
     let text = renderer
-        .render("help.md.j2", &serde_json::json!({ "permission": "write" }))
+        .render(
+            "help.md.j2",
+            &serde_json::json!({ "permission": "write", "author_can_decide": false, "max_commands": 10 }),
+        )
         .expect("help");
     insta::assert_snapshot!(text);
 }

@@ -119,7 +119,11 @@ fn corrupt_or_foreign_state_is_reported_not_trusted() {
         ("<!-- itergate:sticky -->\nnothing", StateError::NoState),
         (
             "<!-- itergate:sticky -->\n<!-- itergate:state v9 e30= -->",
-            StateError::UnsupportedVersion("v9".into()),
+            StateError::NewerVersion("v9".into()),
+        ),
+        (
+            "<!-- itergate:sticky -->\n<!-- itergate:state vx e30= -->",
+            StateError::UnsupportedVersion("vx".into()),
         ),
     ];
     for (body, expected) in cases {
@@ -141,7 +145,19 @@ fn corrupt_or_foreign_state_is_reported_not_trusted() {
     let loaded = load_state(&broken, BOT_LOGIN);
     assert_eq!(loaded.comment, Some(CommentId(9)));
     assert!(matches!(loaded.problem, Some(StateError::Base64(_))));
-    assert_eq!(loaded.state, StickyState::default());
+    let lost = loaded
+        .state
+        .lost_state
+        .clone()
+        .expect("the loss is remembered");
+    assert!(lost.contains("base64"), "{lost}");
+    assert_eq!(
+        loaded.state,
+        StickyState {
+            lost_state: Some(lost),
+            ..StickyState::default()
+        }
+    );
 }
 
 #[test]

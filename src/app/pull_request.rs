@@ -8,13 +8,22 @@
 //!   escalation, posts one short comment that mentions the configured reviewers; on
 //!   `accept` it removes the label.
 //! - A comment is looked at only if it holds an `/iterate` command (no API call otherwise)
-//!   and is not written by itergate itself or, unless allowed, another bot. Each command gets
-//!   👀; state-changing ones need the configured permission (a refusal changes nothing);
-//!   errors and `help`/`status` get a reply; the result is a 👍 or 😕.
-//! - A review requesting changes is a `user_rejection`.
+//!   and is not written by itergate itself or, unless allowed, another bot: see
+//!   [`commands`] for who may give which command and how little the bot says back.
+//! - Reviews count only from people with the permission and about the newest iteration: see
+//!   [`reviews`].
 //!
 //! Effects are idempotent: the sticky comment is upserted, commands of a comment already
-//! applied (its id is in the state) are not applied twice.
+//! applied (its id is in the state) are not applied twice. "We did it" is recorded only after
+//! it was done: the escalation call is marked in the state after the label and the call
+//! succeeded, so a retry after a failure still calls the reviewers, once. A state written by
+//! a newer itergate is never overwritten, and an unreadable one is replaced only after saying
+//! so, in the comment and the job log.
+
+mod commands;
+mod reviews;
+
+pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
 
 use chrono::{DateTime, Utc};
 
@@ -24,11 +33,10 @@ use crate::engine::{Decision, Recommendation};
 use crate::github::checks::{
     Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState,
 };
-use crate::github::commands::{self, Command, Permission};
 use crate::github::events::{CommentEvent, ReviewEvent};
 use crate::github::forge::{Forge, ForgeError};
-use crate::github::sticky::{self, StickyState};
-use crate::github::types::{Comment, LabelSpec, PrNumber, Reaction, RepoName};
+use crate::github::sticky::{self, StateError, StickyState};
+use crate::github::types::{Comment, CommentId, LabelSpec, PrNumber, RepoName};
 use crate::markup::fence_with_info;
 use crate::model::IterationRecord;
 use crate::render::Renderer;
@@ -41,6 +49,9 @@ pub enum Input {
         pr: PrNumber,
         record: Box<IterationRecord>,
         base: Option<Box<IterationRecord>>,
+        /// Scored by code itergate does not control (a fork's own workflow): the comment
+        /// says so, and its `accept` never removes the escalation label.
+        self_reported: bool,
     },
     Comment(CommentEvent),
     Review(ReviewEvent),
@@ -76,13 +87,22 @@ pub enum HandlerError {
     Forge(#[from] ForgeError),
     #[error("rendering: {0:#}")]
     Render(anyhow::Error),
+    /// The sticky comment's state is of a newer version: writing would destroy it.
+    #[error("refusing to publish: {0}; nothing was changed (upgrade itergate to go on)")]
+    NewerState(StateError),
 }
 
 impl Handler<'_> {
     pub async fn handle(&self, input: Input) -> Result<Outcome, HandlerError> {
         match input {
-            Input::Iteration { pr, record, base } => {
-                self.iteration(pr, *record, base.map(|b| *b)).await
+            Input::Iteration {
+                pr,
+                record,
+                base,
+                self_reported,
+            } => {
+                self.iteration(pr, *record, base.map(|b| *b), self_reported)
+                    .await
             }
             Input::Comment(event) => self.comment(event).await,
             Input::Review(event) => self.review(event).await,
@@ -94,26 +114,23 @@ impl Handler<'_> {
         pr: PrNumber,
         record: IterationRecord,
         base: Option<IterationRecord>,
+        self_reported: bool,
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
-        let mut state = sticky::load_state(&comments, &self.bot_login).state;
+        let (mut state, mut actions) = self.load(&comments)?;
         let latest = Some(record.clone());
         if state.records.record(record) {
             // What people said was about the previous iteration.
             state.feedback.messages.clear();
             state.feedback.rejections.clear();
             state.feedback.accepted = false;
+            state.accepted_with = None;
             state.feedback.escalation = None;
             state.context_rounds = 0;
         }
+        actions.push("recorded a new iteration".into());
         let outcome = self
-            .publish(
-                pr,
-                &comments,
-                state,
-                base.as_ref(),
-                vec!["recorded a new iteration".into()],
-            )
+            .publish_with(pr, &comments, state, base.as_ref(), actions, self_reported)
             .await?;
         if self.config.github.check_run {
             if let (Some(decision), Some(latest)) = (&outcome.decision, &latest) {
@@ -124,118 +141,41 @@ impl Handler<'_> {
         Ok(outcome)
     }
 
-    async fn review(&self, event: ReviewEvent) -> Result<Outcome, HandlerError> {
-        if !event.is_rejection() || event.reviewer.is(&self.bot_login) {
-            return Ok(Outcome::default());
+    /// The PR's state from its sticky comment, and what the job log should say about it.
+    /// A state of a newer version stops everything (it must not be overwritten); an
+    /// unreadable one is replaced by a fresh state that says why.
+    fn load(&self, comments: &[Comment]) -> Result<(StickyState, Vec<String>), HandlerError> {
+        let loaded = sticky::load_state(comments, &self.bot_login);
+        match loaded.problem {
+            Some(problem @ StateError::NewerVersion(_)) => Err(HandlerError::NewerState(problem)),
+            Some(problem) => Ok((
+                loaded.state,
+                vec![format!(
+                    "the sticky comment's state could not be read ({problem}); the history starts afresh"
+                )],
+            )),
+            None => Ok((loaded.state, Vec::new())),
         }
-        let comments = self.forge.list_comments(&self.repo, event.pr).await?;
-        let mut state = sticky::load_state(&comments, &self.bot_login).state;
-        let text = event
-            .body
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| format!("changes requested by {}", event.reviewer.login));
-        state.feedback.rejections.push(text);
-        state.feedback.accepted = false;
-        self.publish(
-            event.pr,
-            &comments,
-            state,
-            None,
-            vec!["review requested changes".into()],
-        )
-        .await
     }
 
-    async fn comment(&self, event: CommentEvent) -> Result<Outcome, HandlerError> {
-        if event.author.is(&self.bot_login)
-            || (event.author.is_bot() && !self.config.github.allow_bots)
-        {
-            return Ok(Outcome::default());
-        }
-        let parsed = commands::parse_comment(&event.body);
-        if parsed.is_empty() {
-            return Ok(Outcome::default());
-        }
-        let repo = &self.repo;
-        self.forge
-            .add_reaction(repo, event.comment_id, Reaction::Eyes)
-            .await?;
-        let comments = self.forge.list_comments(repo, event.pr).await?;
-        let mut state = sticky::load_state(&comments, &self.bot_login).state;
-        if state
-            .last_command_comment
-            .is_some_and(|id| id >= event.comment_id)
-        {
-            return Ok(Outcome {
-                actions: vec!["commands of this comment were applied already".into()],
-                ..Outcome::default()
-            });
-        }
-        let mut actions = Vec::new();
-        let mut ok = true;
-        let mut permission: Option<Permission> = None;
-        for command in parsed {
-            match command {
-                Err(error) => {
-                    ok = false;
-                    self.reply(
-                        event.pr,
-                        &format!("`/iterate`: {error}\n\nSee `/iterate help`."),
-                    )
-                    .await?;
-                }
-                Ok(command) if command.changes_state() => {
-                    let have = match permission {
-                        Some(p) => p,
-                        None => *permission
-                            .insert(self.forge.permission(repo, &event.author.login).await?),
-                    };
-                    if have < required(self.config) {
-                        ok = false;
-                        let message = format!(
-                            "Sorry @{}, `{}` needs {} permission on this repository; nothing was changed.",
-                            event.author.login,
-                            command.name(),
-                            required_name(self.config)
-                        );
-                        self.reply(event.pr, &message).await?;
-                        continue;
-                    }
-                    actions.push(apply(&mut state, &command));
-                }
-                Ok(Command::Help) => self.reply(event.pr, &self.help()?).await?,
-                Ok(Command::Status) => self.reply(event.pr, &self.status(&state)?).await?,
-                Ok(Command::Reevaluate) => {
-                    let have = match permission {
-                        Some(p) => p,
-                        None => *permission
-                            .insert(self.forge.permission(repo, &event.author.login).await?),
-                    };
-                    if have >= required(self.config) {
-                        actions.push(self.rerun(event.pr).await?);
-                    } else {
-                        actions.push("re-posted the current decision".into());
-                    }
-                }
-                Ok(_) => {}
+    /// Writes the sticky comment (`existing`, or a new one) unless it already says this;
+    /// each write counts up the state's `revision`.
+    async fn write_sticky(
+        &self,
+        pr: PrNumber,
+        comments: &[Comment],
+        visible: &str,
+        state: &mut StickyState,
+    ) -> Result<CommentId, ForgeError> {
+        let unchanged = sticky::render_body(visible, state);
+        let body = match sticky::find_sticky(comments, &self.bot_login) {
+            Some(existing) if existing.body == unchanged => unchanged,
+            _ => {
+                state.revision += 1;
+                sticky::render_body(visible, state)
             }
-        }
-        state.last_command_comment = Some(event.comment_id);
-        let reaction = if ok {
-            Reaction::PlusOne
-        } else {
-            Reaction::Confused
         };
-        let outcome = if actions.is_empty() {
-            Outcome::default()
-        } else {
-            self.publish(event.pr, &comments, state, None, actions)
-                .await?
-        };
-        self.forge
-            .add_reaction(repo, event.comment_id, reaction)
-            .await?;
-        Ok(outcome)
+        sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await
     }
 
     /// Asks CI to score the PR's head again: a `repository_dispatch` (one of the few events a
@@ -292,7 +232,11 @@ impl Handler<'_> {
     }
 
     fn help(&self) -> Result<String, HandlerError> {
-        let view = serde_json::json!({ "permission": required_name(self.config) });
+        let view = serde_json::json!({
+            "permission": required_name(self.config),
+            "author_can_decide": self.config.github.author_can_decide,
+            "max_commands": crate::github::commands::MAX_COMMANDS_PER_COMMENT,
+        });
         self.renderer
             .render("help.md.j2", &view)
             .map_err(HandlerError::Render)
@@ -328,16 +272,32 @@ impl Handler<'_> {
         &self,
         pr: PrNumber,
         comments: &[Comment],
+        state: StickyState,
+        base: Option<&IterationRecord>,
+        actions: Vec<String>,
+    ) -> Result<Outcome, HandlerError> {
+        self.publish_with(pr, comments, state, base, actions, false)
+            .await
+    }
+
+    /// [`Self::publish`]; a `self_reported` iteration (a fork's record) is marked as such
+    /// in the comment and its `accept` leaves the escalation label to a maintainer.
+    async fn publish_with(
+        &self,
+        pr: PrNumber,
+        comments: &[Comment],
         mut state: StickyState,
         base: Option<&IterationRecord>,
         mut actions: Vec<String>,
+        self_reported: bool,
     ) -> Result<Outcome, HandlerError> {
         let Some(evaluation) = self.evaluate(&state, base) else {
-            let body = sticky::render_body(
+            let visible = with_notices(
                 "itergate has no iteration of this pull request yet.",
                 &state,
             );
-            sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await?;
+            self.write_sticky(pr, comments, &visible, &mut state)
+                .await?;
             return Ok(Outcome {
                 actions,
                 ..Outcome::default()
@@ -350,12 +310,13 @@ impl Handler<'_> {
             Recommendation::Escalate | Recommendation::Abort
         );
         let notify = escalate && state.escalation_notified_at != Some(iteration);
-        if notify {
-            state.escalation_notified_at = Some(iteration);
+        let mut visible = self.visible(&state, base, &evaluation)?;
+        if self_reported {
+            visible = format!("{}\n\n{SELF_REPORTED_NOTE}\n", visible.trim_end());
         }
-        let visible = self.visible(&state, base, &evaluation)?;
-        let body = sticky::render_body(&visible, &state);
-        sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await?;
+        let sticky_id = self
+            .write_sticky(pr, comments, &visible, &mut state)
+            .await?;
         actions.push(format!("decision: {}", decision.recommendation().as_str()));
         let label = &self.config.github.label;
         if escalate {
@@ -364,7 +325,13 @@ impl Handler<'_> {
                 .await?;
             actions.push(format!("labelled {label}"));
         } else if decision.recommendation() == Recommendation::Accept {
-            self.forge.remove_label(&self.repo, pr, label).await?;
+            if self_reported {
+                actions.push(format!(
+                    "kept {label}: a self-reported accept never removes it"
+                ));
+            } else {
+                self.forge.remove_label(&self.repo, pr, label).await?;
+            }
         }
         if notify {
             let latest = state
@@ -379,6 +346,13 @@ impl Handler<'_> {
                 .map_err(HandlerError::Render)?;
             self.reply(pr, &text).await?;
             actions.push("called a human".into());
+            // Only now that the label and the call are done is the call recorded.
+            state.escalation_notified_at = Some(iteration);
+            state.revision += 1;
+            let body = sticky::render_body(&visible, &state);
+            self.forge
+                .update_comment(&self.repo, sticky_id, &body)
+                .await?;
         }
         let quality = state
             .records
@@ -410,18 +384,24 @@ impl Handler<'_> {
             ),
             _ => None,
         };
-        let view = crate::comment::comment_view(
+        let mut view = crate::comment::comment_view(
             self.config,
             &state.records,
             base,
             evaluation,
             prompt.as_deref(),
         );
+        view.notices = crate::comment::state_notices(state.lost_state.as_deref());
         self.renderer
             .render("comment.md.j2", &view)
             .map_err(HandlerError::Render)
     }
 }
+
+/// Closes the comment of an iteration a fork's own workflow scored.
+pub const SELF_REPORTED_NOTE: &str = "> **Self-reported:** this pull request comes from a fork; \
+its checks ran in a workflow the fork controls, so these scores are what that run reported, \
+not what itergate observed. A maintainer decides; an `accept` here never removes the label.";
 
 /// The `repository_dispatch` event type `/iterate` sends to re-run the checks.
 pub const REEVALUATE_EVENT: &str = "itergate-reevaluate";
@@ -451,43 +431,15 @@ fn annotation(issue: &crate::model::CheckerIssue) -> Option<Annotation> {
     })
 }
 
-fn required(config: &Config) -> Permission {
-    config.github.permission
-}
-
 fn required_name(config: &Config) -> &'static str {
     config.github.permission.as_str()
 }
 
-/// Applies a state-changing command; returns what was done.
-fn apply(state: &mut StickyState, command: &Command) -> String {
-    let feedback = &mut state.feedback;
-    match command {
-        Command::Accept => {
-            feedback.accepted = true;
-            feedback.escalation = None;
-            "accepted by a maintainer".into()
-        }
-        Command::Adjust(guidance) => {
-            feedback.accepted = false;
-            feedback.escalation = None;
-            feedback.restart_after = state.records.last().map(|r| r.iteration);
-            feedback.messages.push(guidance.clone());
-            state.escalation_notified_at = None;
-            "approach adjusted; the revision count starts again".into()
-        }
-        Command::Escalate(reason) => {
-            feedback.escalation = Some(reason.clone().unwrap_or_default());
-            "escalated".into()
-        }
-        Command::Budget(n) => {
-            feedback.max_iterations = Some(*n);
-            format!("iteration budget set to {n}")
-        }
-        Command::Feedback(text) => {
-            feedback.messages.push(text.clone());
-            "feedback recorded".into()
-        }
-        Command::Reevaluate | Command::Status | Command::Help => String::new(),
-    }
+/// `visible` with the notices about the state (a history lost to an unreadable state).
+fn with_notices(visible: &str, state: &StickyState) -> String {
+    crate::comment::state_notices(state.lost_state.as_deref())
+        .iter()
+        .fold(visible.to_string(), |text, notice| {
+            format!("{text}\n\n{notice}")
+        })
 }

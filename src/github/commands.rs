@@ -1,9 +1,10 @@
 //! The `/iterate` commands people write in PR comments, and who may give them.
 //!
 //! A command is a line of a top-level paragraph that starts with `/iterate` — not in a code
-//! block (fenced or indented), a block quote, a list, a heading, an HTML comment or block, a
-//! link's text, nor after other text on the same line — so quoting someone's `/iterate accept`
-//! in a reply never repeats it. Markdown is read with pulldown-cmark, and a comment that does
+//! block (fenced or indented), a block quote, a list, a heading, an HTML comment, an HTML
+//! element left open around it (`<details>` … `</details>`, even with blank lines inside, so a
+//! command can never be hidden from readers), a link's text, nor after other text on the same
+//! line — so quoting someone's `/iterate accept` in a reply never repeats it. Markdown is read with pulldown-cmark, and a comment that does
 //! not contain `/iterate` at all is rejected before any parsing. A command's argument runs to
 //! the end of its paragraph or to the next command line.
 //!
@@ -12,10 +13,18 @@
 //! `/iterate escalate [reason]` · `/iterate status` · `/iterate budget <n>` · `/iterate help`.
 //! A lone word one or two typos away from a keyword (`/iterate acept`) is an error with a
 //! suggestion rather than feedback.
+//!
+//! Error messages are posted as the bot's words, so they echo what someone typed only
+//! escaped and cut to [`ECHO_CHARS`] characters ([`escape_markdown_excerpt`]): never a
+//! mention, a link, an issue reference or markup.
+//!
+//! Review bodies are never read for commands: only comments carry them (see `help.md.j2`).
 
 use std::ops::Range;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+use crate::markup::escape_markdown_excerpt;
 
 pub use super::context_gap::{parse_context_gap_report, ContextGapReport, GapItem};
 
@@ -23,6 +32,11 @@ pub use super::context_gap::{parse_context_gap_report, ContextGapReport, GapItem
 pub const TRIGGER: &str = "/iterate";
 /// The largest `/iterate budget`.
 pub const MAX_BUDGET_ITERATIONS: u32 = 100;
+
+/// Commands read from one comment; the rest are ignored (and the reply says so).
+pub const MAX_COMMANDS_PER_COMMENT: usize = 10;
+/// The most characters of someone's text an error message repeats.
+pub const ECHO_CHARS: usize = 40;
 
 const KEYWORDS: [&str; 6] = ["accept", "adjust", "escalate", "status", "budget", "help"];
 
@@ -59,6 +73,16 @@ impl Command {
         )
     }
 
+    /// Whether the command loosens the rules the PR is held to (accepting it, more
+    /// iterations, a fresh revision count): the PR's own author may not give it unless
+    /// `github.author_can_decide`.
+    pub fn loosens_rules(&self) -> bool {
+        matches!(
+            self,
+            Command::Accept | Command::Adjust(_) | Command::Budget(_)
+        )
+    }
+
     /// The command as written, without its argument: `/iterate accept`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -77,7 +101,7 @@ impl Command {
 /// A malformed command; the message is written for the person who typed it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
-    #[error("`/iterate {word}` is not a command; did you mean `/iterate {suggestion}`? (`/iterate help` lists the commands)")]
+    #[error("“/iterate {}” is not a command; did you mean `/iterate {suggestion}`? (`/iterate help` lists the commands)", echo(.word))]
     UnknownSubcommand { word: String, suggestion: String },
     #[error("`/iterate {keyword}` takes no arguments; to send feedback, write `/iterate` followed by your text")]
     TakesNoArguments { keyword: String },
@@ -85,10 +109,15 @@ pub enum CommandError {
     AdjustWithoutGuidance,
     #[error("`/iterate budget` needs a number of iterations, e.g. `/iterate budget 5`")]
     BudgetMissing,
-    #[error("`/iterate budget {0}`: `{0}` is not a whole number of iterations")]
+    #[error("`/iterate budget`: “{}” is not a whole number of iterations", echo(.0))]
     BudgetNotANumber(String),
-    #[error("`/iterate budget {0}`: the budget must be between 1 and {MAX_BUDGET_ITERATIONS} iterations")]
+    #[error("`/iterate budget`: “{}” is not between 1 and {MAX_BUDGET_ITERATIONS} iterations", echo(.0))]
     BudgetOutOfRange(String),
+}
+
+/// Someone's text as an error message may repeat it: escaped, one line, cut short.
+fn echo(text: &str) -> String {
+    escape_markdown_excerpt(text, ECHO_CHARS)
 }
 
 /// The reply to `/iterate help`.
@@ -104,8 +133,10 @@ pub const HELP_MARKDOWN: &str = "\
 | `/iterate budget <n>` | set this pull request's iteration limit to `n` |
 | `/iterate help` | this list |
 
-Commands count at the start of a line, outside code blocks and quotes. \
-`accept`, `adjust`, `escalate`, `budget` and feedback need write access to the repository.";
+Commands count at the start of a line, outside code blocks, quotes and HTML blocks, and only \
+in comments (never in review bodies); at most 10 per comment. \
+`accept`, `adjust`, `escalate`, `budget` and feedback need write access to the repository; \
+the pull request's own author may not `accept`, `adjust` or `budget` it.";
 
 /// Every command in a comment, in order. A comment without `/iterate` costs one substring
 /// search.
@@ -149,6 +180,7 @@ fn command_spans(body: &str) -> Vec<Range<usize>> {
     let mut in_paragraph = false;
     let mut at_line_start = false;
     let mut in_html_comment = false;
+    let mut open_html_elements = 0usize;
     for (event, range) in Parser::new_ext(body, options).into_offset_iter() {
         let line_start = std::mem::take(&mut at_line_start);
         match event {
@@ -173,12 +205,16 @@ fn command_spans(body: &str) -> Vec<Range<usize>> {
                 } else if html.contains("-->") {
                     in_html_comment = false;
                 }
+                if !in_html_comment {
+                    open_html_elements = html_depth_after(open_html_elements, &html);
+                }
             }
             Event::Text(_)
                 if line_start
                     && in_paragraph
                     && excluded_depth == 0
                     && !in_html_comment
+                    && open_html_elements == 0
                     && starts_command(&body[range.start..]) =>
             {
                 if let Some(start) = open.replace(range.start) {
@@ -192,6 +228,43 @@ fn command_spans(body: &str) -> Vec<Range<usize>> {
         spans.push(start..body.len());
     }
     spans
+}
+
+/// Elements that have no closing tag.
+const VOID_ELEMENTS: [&str; 14] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr", "param",
+];
+
+/// How many HTML elements are open after `html`, given `depth` before it: opening tags count
+/// up (not void or self-closing ones), closing tags down; comments are skipped.
+fn html_depth_after(mut depth: usize, html: &str) -> usize {
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        if let Some(after) = rest.strip_prefix("!--") {
+            rest = after.find("-->").map_or("", |end| &after[end + 3..]);
+            continue;
+        }
+        let closing = rest.starts_with('/');
+        let name: String = rest
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            continue;
+        }
+        let tag_end = rest.find('>').unwrap_or(rest.len());
+        let self_closing = rest[..tag_end].ends_with('/');
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !self_closing && !VOID_ELEMENTS.contains(&name.as_str()) {
+            depth += 1;
+        }
+    }
+    depth
 }
 
 fn suggestion(word: &str) -> Option<&'static str> {

@@ -87,6 +87,8 @@ pub struct CommentEvent {
     pub comment_id: CommentId,
     pub body: String,
     pub author: Actor,
+    /// Who opened the pull request (the payload's `issue.user`), when the payload says.
+    pub pr_author: Option<Actor>,
     pub installation_id: Option<u64>,
 }
 
@@ -121,6 +123,8 @@ pub struct ReviewEvent {
     pub reviewer: Actor,
     /// The commit the review is on.
     pub commit: Option<CommitSha>,
+    /// Who opened the pull request (the payload's `pull_request.user`), when it says.
+    pub pr_author: Option<Actor>,
     pub installation_id: Option<u64>,
 }
 
@@ -128,6 +132,11 @@ impl ReviewEvent {
     /// "Changes requested" is a `user_rejection` trigger.
     pub fn is_rejection(&self) -> bool {
         self.state == ReviewState::ChangesRequested
+    }
+
+    /// An approval clears earlier rejections (never accepts by itself).
+    pub fn is_approval(&self) -> bool {
+        self.state == ReviewState::Approved
     }
 }
 
@@ -215,6 +224,8 @@ struct IssueP {
     number: u64,
     #[serde(default)]
     pull_request: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    user: Option<UserP>,
 }
 
 #[derive(Deserialize)]
@@ -249,9 +260,16 @@ struct PullNumberP {
 }
 
 #[derive(Deserialize)]
+struct ReviewedPullP {
+    number: u64,
+    #[serde(default)]
+    user: Option<UserP>,
+}
+
+#[derive(Deserialize)]
 struct ReviewBody {
     review: ReviewP,
-    pull_request: PullNumberP,
+    pull_request: ReviewedPullP,
 }
 
 #[derive(Deserialize)]
@@ -351,12 +369,14 @@ fn issue_comment(e: Envelope<IssueCommentBody>) -> Result<Parsed, EventError> {
         ));
     }
     let comment = e.body.comment;
+    let issue = e.body.issue;
     Ok(Parsed::Event(Event::Comment(CommentEvent {
         repo: repo_of("issue_comment", &e.repository)?,
-        pr: PrNumber(e.body.issue.number),
+        pr: PrNumber(issue.number),
         comment_id: CommentId(comment.id),
         body: comment.body.unwrap_or_default(),
         author: actor(comment.user),
+        pr_author: issue.user.map(|u| actor(Some(u))),
         installation_id: e.installation.map(|i| i.id),
     })))
 }
@@ -373,6 +393,7 @@ fn review(e: Envelope<ReviewBody>) -> Result<Parsed, EventError> {
         body: review.body.filter(|b| !b.trim().is_empty()),
         reviewer: actor(review.user),
         commit: review.commit_id.map(CommitSha),
+        pr_author: e.body.pull_request.user.map(|u| actor(Some(u))),
         installation_id: e.installation.map(|i| i.id),
     })))
 }

@@ -1,0 +1,225 @@
+//! `/iterate` commands in a PR comment: who may give them, and how much the bot says back.
+//!
+//! - The commenter's permission is read once per comment. State-changing commands need
+//!   `github.permission`; those that loosen the PR's rules (`accept`, `adjust`, `budget`)
+//!   are also refused from the PR's own author unless `github.author_can_decide`.
+//! - At most [`MAX_COMMANDS_PER_COMMENT`] commands of a comment are read, and a comment gets
+//!   at most one reply: errors, refusals, `help` and `status` are collected into it
+//!   ([`crate::comment::command_reply`]). Errors echo what was typed only escaped and cut.
+//! - Replies to someone without the permission are rate-limited per pull request: at most one
+//!   per [`UNPRIVILEGED_REPLY_INTERVAL_MINUTES`] for each such user, recorded in the state, so
+//!   that nobody can make the bot spam a pull request's watchers or use up the token's limits.
+
+use chrono::Duration;
+
+use super::{Handler, HandlerError, Outcome};
+use crate::comment::{command_reply, CommandReply};
+use crate::config::Permission;
+use crate::github::commands::{self, Command, MAX_COMMANDS_PER_COMMENT};
+use crate::github::events::CommentEvent;
+use crate::github::forge::ForgeError;
+use crate::github::sticky::StickyState;
+use crate::github::types::Reaction;
+
+/// The shortest time between two replies to the same user without the permission.
+pub const UNPRIVILEGED_REPLY_INTERVAL_MINUTES: i64 = 30;
+
+/// Who wrote the comment, as far as the commands care.
+struct Commenter<'e> {
+    login: &'e str,
+    permission: Permission,
+    privileged: bool,
+}
+
+impl Handler<'_> {
+    pub(super) async fn comment(&self, event: CommentEvent) -> Result<Outcome, HandlerError> {
+        if event.author.is(&self.bot_login)
+            || (event.author.is_bot() && !self.config.github.allow_bots)
+        {
+            return Ok(Outcome::default());
+        }
+        let mut parsed = commands::parse_comment(&event.body);
+        if parsed.is_empty() {
+            return Ok(Outcome::default());
+        }
+        let ignored = parsed.len().saturating_sub(MAX_COMMANDS_PER_COMMENT);
+        parsed.truncate(MAX_COMMANDS_PER_COMMENT);
+        let repo = &self.repo;
+        self.forge
+            .add_reaction(repo, event.comment_id, Reaction::Eyes)
+            .await?;
+        let comments = self.forge.list_comments(repo, event.pr).await?;
+        let (mut state, mut actions) = self.load(&comments)?;
+        if state
+            .last_command_comment
+            .is_some_and(|id| id >= event.comment_id)
+        {
+            // A re-run of the job: no command twice, no second reply; effects that failed
+            // last time (a label, the escalation call) are completed.
+            actions.push("commands of this comment were applied already".into());
+            return self
+                .publish(event.pr, &comments, state, None, actions)
+                .await;
+        }
+        let permission = self.forge.permission(repo, &event.author.login).await?;
+        let commenter = Commenter {
+            login: &event.author.login,
+            permission,
+            privileged: permission >= self.config.github.permission,
+        };
+        let mut reply = CommandReply {
+            ignored_commands: ignored,
+            ..CommandReply::default()
+        };
+        let mut author: Option<bool> = None;
+        for command in parsed {
+            let command = match command {
+                Err(error) => {
+                    reply.errors.push(error.to_string());
+                    continue;
+                }
+                Ok(command) => command,
+            };
+            match command {
+                Command::Help => reply.help = Some(self.help()?),
+                Command::Status => reply.status = Some(self.status(&state)?),
+                Command::Reevaluate if commenter.privileged => {
+                    actions.push(self.rerun(event.pr).await?)
+                }
+                Command::Reevaluate => actions.push("re-posted the current decision".into()),
+                command if !commenter.privileged => {
+                    reply.refused_permission.push(command.name());
+                }
+                command
+                    if command.loosens_rules()
+                        && !self.config.github.author_can_decide
+                        && self.is_pr_author(&event, &mut author).await? =>
+                {
+                    reply.refused_author.push(command.name());
+                }
+                command => actions.push(apply(&mut state, &command, &commenter)),
+            }
+        }
+        state.last_command_comment = Some(event.comment_id);
+        let reaction = if reply.is_refusal_or_error() {
+            Reaction::Confused
+        } else {
+            Reaction::PlusOne
+        };
+        let answer = self.answer(&event, &commenter, &reply, &mut state, &mut actions)?;
+        if let Some(text) = &answer.text {
+            self.reply(event.pr, text).await?;
+        }
+        let outcome = if actions.is_empty() && !answer.state_changed {
+            Outcome::default()
+        } else {
+            self.publish(event.pr, &comments, state, None, actions)
+                .await?
+        };
+        self.forge
+            .add_reaction(repo, event.comment_id, reaction)
+            .await?;
+        Ok(outcome)
+    }
+
+    /// The one reply to the comment, if any: rate-limited for users without the permission
+    /// (the time of the reply is recorded in the state).
+    fn answer(
+        &self,
+        event: &CommentEvent,
+        commenter: &Commenter,
+        reply: &CommandReply,
+        state: &mut StickyState,
+        actions: &mut Vec<String>,
+    ) -> Result<Answer, HandlerError> {
+        let permission_name = self.config.github.permission.as_str();
+        let Some(text) = command_reply(reply, commenter.login, permission_name) else {
+            return Ok(Answer::default());
+        };
+        if commenter.privileged {
+            return Ok(Answer {
+                text: Some(text),
+                state_changed: false,
+            });
+        }
+        let key = commenter.login.to_ascii_lowercase();
+        let interval = Duration::minutes(UNPRIVILEGED_REPLY_INTERVAL_MINUTES);
+        state
+            .unprivileged_replies
+            .retain(|_, at| self.now.signed_duration_since(*at) < interval);
+        if state.unprivileged_replies.contains_key(&key) {
+            actions.push(format!(
+                "no reply to {} (permission {}): replied to them less than {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes ago",
+                event.author.login,
+                commenter.permission.as_str()
+            ));
+            return Ok(Answer::default());
+        }
+        state.unprivileged_replies.insert(key, self.now);
+        Ok(Answer {
+            text: Some(text),
+            state_changed: true,
+        })
+    }
+
+    /// Whether the commenter opened the pull request (asked once per comment; the payload
+    /// usually says, otherwise GitHub is asked).
+    async fn is_pr_author(
+        &self,
+        event: &CommentEvent,
+        known: &mut Option<bool>,
+    ) -> Result<bool, ForgeError> {
+        if let Some(is) = *known {
+            return Ok(is);
+        }
+        let author = match &event.pr_author {
+            Some(author) => author.clone(),
+            None => self.forge.pull_request(&self.repo, event.pr).await?.author,
+        };
+        Ok(*known.insert(event.author.is(&author.login)))
+    }
+}
+
+#[derive(Default)]
+struct Answer {
+    text: Option<String>,
+    /// The state records the reply (a rate-limited one) and must be written.
+    state_changed: bool,
+}
+
+/// Applies a state-changing command; returns what was done. Feedback and guidance name their
+/// author and permission, so the revision prompt says whose words they are.
+fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
+    let signed = |text: &str| format!("{} ({}): {text}", by.login, by.permission.as_str());
+    let feedback = &mut state.feedback;
+    match command {
+        Command::Accept => {
+            feedback.accepted = true;
+            feedback.escalation = None;
+            state.accepted_with = Some(by.permission);
+            "accepted by a maintainer".into()
+        }
+        Command::Adjust(guidance) => {
+            feedback.accepted = false;
+            state.accepted_with = None;
+            feedback.escalation = None;
+            feedback.restart_after = state.records.last().map(|r| r.iteration);
+            feedback.messages.push(signed(guidance));
+            state.escalation_notified_at = None;
+            "approach adjusted; the revision count starts again".into()
+        }
+        Command::Escalate(reason) => {
+            feedback.escalation = Some(reason.clone().unwrap_or_default());
+            "escalated".into()
+        }
+        Command::Budget(n) => {
+            feedback.max_iterations = Some(*n);
+            format!("iteration budget set to {n}")
+        }
+        Command::Feedback(text) => {
+            feedback.messages.push(signed(text));
+            "feedback recorded".into()
+        }
+        Command::Reevaluate | Command::Status | Command::Help => String::new(),
+    }
+}
