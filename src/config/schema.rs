@@ -470,6 +470,10 @@ pub struct Github {
     /// Permission needed for commands that change state (accept, adjust, escalate, budget,
     /// feedback).
     pub permission: super::values::Permission,
+    /// Whether the pull request's own author may give the commands that loosen its rules
+    /// (`accept`, `adjust`, `budget`). Off by default: an agent that can write to the
+    /// repository must not accept its own pull request.
+    pub author_can_decide: bool,
     /// Act on commands written by other bots (never on itergate's own comments).
     pub allow_bots: bool,
     /// The login itergate comments as, when the token cannot tell (`GITHUB_TOKEN` in
@@ -489,6 +493,7 @@ impl Default for Github {
             label: "needs-human-review".into(),
             reviewers: Vec::new(),
             permission: super::values::Permission::Write,
+            author_can_decide: false,
             allow_bots: false,
             bot_login: "github-actions[bot]".into(),
             check_run: false,
