@@ -714,3 +714,162 @@ fn the_same_tree_under_two_bases_is_judged_against_each() {
     assert!(err.contains("Decision: ACCEPT"), "{err}");
     assert_eq!(runs(), 3);
 }
+
+// ---- notes from a shared remote --------------------------------------------------------
+
+/// The raw text of `object`'s itergate note in `dir`.
+fn raw_note(dir: &Path, object: &str) -> String {
+    git(dir, &["notes", "--ref", "itergate", "show", object])
+}
+
+fn tree_of(dir: &Path, commit: &str) -> String {
+    git(dir, &["rev-parse", &format!("{commit}^{{tree}}")])
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn forged_notes_from_a_remote_never_skip_the_checks() {
+    let f = Fixture::new("block-on-iterate");
+    let passing = f.repo.commit_file("results.txt", "5 0\n", "all pass");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    assert_eq!(f.runs(), 2, "the iteration and the base");
+    let out = itergate(&f.repo.path, &["notes", "push", "origin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Someone else with push access: a failing commit, its tree's note a copy of the
+    // victim's (validly signed) note of a passing tree, its commit note a passing record.
+    let attacker = f.repo.sibling("attacker");
+    let url = f.remote.to_str().expect("utf-8");
+    let attacker_str = attacker.to_str().expect("utf-8");
+    git(f.repo.root.path(), &["clone", "--quiet", url, attacker_str]);
+    for (key, value) in [("user.name", "Mallory"), ("user.email", "m@example.com")] {
+        git(&attacker, &["config", key, value]);
+    }
+    git(&attacker, &["checkout", "--quiet", "feature"]);
+    git(
+        &attacker,
+        &[
+            "fetch",
+            "--quiet",
+            "origin",
+            "refs/notes/itergate:refs/notes/itergate",
+        ],
+    );
+    std::fs::write(attacker.join("results.txt"), "4 1\n").expect("write");
+    git(&attacker, &["commit", "--quiet", "-am", "innocent refactor"]);
+    let failing = git(&attacker, &["rev-parse", "HEAD"]).trim().to_string();
+    let passing_tree_note = raw_note(&attacker, &tree_of(&attacker, &passing));
+    let passing_record = raw_note(&attacker, &passing);
+    let mut forged: serde_json::Value =
+        serde_json::from_str(&passing_record).expect("a JSON note");
+    forged.as_object_mut().expect("an object").remove("mac");
+    forged["record"]["commit"] = serde_json::Value::String(failing.clone());
+    for (object, text) in [
+        (tree_of(&attacker, &failing), passing_tree_note),
+        (failing.clone(), forged.to_string()),
+    ] {
+        git(
+            &attacker,
+            &["notes", "--ref", "itergate", "add", "-f", "-m", &text, &object],
+        );
+    }
+    git(
+        &attacker,
+        &[
+            "push",
+            "--quiet",
+            "--no-verify",
+            "origin",
+            "feature",
+            "refs/notes/itergate",
+        ],
+    );
+
+    // The victim pulls the branch and the notes, then pushes: the checks run and fail.
+    f.repo.git(&["pull", "--quiet", "--ff-only", "origin", "feature"]);
+    let out = itergate(&f.repo.path, &["notes", "fetch", "origin"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(raw_note(&f.repo.path, &failing).trim(), forged.to_string());
+    let out = itergate(&f.repo.path, &["run"]);
+    let err = stderr(&out);
+    assert_eq!(f.runs(), 3, "the forged tree note is not a cache hit: {err}");
+    assert!(!err.contains("already checked"), "{err}");
+    assert!(!err.contains("Decision: ACCEPT"), "{err}");
+    assert!(err.contains("lib.txt:1"), "the failure is found: {err}");
+    assert_eq!(
+        f.note(&failing).expect("re-recorded")["scores"]["tests_passing"],
+        0.8
+    );
+}
+
+#[test]
+fn a_forged_note_fetched_before_the_first_push_is_checked_by_the_hook() {
+    let f = Fixture::new("block-on-iterate");
+    let failing = f.repo.commit_file("results.txt", "3 1\n", "innocent refactor");
+    // A hand-written observation of this very tree in which nothing failed, as a fetch
+    // from a remote would bring it (no MAC of this clone).
+    let base_tree_note = r#"{"version":2,"fingerprint":"FP","observation":{"checks":[]}}"#;
+    let out = itergate(&f.repo.path, &["run"]);
+    assert!(stderr(&out).contains("ITERATE"), "{}", stderr(&out));
+    let fingerprint = serde_json::from_str::<serde_json::Value>(&raw_note(
+        &f.repo.path,
+        &tree_of(&f.repo.path, &failing),
+    ))
+    .expect("JSON")["fingerprint"]
+        .as_str()
+        .expect("a fingerprint")
+        .to_string();
+    let forged = base_tree_note.replace("FP", &fingerprint);
+    let tree = tree_of(&f.repo.path, &failing);
+    f.repo.git(&[
+        "notes", "--ref", "itergate", "add", "-f", "-m", &forged, &tree,
+    ]);
+    f.repo
+        .git(&["notes", "--ref", "itergate", "remove", &failing]);
+    let runs = f.runs();
+    let out = f.push(&["origin", "feature"]);
+    let err = stderr(&out);
+    assert_eq!(f.runs(), runs + 1, "the checks ran again: {err}");
+    assert!(!out.status.success(), "the failing test blocks the push: {err}");
+    assert_eq!(f.remote_ref("feature"), None);
+}
+
+#[test]
+fn a_malformed_note_is_skipped_with_one_warning() {
+    let f = Fixture::new("warn");
+    f.repo.commit_file("results.txt", "3 1\n", "one");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    let second = f.repo.commit_file("results.txt", "4 0\n", "two");
+    let out = itergate(&f.repo.path, &["run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    f.repo.git(&[
+        "notes",
+        "--ref",
+        "itergate",
+        "add",
+        "-f",
+        "-m",
+        r#"{"version":1,"record":"#,
+        &second,
+    ]);
+    for args in [&["status"][..], &["analytics"][..], &["run"][..]] {
+        let out = itergate(&f.repo.path, args);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{args:?} still works: {err}");
+        let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+        assert_eq!(warnings.len(), 1, "{args:?} warns once: {err}");
+        assert!(
+            warnings[0].contains(&second) && warnings[0].contains("refs/notes/itergate"),
+            "the warning names the object and the ref: {err}"
+        );
+        if args == ["status"] {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains("Decision"), "{stdout}");
+        }
+    }
+    // `run` re-recorded the tip over the broken note; the push goes through quietly.
+    let out = f.push(&["origin", "feature"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("skipping"), "{}", stderr(&out));
+}

@@ -84,21 +84,27 @@ impl Task {
 
     /// The recorded iterations, renumbered by position in the branch. A record judged
     /// against another base or configuration is judged again from the cached observations
-    /// (no check runs); one whose observations are not cached is left out.
+    /// (no check runs); one whose observations are not cached is left out. A record this
+    /// clone did not write (fetched, or by hand) is judged again from this clone's own
+    /// observations when it has them, and otherwise shown as it is: history, never a cache.
+    /// Unreadable notes are skipped with a warning.
     pub fn history(&self, env: &Env, store: &NotesStore) -> Result<History, Failure> {
         let key = record_key(env);
         let base = self.merge_base.map(|b| b.to_string());
         let mut records = Vec::new();
         for (index, commit) in self.commits.iter().enumerate() {
-            let Some(stored) = store.read_stored(*commit)? else {
+            let Some(stored) = store.read_record(*commit)? else {
                 continue;
             };
             let current = stored.fingerprint.is_none()
                 || (stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base);
-            let record = if current {
+            let record = if current && stored.trusted {
                 Some(stored.record)
-            } else {
+            } else if stored.trusted {
                 self.judge_cached(env, store, *commit)?
+            } else {
+                let judged = self.judge_cached(env, store, *commit)?;
+                judged.or_else(|| current.then_some(stored.record))
             };
             if let Some(record) = record {
                 records.push((index, record));
@@ -173,9 +179,10 @@ pub struct RecordOptions {
     pub rescore: bool,
 }
 
-/// The commit's record: reused when it was judged against this base with this
+/// The commit's record: reused when this clone judged it against this base with this
 /// configuration, else judged from the cached observations (running the checks only for
-/// a tree not yet observed, or on `rescore`). Returns the record and whether checks ran.
+/// a tree this clone has not observed, or on `rescore`). Returns the record and whether
+/// checks ran. Notes this clone did not write are never reused here.
 pub fn record_commit(
     env: &Env,
     store: &NotesStore,
@@ -186,9 +193,9 @@ pub fn record_commit(
     let key = record_key(env);
     let base = task.merge_base;
     if !options.rescore {
-        if let Some(stored) = store.read_stored(commit)? {
+        if let Some(stored) = store.read_record(commit)? {
             let same_base = stored.base == base.map(|b| b.to_string());
-            if stored.fingerprint.as_deref() == Some(key.as_str()) && same_base {
+            if stored.trusted && stored.fingerprint.as_deref() == Some(key.as_str()) && same_base {
                 // Re-pushing a commit already recorded: nothing to observe or write.
                 return Ok((stored.record, false));
             }

@@ -13,6 +13,28 @@
 //! with that tree, on any base, is evaluated from it without running a check. "Was this
 //! tree observed with these checks?" is one lookup, however many notes the ref holds.
 //!
+//! # Whose notes are trusted
+//!
+//! The notes ref is shared: `itergate notes push/fetch` (and anyone with push access to
+//! the remote) can put any text in it. So a note is read in one of three ways:
+//! - **written by this clone**: every note this clone writes ends with
+//!   `"mac":"<hex>"`, an HMAC-SHA256 over the annotated object's id and the note's text,
+//!   keyed by a random per-clone secret in `<common git dir>/itergate/notes-key` (created
+//!   on the first write, mode 0600, shared by the clone's worktrees, never pushed). Only
+//!   these notes are a cache: a tree's observation replaces running its checks, and a
+//!   commit's record replaces judging it, only when the MAC verifies. A note copied from
+//!   one object to another does not verify either.
+//! - **anyone else's** (fetched from a remote, written by hand or by an older itergate):
+//!   history only. `status`, `analytics`, `prompt`, and the earlier iterations of `run`
+//!   and the hook show such records when this clone cannot judge the commit from its own
+//!   observations; no check is ever skipped and no commit being recorded reuses one. A
+//!   forged "passing" observation of a failing tree therefore costs one run of the checks.
+//! - **unreadable** (not JSON, not a record): skipped with one warning naming the object
+//!   and the notes ref, so one bad note never breaks a command or the hook.
+//!
+//! The cost of trusting nobody else: a second clone (or a CI runner) observes a tree
+//! again the first time it meets it, even when a teammate already pushed its note.
+//!
 //! The hook runs on every push, so reads are cheap: a store parses the notes tree once and
 //! finds each note by binary search (a repository accumulates thousands of notes; listing
 //! them all on every push would grow with its age), reading only the blobs asked for.
@@ -27,13 +49,16 @@
 //! itself does. Notes trees that git fanned out (`ab/cdef...`) are kept that way.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{ErrorKind, Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, Signature, Tree};
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use crate::git::{git_command, run_git};
 use crate::model::IterationRecord;
@@ -71,12 +96,14 @@ struct ObservationEnvelope {
 }
 
 /// A note read back: the record, the fingerprint of the checks that produced it (`None`
-/// for a bare record) and the base it was evaluated against.
+/// for a bare record), the base it was evaluated against, and whether this clone wrote it
+/// (its MAC verifies with this clone's key; see the module documentation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRecord {
     pub record: IterationRecord,
     pub fingerprint: Option<String>,
     pub base: Option<String>,
+    pub trusted: bool,
 }
 
 /// One note to store.
@@ -97,7 +124,12 @@ pub enum Note<'a> {
 }
 
 impl Note<'_> {
-    fn object_and_text(&self) -> Result<(Oid, String)> {
+    fn object_and_text(&self, key: &CloneKey) -> Result<(Oid, String)> {
+        let (object, text) = self.unsigned()?;
+        Ok((object, key.sign(object, &text)))
+    }
+
+    fn unsigned(&self) -> Result<(Oid, String)> {
         match *self {
             Note::Record {
                 commit,
@@ -111,7 +143,7 @@ impl Note<'_> {
                     base: base.map(|b| b.to_string()),
                     record: record.clone(),
                 };
-                Ok((commit, note_text(&envelope)?))
+                Ok((commit, note_json(&envelope)?))
             }
             Note::Observation {
                 tree,
@@ -123,7 +155,7 @@ impl Note<'_> {
                     fingerprint: fingerprint.to_owned(),
                     observation: observation.clone(),
                 };
-                Ok((tree, note_text(&envelope)?))
+                Ok((tree, note_json(&envelope)?))
             }
         }
     }
@@ -137,6 +169,10 @@ pub struct NotesStore<'r> {
     tree: Option<Tree<'r>>,
     /// The notes this store wrote since: annotated object → note blob.
     written: RefCell<HashMap<Oid, Oid>>,
+    /// This clone's key, read on first use (`Some(None)`: this clone never wrote a note).
+    key: RefCell<Option<Option<CloneKey>>>,
+    /// Objects whose unreadable note was already reported.
+    warned: RefCell<HashSet<Oid>>,
 }
 
 impl std::fmt::Debug for NotesStore<'_> {
@@ -171,6 +207,8 @@ impl<'r> NotesStore<'r> {
             notes_ref,
             tree,
             written: RefCell::new(HashMap::new()),
+            key: RefCell::new(None),
+            warned: RefCell::new(HashSet::new()),
         })
     }
 
@@ -189,9 +227,10 @@ impl<'r> NotesStore<'r> {
         if notes.is_empty() {
             return Ok(());
         }
+        let key = self.writing_key()?;
         let notes = notes
             .iter()
-            .map(Note::object_and_text)
+            .map(|note| note.object_and_text(&key))
             .collect::<Result<Vec<_>>>()?;
         let signature = self.signature()?;
         // Concurrent itergate writers queue up instead of repeatedly building notes commits
@@ -290,34 +329,93 @@ impl<'r> NotesStore<'r> {
         }
     }
 
+    /// This clone's key for reading: `None` when it has none yet (then it wrote no note).
+    fn reading_key(&self) -> Option<CloneKey> {
+        *self.key.borrow_mut().get_or_insert_with(|| {
+            CloneKey::load(self.repo.commondir()).unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot read this clone's notes key; trusting no note");
+                None
+            })
+        })
+    }
+
+    /// This clone's key for writing, created on the first write.
+    fn writing_key(&self) -> Result<CloneKey> {
+        if let Some(key) = self.reading_key() {
+            return Ok(key);
+        }
+        let key = CloneKey::load_or_create(self.repo.commondir())?;
+        *self.key.borrow_mut() = Some(Some(key));
+        Ok(key)
+    }
+
+    /// Whether `text`, the note of `object`, carries this clone's MAC.
+    fn written_here(&self, object: Oid, text: &[u8]) -> bool {
+        self.reading_key()
+            .is_some_and(|key| key.verify(object, text))
+    }
+
     /// The record stored for `commit`, if any.
     pub fn read(&self, commit: Oid) -> Result<Option<IterationRecord>> {
         Ok(self.read_stored(commit)?.map(|stored| stored.record))
     }
 
     /// The record stored for `object` (a commit, or a tree for the cache) with its
-    /// fingerprint, if any.
+    /// fingerprint, if any. An unreadable note is an error (see [`Self::read_record`]).
     pub fn read_stored(&self, object: Oid) -> Result<Option<StoredRecord>> {
         let Some(blob) = self.note_blob(object)? else {
             return Ok(None);
         };
-        let stored = self
-            .repo
-            .find_blob(blob)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| parse_note(b.content()))
+        let blob = self.repo.find_blob(blob)?;
+        let mut stored = parse_note(blob.content())
             .with_context(|| format!("the {} note of {object} is not a record", self.notes_ref))?;
+        stored.trusted = self.written_here(object, blob.content());
         Ok(Some(stored))
+    }
+
+    /// Like [`Self::read_stored`], but an unreadable note is skipped (reported once per
+    /// object): one bad note, perhaps fetched from a remote, must not break a branch.
+    pub fn read_record(&self, object: Oid) -> Result<Option<StoredRecord>> {
+        let Some(blob) = self.note_blob(object)? else {
+            return Ok(None);
+        };
+        match self.read_stored(object) {
+            Ok(stored) => Ok(stored),
+            Err(error) => {
+                self.warn_unreadable(object, blob, &error);
+                Ok(None)
+            }
+        }
+    }
+
+    fn warn_unreadable(&self, object: Oid, blob: Oid, error: &anyhow::Error) {
+        if !self.warned.borrow_mut().insert(object) {
+            return;
+        }
+        let cause = error.root_cause().to_string();
+        let cause: String = cause.chars().take(200).collect();
+        tracing::debug!(%object, %blob, %error, "unreadable note");
+        eprintln!(
+            "itergate: warning: skipping the {} note of {object}: not an itergate record ({cause}); \
+             remove it with `git notes --ref {} remove {object}`",
+            self.notes_ref, self.notes_ref
+        );
     }
 
     /// What the checks observed on `tree` with this check configuration: observing it
     /// again would give the same. One lookup of the tree's note; anything else there (an
-    /// older version's record, another configuration, a broken note) is a miss.
+    /// older version's record, another configuration, a broken note, a note this clone did
+    /// not write) is a miss.
     pub fn find_observation(&self, tree: Oid, fingerprint: &str) -> Result<Option<Observation>> {
         let Some(blob) = self.note_blob(tree)? else {
             return Ok(None);
         };
         let blob = self.repo.find_blob(blob)?;
+        if !self.written_here(tree, blob.content()) {
+            // Fetched, hand-written or forged: never a reason to skip the checks.
+            tracing::debug!(%tree, "the tree note was not written by this clone; not a cache hit");
+            return Ok(None);
+        }
         match serde_json::from_slice::<ObservationEnvelope>(blob.content()) {
             Ok(envelope) if envelope.fingerprint == fingerprint => Ok(Some(envelope.observation)),
             Ok(_) => Ok(None),
@@ -341,13 +439,13 @@ impl<'r> NotesStore<'r> {
             .with_context(|| format!("looking up the {} note of {object}", self.notes_ref))
     }
 
-    /// The stored records of a task's commits, in the order given; commits without a note
-    /// are left out.
+    /// The stored records of a task's commits, in the order given; commits without a
+    /// readable note are left out (unreadable ones are reported once).
     pub fn history(&self, commits: &[Oid]) -> Result<Vec<IterationRecord>> {
         let mut records = Vec::with_capacity(commits.len());
         for &commit in commits {
-            if let Some(record) = self.read(commit)? {
-                records.push(record);
+            if let Some(stored) = self.read_record(commit)? {
+                records.push(stored.record);
             }
         }
         Ok(records)
@@ -372,6 +470,7 @@ pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
                 record: envelope.record,
                 fingerprint: Some(envelope.fingerprint),
                 base: envelope.base,
+                trusted: false,
             })
         }
         Ok(envelope) => return Err(newer_envelope(envelope.version)),
@@ -392,13 +491,140 @@ pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {
         record,
         fingerprint: None,
         base: None,
+        trusted: false,
     })
 }
 
-fn note_text(value: &impl Serialize) -> Result<String> {
-    let mut text = serde_json::to_string(value).context("serialising the note")?;
-    text.push('\n');
-    Ok(text)
+/// The note's JSON object, unsigned and without a trailing newline.
+fn note_json(value: &impl Serialize) -> Result<String> {
+    serde_json::to_string(value).context("serialising the note")
+}
+
+/// Where this clone's notes key lives, under the common git directory.
+const KEY_DIR: &str = "itergate";
+const KEY_FILE: &str = "notes-key";
+const KEY_BYTES: usize = 32;
+/// What precedes the MAC at the end of a signed note: `{...,"mac":"<64 hex digits>"}`.
+const MAC_FIELD: &[u8] = b",\"mac\":\"";
+const MAC_HEX_LEN: usize = 64;
+
+/// The per-clone secret that marks the notes this clone wrote (see the module docs). No
+/// `Debug`: it must not reach a log.
+#[derive(Clone, Copy)]
+pub(crate) struct CloneKey([u8; KEY_BYTES]);
+
+impl CloneKey {
+    fn path(common_dir: &Path) -> std::path::PathBuf {
+        common_dir.join(KEY_DIR).join(KEY_FILE)
+    }
+
+    /// The key, if this clone has one.
+    fn load(common_dir: &Path) -> Result<Option<CloneKey>> {
+        let path = Self::path(common_dir);
+        let mut bytes = Vec::with_capacity(KEY_BYTES);
+        match std::fs::File::open(&path) {
+            Ok(file) => {
+                file.take(KEY_BYTES as u64 + 1)
+                    .read_to_end(&mut bytes)
+                    .with_context(|| format!("reading {}", path.display()))?;
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+        }
+        let key: [u8; KEY_BYTES] = bytes
+            .try_into()
+            .map_err(|_| anyhow!("{} is not a {KEY_BYTES}-byte key", path.display()))?;
+        Ok(Some(CloneKey(key)))
+    }
+
+    /// The key, made now if this clone has none: random bytes written to a private file
+    /// and linked into place, so concurrent first writers agree on one key.
+    fn load_or_create(common_dir: &Path) -> Result<CloneKey> {
+        if let Some(key) = Self::load(common_dir)? {
+            return Ok(key);
+        }
+        let path = Self::path(common_dir);
+        let dir = common_dir.join(KEY_DIR);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut key = [0u8; KEY_BYTES];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut key))
+            .context("reading random bytes for this clone's notes key")?;
+        let scratch = dir.join(format!("{KEY_FILE}.{}.tmp", std::process::id()));
+        let written = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&scratch)
+                .and_then(|mut f| f.write_all(&key).and_then(|()| f.sync_all()))
+        };
+        written.with_context(|| format!("writing {}", scratch.display()))?;
+        let linked = std::fs::hard_link(&scratch, &path);
+        let _ = std::fs::remove_file(&scratch);
+        match linked {
+            Ok(()) => Ok(CloneKey(key)),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Self::load(common_dir)?
+                .ok_or_else(|| anyhow!("{} vanished while being created", path.display())),
+            Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+
+    fn mac(&self, object: Oid, body: &[&[u8]]) -> Hmac<Sha256> {
+        // `new_from_slice` accepts keys of any length for HMAC; 32 bytes always do.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(object.as_bytes());
+        for part in body {
+            mac.update(part);
+        }
+        mac
+    }
+
+    /// `json` (one JSON object) with a `mac` member appended, plus a newline.
+    fn sign(&self, object: Oid, json: &str) -> String {
+        let tag = self.mac(object, &[json.as_bytes()]).finalize().into_bytes();
+        let open = json.strip_suffix('}').unwrap_or(json);
+        let mut text = String::with_capacity(json.len() + MAC_FIELD.len() + MAC_HEX_LEN + 3);
+        text.push_str(open);
+        text.push_str(",\"mac\":\"");
+        for byte in tag {
+            text.push_str(&format!("{byte:02x}"));
+        }
+        text.push_str("\"}\n");
+        text
+    }
+
+    /// Whether `text` is a note [`Self::sign`] made for `object` with this key.
+    fn verify(&self, object: Oid, text: &[u8]) -> bool {
+        let text = text.trim_ascii_end();
+        let Some(rest) = text.strip_suffix(b"\"}") else {
+            return false;
+        };
+        let Some(hex_start) = rest.len().checked_sub(MAC_HEX_LEN) else {
+            return false;
+        };
+        let (rest, hex) = rest.split_at(hex_start);
+        let Some(body) = rest.strip_suffix(MAC_FIELD) else {
+            return false;
+        };
+        let Some(tag) = decode_hex(hex) else {
+            return false;
+        };
+        self.mac(object, &[body, b"}"]).verify_slice(&tag).is_ok()
+    }
+}
+
+fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
+    let digit = |b: u8| (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok());
+    hex.chunks(2)
+        .map(|pair| match pair {
+            [high, low] => Some(digit(*high)? << 4 | digit(*low)?),
+            _ => None,
+        })
+        .collect()
 }
 
 fn newer_envelope(version: impl std::fmt::Display) -> anyhow::Error {
