@@ -23,7 +23,12 @@ Exit status: 0 on success; 2 on a usage, configuration or input error; 3 when a 
 not run (nothing was recorded); 1 on any other failure.";
 
 #[derive(Debug, Parser)]
-#[command(name = "itergate", version, about = ABOUT, after_help = AFTER_HELP)]
+#[command(
+    name = "itergate",
+    version = env!("ITERGATE_LONG_VERSION"),
+    about = ABOUT,
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -103,6 +108,14 @@ pub enum Command {
     /// Print the configuration in force here (YAML), or with --default every key with its
     /// default and what it means (a starting point for .itergate.yml).
     Config(ConfigArgs),
+    /// Print a shell completion script: `itergate completions bash > /etc/bash_completion.d/itergate`,
+    /// `itergate completions zsh > "${fpath[1]}/_itergate"`, `itergate completions fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `itergate man > itergate.1; man ./itergate.1`.
+    Man,
     /// Run as a GitHub Actions step: score the pull request's head as its next iteration
     /// and update its sticky comment, or answer `/iterate` commands and reviews.
     ///

@@ -1,6 +1,8 @@
 //! Rendering with minijinja (Jinja2 syntax): the built-in templates are embedded from
 //! `templates/`, and a repository may override any of them by name from the directory
-//! `templates.dir` names.
+//! `templates.dir` names. Locally that directory is read from the work tree; on a pull
+//! request the overrides come from the base commit's tree ([`TemplateFile`],
+//! [`Renderer::with_files`]), so a PR cannot choose the words itergate publishes about it.
 //!
 //! Templates receive plain serialisable views; formatting numbers is done in Rust so the
 //! templates stay declarative. The `paint` filter colours text for terminals and is the
@@ -39,6 +41,15 @@ pub const BUILTIN: [(&str, &str); 6] = [
     ("help.md.j2", include_str!("../templates/help.md.j2")),
 ];
 
+/// An override read from somewhere other than a directory (a git tree).
+pub struct TemplateFile {
+    /// The file name (`comment.md.j2`).
+    pub name: String,
+    pub text: String,
+    /// What an error names (`main:tpl/comment.md.j2`).
+    pub origin: String,
+}
+
 pub struct Renderer {
     /// Template name → source: the built-ins, overridden by the repository's.
     sources: HashMap<String, Source>,
@@ -55,6 +66,15 @@ impl Renderer {
     /// Built-in templates, overridden by `*.j2` files in `override_dir` when given.
     /// Templates are compiled when first rendered, so a command pays only for what it prints.
     pub fn new(override_dir: Option<&Path>, color: bool) -> Result<Renderer> {
+        let files = match override_dir {
+            Some(dir) => read_dir_files(dir)?,
+            None => Vec::new(),
+        };
+        Renderer::with_files(files, color)
+    }
+
+    /// Built-in templates, overridden by `files` (those named `*.j2`; a `*.tera` is refused).
+    pub fn with_files(files: Vec<TemplateFile>, color: bool) -> Result<Renderer> {
         let env = environment(color)?;
         let mut sources: HashMap<String, Source> = BUILTIN
             .iter()
@@ -66,8 +86,8 @@ impl Renderer {
                 (name.to_string(), source)
             })
             .collect();
-        if let Some(dir) = override_dir {
-            add_overrides(&env, &mut sources, dir)?;
+        for file in files {
+            add_override(&env, &mut sources, file)?;
         }
         Ok(Renderer { sources, env })
     }
@@ -120,43 +140,55 @@ fn describe(e: &minijinja::Error) -> String {
     message
 }
 
-fn add_overrides(
-    env: &Environment<'static>,
-    sources: &mut HashMap<String, Source>,
-    dir: &Path,
-) -> Result<()> {
+/// The regular files of `dir` as template files (the names are checked when added).
+fn read_dir_files(dir: &Path) -> Result<Vec<TemplateFile>> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("reading the templates directory {}", dir.display()))?;
+    let mut files = Vec::new();
     for entry in entries {
         let path = entry?.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if let Some(stem) = name.strip_suffix(".tera") {
-            // Overrides were tera templates once; ignoring one silently would be worse.
-            anyhow::bail!(
-                "template {}: templates are Jinja files named `*.j2` now: rename it to {stem}.j2 \
-                 (tera's `join(sep=\"...\")` becomes `join(\"...\")`)",
-                path.display()
-            );
-        }
-        if !name.ends_with(".j2") {
+        if !(name.ends_with(".j2") || name.ends_with(".tera")) {
             continue;
         }
-        let source = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading template {}", path.display()))?;
-        // Check it now, so a broken override is reported where it lives.
-        env.template_from_named_str(name, &source)
-            .map_err(|e| anyhow::anyhow!("template {}: {}", path.display(), describe(&e)))?;
-        let origin = format!("template {}", path.display());
-        sources.insert(
-            name.to_string(),
-            Source {
-                text: source,
-                origin,
-            },
+        let text = if name.ends_with(".j2") {
+            std::fs::read_to_string(&path)
+                .with_context(|| format!("reading template {}", path.display()))?
+        } else {
+            String::new()
+        };
+        files.push(TemplateFile {
+            name: name.to_string(),
+            text,
+            origin: path.display().to_string(),
+        });
+    }
+    Ok(files)
+}
+
+fn add_override(
+    env: &Environment<'static>,
+    sources: &mut HashMap<String, Source>,
+    file: TemplateFile,
+) -> Result<()> {
+    let TemplateFile { name, text, origin } = file;
+    if let Some(stem) = name.strip_suffix(".tera") {
+        // Overrides were tera templates once; ignoring one silently would be worse.
+        anyhow::bail!(
+            "template {origin}: templates are Jinja files named `*.j2` now: rename it to {stem}.j2 \
+             (tera's `join(sep=\"...\")` becomes `join(\"...\")`)"
         );
     }
+    if !name.ends_with(".j2") {
+        return Ok(());
+    }
+    // Check it now, so a broken override is reported where it lives.
+    env.template_from_named_str(&name, &text)
+        .map_err(|e| anyhow::anyhow!("template {origin}: {}", describe(&e)))?;
+    let origin = format!("template {origin}");
+    sources.insert(name, Source { text, origin });
     Ok(())
 }
 

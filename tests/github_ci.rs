@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
 const PR: u64 = 7;
+/// The head repository of a PR from a fork.
+const FORK: &str = "stranger/widgets";
 
 const CHECK: &str = r#"#!/bin/sh
 read passed failed < results.txt
@@ -31,7 +33,15 @@ struct Checkout {
 }
 
 fn checkout(extra_config: &str) -> Checkout {
+    checkout_with(extra_config, &[])
+}
+
+/// [`checkout`] with more files in the base commit.
+fn checkout_with(extra_config: &str, files: &[(&str, &str)]) -> Checkout {
     let repo = TestRepo::new();
+    for (path, content) in files {
+        repo.write(path, content);
+    }
     write_script(&repo.path.join("check.sh"), CHECK);
     repo.write(
         ".itergate.yml",
@@ -69,8 +79,22 @@ fn pull_request_event(c: &Checkout, head: &str, fork: bool) -> Value {
     pr["base"]["sha"] = json!(c.base);
     pr["base"]["ref"] = json!("main");
     pr["base"]["repo"]["full_name"] = json!(REPO);
-    pr["head"]["repo"]["full_name"] = json!(if fork { "stranger/widgets" } else { REPO });
+    pr["head"]["repo"]["full_name"] = json!(if fork { FORK } else { REPO });
     p
+}
+
+/// The PR as the API answers it: `head` on `feature` of this repository (or of the fork),
+/// based on the checkout's base commit.
+fn seed(server: &FakeGithub, c: &Checkout, head: &str, fork: bool) {
+    fake_github::seed_pull(server, PR, &[(head, "head")]);
+    server.with(|m| {
+        if let Some(pull) = m.pulls.get_mut(&PR) {
+            pull.base_sha = c.base.clone();
+            if fork {
+                pull.head_repo = FORK.into();
+            }
+        }
+    });
 }
 
 /// A comment written on the PR (it exists on the fake) and its real `issue_comment` payload.
@@ -98,6 +122,24 @@ async fn ci_with_files(
     payload: &Value,
     files: Option<PathBuf>,
 ) -> Output {
+    run_ci(server, dir, event, payload, files, &[], &[]).await
+}
+
+/// `itergate ci` with extra arguments and environment variables.
+async fn run_ci(
+    server: &FakeGithub,
+    dir: &Path,
+    event: &str,
+    payload: &Value,
+    files: Option<PathBuf>,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> Output {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let event_file = dir.join(format!("../event-{}.json", rand_suffix()));
     std::fs::write(&event_file, serde_json::to_vec(payload).expect("json")).expect("write event");
     let api = server.api_url();
@@ -106,6 +148,7 @@ async fn ci_with_files(
     tokio::task::spawn_blocking(move || {
         std::process::Command::new(BIN)
             .args(["ci", "-q"])
+            .args(&args)
             .current_dir(&dir)
             .env("GITHUB_API_URL", api)
             .env("GITHUB_TOKEN", TOKEN)
@@ -121,6 +164,7 @@ async fn ci_with_files(
                 ]
             }))
             .env("NO_COLOR", "1")
+            .envs(vars)
             .output()
             .expect("itergate ci runs")
     })
@@ -241,6 +285,7 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
         .iter()
         .any(|b| b.contains("@octocat") && b.contains("/iterate accept")));
     assert!(sticky(&server).contains("🙋 escalate"));
+    seed(&server, &c, &head, false);
 
     // A reader cannot accept: polite refusal, nothing changes.
     grant(&server, "visitor", "read", "read");
@@ -300,7 +345,7 @@ async fn comments_without_commands_cost_nothing_and_forged_state_is_ignored() {
         &pull_request_event(&c, &head, false),
     )
     .await;
-    fake_github::seed_pull(&server, PR, &[(head.as_str(), "failing")]);
+    seed(&server, &c, &head, false);
     let before = sticky(&server);
     let event = comment_event(&server, "someone", "Looks good to me.\n> /iterate accept");
     let requests = server.operations().len();
@@ -439,12 +484,7 @@ async fn reevaluate_dispatches_a_rerun_that_scores_the_head_again() {
     let server = FakeGithub::start().await;
     let c = checkout("github: { check_run: true }\n");
     let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
-    fake_github::seed_pull(&server, PR, &[(head.as_str(), "failing")]);
-    server.with(|m| {
-        if let Some(pull) = m.pulls.get_mut(&PR) {
-            pull.base_sha = c.base.clone();
-        }
-    });
+    seed(&server, &c, &head, false);
     let out = ci(
         &server,
         &c.repo.path,
@@ -530,9 +570,11 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
     point_at_repo(&mut run);
     run["workflow_run"]["id"] = json!(77);
     run["workflow_run"]["head_sha"] = json!(head);
+    run["workflow_run"]["head_branch"] = json!("feature");
+    run["workflow_run"]["head_repository"]["full_name"] = json!(FORK);
     // GitHub lists no pull request for a fork's run: the artifact says which one it is.
     run["workflow_run"]["pull_requests"] = json!([]);
-    fake_github::seed_pull(&server, PR, &[(head.as_str(), "from a fork")]);
+    seed(&server, &c, &head, true);
     let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));
@@ -585,14 +627,11 @@ async fn changes_requested_is_a_user_rejection_and_outputs_are_written() {
     );
     let summary = std::fs::read_to_string(files.join("summary.md")).expect("job summary written");
     assert!(summary.contains("✅ accept"), "{summary}");
-
-    let out = ci(
-        &server,
-        &c.repo.path,
-        "pull_request_review",
-        &review_event("reviewer", "changes_requested", "Please keep the old API."),
-    )
-    .await;
+    seed(&server, &c, &head, false);
+    grant(&server, "reviewer", "write", "write");
+    let mut review = review_event("reviewer", "changes_requested", "Please keep the old API.");
+    review["review"]["commit_id"] = json!(head);
+    let out = ci(&server, &c.repo.path, "pull_request_review", &review).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let body = sticky(&server);
     assert!(
@@ -618,6 +657,7 @@ async fn comments_by_itergate_or_other_bots_are_ignored() {
         &pull_request_event(&c, &head, false),
     )
     .await;
+    seed(&server, &c, &head, false);
     grant(&server, "helper[bot]", "admin", "admin");
     grant(&server, BOT_LOGIN, "admin", "admin");
     let before = sticky(&server);
@@ -628,11 +668,204 @@ async fn comments_by_itergate_or_other_bots_are_ignored() {
         let out = ci(&server, &c.repo.path, "issue_comment", &event).await;
         assert!(out.status.success(), "{}", stderr(&out));
         let new: Vec<String> = server.operations().split_off(writes);
+        let reads = [
+            "users/get-authenticated",
+            "pulls/get",
+            "issues/list-comments",
+        ];
         assert!(
-            new.iter().all(|op| op == "users/get-authenticated"),
+            new.iter().all(|op| reads.contains(&op.as_str())),
             "no effect for {author}: {new:?}"
         );
     }
     assert_eq!(sticky(&server), before);
     assert_eq!(labels(&server), Vec::<String>::new());
+}
+
+// --- The trust boundary (issue 9): H1, M2, L11, M5, M7 ---
+
+/// A check (the PR's code) that writes its whole environment next to its report.
+const ENV_CHECK: &str = "#!/bin/sh\nenv > seen-env.txt\nexec ./check-real.sh\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_in_ci_sees_no_token_and_no_runner_file() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    write_script(&c.repo.path.join("check-real.sh"), CHECK);
+    write_script(&c.repo.path.join("check.sh"), ENV_CHECK);
+    let head = c
+        .repo
+        .commit_file("results.txt", "4 0\n", "the check prints its env");
+    let files = c.repo.sibling("gh-files");
+    std::fs::create_dir_all(&files).expect("mkdir");
+    let out = run_ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+        Some(files),
+        &["--score-only"],
+        &[
+            ("ACTIONS_RUNTIME_TOKEN", "runtime-secret-1"),
+            ("ACTIONS_ID_TOKEN_REQUEST_URL", "https://oidc.example"),
+            ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidc-secret-2"),
+            ("GITHUB_ENV", "/tmp/runner-env-file"),
+            ("GITHUB_PATH", "/tmp/runner-path-file"),
+            ("CARGO_REGISTRY_TOKEN", "crates-secret-3"),
+            ("DEPLOY_SECRET", "deploy-secret-4"),
+            ("CARGO_TERM_COLOR", "never"),
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(c.repo.path.join("seen-env.txt")).expect("the check ran");
+    for leaked in [
+        "GITHUB_TOKEN",
+        TOKEN,
+        "ACTIONS_",
+        "GITHUB_OUTPUT",
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_STEP_SUMMARY",
+        "secret",
+    ] {
+        assert!(
+            !seen.contains(leaked),
+            "{leaked} reached the check:\n{seen}"
+        );
+    }
+    assert!(
+        seen.contains("PATH=") && seen.contains("CARGO_TERM_COLOR=never"),
+        "what toolchains need is kept:\n{seen}"
+    );
+    assert!(
+        server.operations().is_empty(),
+        "--score-only makes no request: {:?}",
+        server.operations()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn score_only_then_publish_record_publishes_only_a_matching_record() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "one failing");
+    let event = pull_request_event(&c, &head, false);
+    let out = run_ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &event,
+        None,
+        &["--score-only"],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(server.operations().is_empty(), "{:?}", server.operations());
+    let record_path = c.repo.path.join("itergate-record/record.json");
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(&record_path).expect("record")).expect("json");
+    assert_eq!(record["head_repo"], REPO);
+    assert_eq!(record["head_ref"], "feature");
+
+    // The publishing job: another checkout (the base), the record downloaded from the artifact.
+    let publisher = checkout("");
+    let downloaded = publisher.repo.sibling("download.json");
+    std::fs::write(&downloaded, serde_json::to_vec(&record).expect("json")).expect("write");
+    let mut event = event;
+    event["pull_request"]["base"]["sha"] = json!(publisher.base);
+    seed(&server, &publisher, &head, false);
+    let path = downloaded.to_string_lossy().into_owned();
+    let publish = ["--publish-record", path.as_str()];
+    let out = run_ci(
+        &server,
+        &publisher.repo.path,
+        "pull_request",
+        &event,
+        None,
+        &publish,
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));
+
+    // A record for another branch (or repository) of the same commit is refused.
+    let mut forged = record.clone();
+    forged["head_ref"] = json!("other-branch");
+    std::fs::write(&downloaded, serde_json::to_vec(&forged).expect("json")).expect("write");
+    let out = run_ci(
+        &server,
+        &publisher.repo.path,
+        "pull_request",
+        &event,
+        None,
+        &publish,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("head branch other-branch"),
+        "{}",
+        stderr(&out)
+    );
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sticky_comment_changed_while_the_checks_ran_is_not_published_over() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The next head's check waits until the state was forged behind itergate's back.
+    write_script(
+        &c.repo.path.join("check.sh"),
+        &format!(
+            "#!/bin/sh\ntouch started\nwhile [ ! -f go ]; do sleep 0.02; done\n{}",
+            &CHECK[10..]
+        ),
+    );
+    let head = c
+        .repo
+        .commit_file("results.txt", "3 1\n", "forges the state");
+    let dir = c.repo.path.clone();
+    let event = pull_request_event(&c, &head, false);
+    let run = ci(&server, &dir, "pull_request", &event);
+    let forge = async {
+        while !dir.join("started").exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        // Someone with a token (a check that got one, a write-access user) edits the state.
+        server.with(|m| {
+            let sticky = m
+                .comments
+                .iter_mut()
+                .find(|c| c.author == BOT_LOGIN)
+                .expect("the sticky comment");
+            sticky.body = sticky.body.replace("🔁 iterate", "✅ accept");
+        });
+        std::fs::write(dir.join("go"), "").expect("go");
+    };
+    let (out, ()) = tokio::join!(run, forge);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("changed while the checks ran; refusing to publish"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        server.count("issues/update-comment"),
+        0,
+        "nothing published over it"
+    );
 }

@@ -1,15 +1,25 @@
 //! `itergate ci`: the GitHub Actions adapter. Reads the workflow's event, turns it into a
 //! handler input and runs the one handler core against GitHub.
 //!
-//! - `pull_request`: scores the checked-out head as the PR's next iteration. The
-//!   configuration comes from the PR's **base** commit, never from its head. For a PR from a
-//!   fork (whose token cannot write) it only writes the record to `--record-out` for a
-//!   `workflow_run` workflow to publish, and performs no write at all.
-//! - `workflow_run`: reads that record from the run's artifact and publishes it.
-//! - `issue_comment`, `pull_request_review`: commands and reviews.
+//! The trust boundary: the job that runs the pull request's code never holds a token that
+//! can write, and the job that writes never runs it.
+//! - `pull_request` (and the `/iterate` re-run, `repository_dispatch`): with `--score-only`
+//!   scores the checked-out head and only writes the record to `--record-out` (bound to the
+//!   PR's number, head repository and branch) for an artifact; with `--publish-record FILE`
+//!   publishes that record from a job that never checked out the PR's code. A fork's run
+//!   always stops after writing the record. Without either flag both happen in one job
+//!   (for trusted set-ups only): the sticky state is read before the checks run and
+//!   publication is refused if it changed meanwhile.
+//! - `workflow_run`: reads a fork's record from the run's artifact and publishes it as
+//!   self-reported, if the run's head repository and branch are the PR's.
+//! - `issue_comment`, `pull_request_review`: commands and reviews; every run first applies
+//!   commands of earlier comments that no run handled (a queued run GitHub cancelled).
 //!
-//! Writes a job summary (`GITHUB_STEP_SUMMARY`) and step outputs (`GITHUB_OUTPUT`:
-//! recommendation, quality, iteration); the exit status follows `github.gate`.
+//! Every event reads the configuration and the template overrides from the PR's **base**
+//! commit, never from the checked-out tree, and checks run with a scrubbed environment
+//! ([`EnvPolicy::Scrubbed`]). Writes a job summary (`GITHUB_STEP_SUMMARY`) and step outputs
+//! (`GITHUB_OUTPUT`: recommendation, quality, iteration); the exit status follows
+//! `github.gate`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,18 +33,22 @@ use crate::cli::CiArgs;
 use crate::config::{Config, Gate};
 use crate::engine::Decision;
 use crate::git;
-use crate::github::events::{self, Event, Parsed, PrAction, PullRequestEvent, WorkflowRunEvent};
+use crate::github::events::{
+    self, CommentEvent, Event, Parsed, PrAction, PullRequestEvent, WorkflowRunEvent,
+};
 use crate::github::types::PrNumber;
 use crate::github::RepoName;
 use crate::github::{Forge, ForgeSettings, OctocrabForge};
+use crate::model::CommitSha;
 use crate::model::IterationRecord;
-use crate::signals::checks::Progress;
+use crate::render::{Renderer, TemplateFile};
+use crate::signals::checks::{EnvPolicy, Progress};
 
 use super::{user, Env, Failure};
 use crate::app::judge::{judge, whole_tree_record, Judgement};
 use crate::app::observe::{observe, ObserveRequest};
 
-/// The file inside the artifact that carries a fork PR's record.
+/// The file inside the artifact that carries a scored record.
 pub const RECORD_FILE: &str = "record.json";
 
 pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
@@ -60,50 +74,240 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
         }
         Parsed::Event(event) => event,
     };
+    // The checks may be the PR's code: no credential and no runner file reaches them.
+    let env = &Env {
+        check_env: EnvPolicy::Scrubbed,
+        ..env.clone()
+    };
     let progress = if quiet {
         Progress::Quiet
     } else {
         Progress::Auto
     };
-    let outcome = match event {
-        Event::PullRequest(pr) => {
-            let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
-            let config = base_config(&repo, &pr)?;
-            let env = Env {
-                config,
-                ..env.clone()
-            };
-            let (record, base) = score_head(&env, &repo, &pr, progress)?;
-            if pr.is_fork() && !args.write_on_fork {
-                return save_for_artifact(&args.record_out, pr.pr, &record);
-            }
-            let input = Input::Iteration {
-                pr: pr.pr,
-                record: Box::new(record),
-                base: base.map(Box::new),
-            };
-            runtime.block_on(run_handler(&env, args, &pr.repo, input))?
-        }
-        Event::WorkflowRun(run) => runtime.block_on(from_artifact(env, args, &run))?,
+    let published = match event {
+        Event::PullRequest(pr) => pull_request(env, args, &runtime, &pr, progress)?,
+        Event::WorkflowRun(run) => Some(runtime.block_on(from_artifact(env, args, &run))?),
         Event::Comment(comment) => {
             // Most comments hold no command: answer those without a single API call.
             if crate::github::commands::parse_comment(&comment.body).is_empty() {
                 eprintln!("itergate: the comment holds no /iterate command");
                 return Ok(());
             }
-            let repo = comment.repo.clone();
-            runtime.block_on(run_handler(env, args, &repo, Input::Comment(comment)))?
+            Some(runtime.block_on(on_comment(env, args, comment))?)
         }
         Event::Review(review) => {
+            let pr = review.pr;
             let repo = review.repo.clone();
-            runtime.block_on(run_handler(env, args, &repo, Input::Review(review)))?
+            Some(runtime.block_on(on_pull_request(env, args, &repo, pr, Input::Review(review)))?)
         }
+    };
+    let Some((outcome, config)) = published else {
+        return Ok(());
     };
     for action in &outcome.actions {
         eprintln!("itergate: {action}");
     }
     publish_outputs(&outcome)?;
-    gate(env.config.github.gate, outcome.decision.as_ref())
+    gate(config.github.gate, outcome.decision.as_ref())
+}
+
+/// A scored commit: score and publish, score only, or publish what a scoring job wrote.
+fn pull_request(
+    env: &Env,
+    args: &CiArgs,
+    runtime: &tokio::runtime::Runtime,
+    pr: &PullRequestEvent,
+    progress: Progress,
+) -> Result<Option<(Outcome, Config)>, Failure> {
+    let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
+    let base = BaseTree::read(&repo, &pr.base_sha, &pr.base_ref)?;
+    let env = &Env {
+        config: base.config.clone(),
+        ..env.clone()
+    };
+    if let Some(path) = &args.publish_record {
+        let artifact = read_artifact_file(path)?;
+        if pr.is_fork() && !args.write_on_fork {
+            return Err(user(
+                "a fork's record is published by the workflow_run workflow, never by a job of the fork's own run",
+            ));
+        }
+        let record = artifact.bind_to_event(pr)?;
+        let input = iteration(pr.pr, record, None, false);
+        let outcome =
+            runtime.block_on(publish_iteration(env, args, &pr.repo, pr.pr, &base, input))?;
+        return Ok(Some((outcome, base.config)));
+    }
+    let write = !args.score_only && (!pr.is_fork() || args.write_on_fork);
+    if !write {
+        let (record, _) = score_head(env, &repo, pr, progress)?;
+        save_for_artifact(&args.record_out, pr, &record)?;
+        return Ok(None);
+    }
+    // One job scores and publishes: the checks must not be able to change the state they
+    // are judged against (a check that somehow got a write token could forge it).
+    let forge = {
+        // The client spawns its worker on the runtime it is built in.
+        let _context = runtime.enter();
+        forge(env, args)?
+    };
+    let bot = runtime.block_on(bot_login(&forge))?;
+    let before = runtime.block_on(sticky_snapshot(&forge, &pr.repo, pr.pr, &bot))?;
+    let (record, base_record) = score_head(env, &repo, pr, progress)?;
+    let after = runtime.block_on(sticky_snapshot(&forge, &pr.repo, pr.pr, &bot))?;
+    if before != after {
+        return Err(Failure::Internal(anyhow::anyhow!(
+            "itergate's comment on #{} changed while the checks ran; refusing to publish \
+             (score with --score-only and publish from a job that runs no PR code)",
+            pr.pr.0
+        )));
+    }
+    let input = iteration(pr.pr, record, base_record, false);
+    let renderer = base.renderer()?;
+    let outcome = runtime.block_on(handle_with(env, &forge, &pr.repo, input, &renderer))?;
+    Ok(Some((outcome, base.config)))
+}
+
+fn iteration(
+    pr: PrNumber,
+    record: IterationRecord,
+    base: Option<IterationRecord>,
+    self_reported: bool,
+) -> Input {
+    Input::Iteration {
+        pr,
+        record: Box::new(record),
+        base: base.map(Box::new),
+        self_reported,
+    }
+}
+
+/// The sticky comment as it is now (its id and body), to tell whether it changed.
+async fn sticky_snapshot(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    pr: PrNumber,
+    bot: &str,
+) -> Result<Option<(u64, String)>, Failure> {
+    let comments = forge
+        .list_comments(repo, pr)
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?;
+    Ok(crate::github::sticky::find_sticky(&comments, bot).map(|c| (c.id.0, c.body.clone())))
+}
+
+async fn bot_login(forge: &dyn Forge) -> Result<String, Failure> {
+    Ok(forge
+        .identity()
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?
+        .login)
+}
+
+/// Publishes a record with the base's configuration and templates; the commands of
+/// comments no run handled go first.
+async fn publish_iteration(
+    env: &Env,
+    args: &CiArgs,
+    repo: &RepoName,
+    pr: PrNumber,
+    base: &BaseTree,
+    input: Input,
+) -> Result<Outcome, Failure> {
+    let forge = forge(env, args)?;
+    let renderer = base.renderer()?;
+    catch_up(env, &forge, repo, pr, None, &renderer).await?;
+    handle_with(env, &forge, repo, input, &renderer).await
+}
+
+/// A comment or a review: the PR's base says which rules apply, not the checkout.
+async fn on_pull_request(
+    env: &Env,
+    args: &CiArgs,
+    repo: &RepoName,
+    pr: PrNumber,
+    input: Input,
+) -> Result<(Outcome, Config), Failure> {
+    let forge = forge(env, args)?;
+    let pull = forge
+        .pull_request(repo, pr)
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?;
+    let git_repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
+    let base = BaseTree::read(&git_repo, &pull.base.sha, &pull.base.ref_name)?;
+    let env = &Env {
+        config: base.config.clone(),
+        ..env.clone()
+    };
+    let renderer = base.renderer()?;
+    let until = match &input {
+        Input::Comment(c) => Some(c.comment_id.0),
+        _ => None,
+    };
+    catch_up(env, &forge, repo, pr, until, &renderer).await?;
+    let outcome = handle_with(env, &forge, repo, input, &renderer).await?;
+    Ok((outcome, base.config))
+}
+
+async fn on_comment(
+    env: &Env,
+    args: &CiArgs,
+    comment: CommentEvent,
+) -> Result<(Outcome, Config), Failure> {
+    let repo = comment.repo.clone();
+    let pr = comment.pr;
+    on_pull_request(env, args, &repo, pr, Input::Comment(comment)).await
+}
+
+/// GitHub keeps one pending run per concurrency group and cancels the one before: a
+/// command in a comment whose run was cancelled is applied by the next run, in order.
+/// Comments after the state's last handled one (and before `until`) that hold a command.
+async fn catch_up(
+    env: &Env,
+    forge: &dyn Forge,
+    repo: &RepoName,
+    pr: PrNumber,
+    until: Option<u64>,
+    renderer: &Renderer,
+) -> Result<(), Failure> {
+    let bot = bot_login(forge).await?;
+    let comments = forge
+        .list_comments(repo, pr)
+        .await
+        .map_err(|e| Failure::Internal(e.into()))?;
+    let state = crate::github::sticky::load_state(&comments, &bot).state;
+    let Some(last) = state.last_command_comment else {
+        // No command was ever handled: nothing can have been skipped that a later run
+        // would know of (and a fresh PR's history starts with its first run).
+        return Ok(());
+    };
+    let pending: Vec<_> = comments
+        .iter()
+        .filter(|c| c.id.0 > last.0 && until.is_none_or(|u| c.id.0 < u))
+        .filter(|c| !c.author.is(&bot))
+        .filter(|c| !crate::github::commands::parse_comment(&c.body).is_empty())
+        .cloned()
+        .collect();
+    for comment in pending {
+        eprintln!(
+            "itergate: applying the commands of comment {} first (its run did not)",
+            comment.id.0
+        );
+        let event = CommentEvent {
+            repo: repo.clone(),
+            pr,
+            comment_id: comment.id,
+            body: comment.body,
+            author: comment.author,
+            pr_author: None,
+            installation_id: None,
+        };
+        let outcome = handle_with(env, forge, repo, Input::Comment(event), renderer).await?;
+        for action in &outcome.actions {
+            eprintln!("itergate: {action}");
+        }
+    }
+    Ok(())
 }
 
 /// `/iterate` asked for a re-run with a `repository_dispatch`: the pull request as it is now.
@@ -143,25 +347,100 @@ async fn reevaluation(env: &Env, args: &CiArgs, payload: &[u8]) -> Result<Parsed
     })))
 }
 
-/// The configuration as the PR's base commit has it: a PR cannot loosen its own rules.
-fn base_config(repo: &Repository, pr: &PullRequestEvent) -> Result<Config, Failure> {
-    let oid = git2::Oid::from_str(&pr.base_sha.0).map_err(anyhow::Error::from)?;
-    let commit = repo.find_commit(oid).map_err(|_| {
-        user(format!(
-            "the PR's base commit {} is not in this checkout; check out with `fetch-depth: 0`",
-            pr.base_sha
-        ))
-    })?;
-    let tree = commit.tree().map_err(anyhow::Error::from)?;
-    for name in crate::config::CONFIG_LOCATIONS {
-        if let Ok(entry) = tree.get_path(Path::new(name)) {
-            let blob = repo.find_blob(entry.id()).map_err(anyhow::Error::from)?;
-            let text = String::from_utf8_lossy(blob.content());
-            let label = PathBuf::from(format!("{}:{name}", pr.base_ref));
-            return Config::from_yaml(&text, &label).map_err(user);
+/// What the PR's base commit says: its configuration and its template overrides. A pull
+/// request cannot loosen its own rules or choose the words published about it.
+struct BaseTree {
+    config: Config,
+    templates: Vec<TemplateFile>,
+}
+
+impl BaseTree {
+    fn read(repo: &Repository, base_sha: &CommitSha, base_ref: &str) -> Result<BaseTree, Failure> {
+        let oid = git2::Oid::from_str(&base_sha.0).map_err(anyhow::Error::from)?;
+        let commit = repo.find_commit(oid).map_err(|_| {
+            user(format!(
+                "the PR's base commit {base_sha} is not in this checkout; check out with `fetch-depth: 0`"
+            ))
+        })?;
+        let tree = commit.tree().map_err(anyhow::Error::from)?;
+        let mut config = Config::default();
+        for name in crate::config::CONFIG_LOCATIONS {
+            if let Some(text) = blob_text(repo, &tree, Path::new(name))? {
+                let label = PathBuf::from(format!("{base_ref}:{name}"));
+                config = Config::from_yaml(&text, &label).map_err(user)?;
+                break;
+            }
         }
+        let templates = match &config.templates.dir {
+            Some(dir) => tree_templates(repo, &tree, dir, base_ref)?,
+            None => Vec::new(),
+        };
+        Ok(BaseTree { config, templates })
     }
-    Ok(Config::default())
+
+    fn renderer(&self) -> Result<Renderer, Failure> {
+        let files = self
+            .templates
+            .iter()
+            .map(|t| TemplateFile {
+                name: t.name.clone(),
+                text: t.text.clone(),
+                origin: t.origin.clone(),
+            })
+            .collect();
+        Renderer::with_files(files, false).map_err(user)
+    }
+}
+
+fn blob_text(repo: &Repository, tree: &git2::Tree, path: &Path) -> Result<Option<String>, Failure> {
+    let Ok(entry) = tree.get_path(path) else {
+        return Ok(None);
+    };
+    let Ok(blob) = repo.find_blob(entry.id()) else {
+        return Ok(None);
+    };
+    Ok(Some(String::from_utf8_lossy(blob.content()).into_owned()))
+}
+
+/// The `*.j2` (and, to refuse them, `*.tera`) files of `dir` in the base's tree.
+fn tree_templates(
+    repo: &Repository,
+    tree: &git2::Tree,
+    dir: &Path,
+    base_ref: &str,
+) -> Result<Vec<TemplateFile>, Failure> {
+    let relative = dir.strip_prefix("./").unwrap_or(dir);
+    if relative.is_absolute() {
+        return Err(user(format!(
+            "templates.dir {}: in CI the templates are read from the base commit, so the directory must be inside the repository",
+            dir.display()
+        )));
+    }
+    let Ok(entry) = tree.get_path(relative) else {
+        return Err(user(format!(
+            "templates.dir {}: no such directory in the base commit ({base_ref})",
+            dir.display()
+        )));
+    };
+    let subtree = repo
+        .find_tree(entry.id())
+        .map_err(|_| user(format!("templates.dir {}: not a directory", dir.display())))?;
+    let mut files = Vec::new();
+    for item in subtree.iter() {
+        let Some(name) = item.name() else { continue };
+        if !(name.ends_with(".j2") || name.ends_with(".tera")) {
+            continue;
+        }
+        let Ok(blob) = repo.find_blob(item.id()) else {
+            continue;
+        };
+        files.push(TemplateFile {
+            name: name.to_string(),
+            text: String::from_utf8_lossy(blob.content()).into_owned(),
+            origin: format!("{base_ref}:{}", relative.join(name).display()),
+        });
+    }
+    Ok(files)
 }
 
 fn score_head(
@@ -208,40 +487,110 @@ fn score_head(
     Ok((record, base_record))
 }
 
-/// What a fork's run hands to the `workflow_run` workflow: GitHub does not say which pull
-/// request a fork's run belongs to, so the artifact does.
+/// What a scoring job hands to the job or workflow that publishes. It is written next to
+/// the PR's code, so the publisher believes none of it it cannot check: the record must be
+/// for the head commit, head repository and head branch that GitHub (not the artifact)
+/// names.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ArtifactRecord {
     pr: u64,
+    /// The PR's head repository (`owner/name`) and branch the record was scored for.
+    #[serde(default)]
+    head_repo: Option<String>,
+    #[serde(default)]
+    head_ref: Option<String>,
     record: IterationRecord,
 }
 
-fn save_for_artifact(path: &Path, pr: PrNumber, record: &IterationRecord) -> Result<(), Failure> {
+impl ArtifactRecord {
+    /// The record, if it is the one this workflow run's own scoring job wrote for `pr`.
+    fn bind_to_event(self, pr: &PullRequestEvent) -> Result<IterationRecord, Failure> {
+        let head_repo = pr.head_repo.as_ref().map(ToString::to_string);
+        let mismatch = if self.pr != pr.pr.0 {
+            Some(format!("pull request #{}, not #{}", self.pr, pr.pr.0))
+        } else if self.record.commit.0 != pr.head_sha.0 {
+            Some(format!(
+                "commit {}, not {}",
+                self.record.commit, pr.head_sha
+            ))
+        } else if self.head_repo != head_repo {
+            Some(format!(
+                "head repository {}, not {}",
+                self.head_repo.as_deref().unwrap_or("(none)"),
+                head_repo.as_deref().unwrap_or("(none)")
+            ))
+        } else if self.head_ref.as_deref() != Some(pr.head_ref.as_str()) {
+            Some(format!(
+                "head branch {}, not {}",
+                self.head_ref.as_deref().unwrap_or("(none)"),
+                pr.head_ref
+            ))
+        } else {
+            None
+        };
+        match mismatch {
+            Some(what) => Err(user(format!(
+                "the record names {what} of this event; refusing to publish it"
+            ))),
+            None => Ok(self.record),
+        }
+    }
+}
+
+fn save_for_artifact(
+    path: &Path,
+    pr: &PullRequestEvent,
+    record: &IterationRecord,
+) -> Result<(), Failure> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(anyhow::Error::from)?;
     }
     let artifact = ArtifactRecord {
-        pr: pr.0,
+        pr: pr.pr.0,
+        head_repo: pr.head_repo.as_ref().map(ToString::to_string),
+        head_ref: Some(pr.head_ref.clone()),
         record: record.clone(),
     };
     let json = serde_json::to_vec_pretty(&artifact).map_err(anyhow::Error::from)?;
     std::fs::write(path, json).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     eprintln!(
-        "itergate: a pull request from a fork: no write with this token; the record is in {} \
-         for the workflow_run workflow to publish",
+        "itergate: scored without writing to GitHub; the record is in {} for the publishing job",
         path.display()
     );
     append_env_file(
         "GITHUB_STEP_SUMMARY",
-        "itergate scored this fork pull request; the decision is published by the `workflow_run` workflow.\n",
+        "itergate scored this pull request; the decision is published by a job that does not run its code.\n",
     )
 }
 
+fn parse_artifact(bytes: &[u8]) -> Result<ArtifactRecord, Failure> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        user(format!(
+            "the artifact's {RECORD_FILE} is not an itergate record: {e}"
+        ))
+    })
+}
+
+fn read_artifact_file(path: &Path) -> Result<ArtifactRecord, Failure> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| user(format!("--publish-record {}: {e}", path.display())))?;
+    if bytes.len() as u64 > crate::github::artifact::MAX_FILE_BYTES {
+        return Err(user(format!(
+            "--publish-record {}: larger than {} bytes",
+            path.display(),
+            crate::github::artifact::MAX_FILE_BYTES
+        )));
+    }
+    parse_artifact(&bytes)
+}
+
+/// A fork's record, published by the base repository's `workflow_run` workflow. Its
+/// scores are self-reported: the fork's workflow produced them.
 async fn from_artifact(
     env: &Env,
     args: &CiArgs,
     run: &WorkflowRunEvent,
-) -> Result<Outcome, Failure> {
+) -> Result<(Outcome, Config), Failure> {
     let forge = forge(env, args)?;
     let bytes = forge
         .download_artifact_file(
@@ -252,42 +601,54 @@ async fn from_artifact(
         )
         .await
         .map_err(|e| Failure::Internal(e.into()))?;
-    let artifact: ArtifactRecord = serde_json::from_slice(&bytes).map_err(|e| {
-        user(format!(
-            "the artifact's {RECORD_FILE} is not an itergate record: {e}"
-        ))
-    })?;
-    let record = artifact.record;
-    if record.commit.0 != run.head_sha.0 {
+    let artifact = parse_artifact(&bytes)?;
+    if artifact.record.commit.0 != run.head_sha.0 {
         return Err(user(format!(
             "the artifact's record is for {}, but the run was for {}; refusing to publish it",
-            record.commit, run.head_sha
+            artifact.record.commit, run.head_sha
         )));
     }
     // The artifact comes from untrusted code: believe its PR number only if that PR's head
-    // is the commit the run built.
+    // is the commit, the repository and the branch the run built.
     let pr = run.prs.first().copied().unwrap_or(PrNumber(artifact.pr));
     let pull = forge
         .pull_request(&run.repo, pr)
         .await
         .map_err(|e| Failure::Internal(e.into()))?;
-    if pull.head.sha.0 != run.head_sha.0 {
-        return Err(user(format!(
-            "the artifact names pull request #{} whose head is {}, not the run's {}; refusing to publish it",
-            pr.0, pull.head.sha, run.head_sha
-        )));
-    }
-    handle_with(
-        env,
-        &forge,
-        &run.repo,
-        Input::Iteration {
-            pr,
-            record: Box::new(record),
-            base: None,
+    crate::github::artifact::check_run_head(
+        &crate::github::artifact::RunHead {
+            sha: &run.head_sha.0,
+            repo: run.head_repo.as_ref().map(ToString::to_string).as_deref(),
+            branch: run.head_branch.as_deref(),
+        },
+        &crate::github::artifact::RunHead {
+            sha: &pull.head.sha.0,
+            repo: pull.head.repo.as_ref().map(ToString::to_string).as_deref(),
+            branch: Some(&pull.head.ref_name),
+        },
+        &crate::github::artifact::RunHead {
+            sha: &artifact.record.commit.0,
+            repo: artifact.head_repo.as_deref(),
+            branch: artifact.head_ref.as_deref(),
         },
     )
-    .await
+    .map_err(|e| {
+        user(format!(
+            "pull request #{}: {e}; refusing to publish it",
+            pr.0
+        ))
+    })?;
+    let git_repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
+    let base = BaseTree::read(&git_repo, &pull.base.sha, &pull.base.ref_name)?;
+    let env = &Env {
+        config: base.config.clone(),
+        ..env.clone()
+    };
+    let input = iteration(pr, artifact.record, None, true);
+    let renderer = base.renderer()?;
+    catch_up(env, &forge, &run.repo, pr, None, &renderer).await?;
+    let outcome = handle_with(env, &forge, &run.repo, input, &renderer).await?;
+    Ok((outcome, base.config))
 }
 
 fn forge(env: &Env, args: &CiArgs) -> Result<OctocrabForge, Failure> {
@@ -301,33 +662,19 @@ fn forge(env: &Env, args: &CiArgs) -> Result<OctocrabForge, Failure> {
     OctocrabForge::new(settings).map_err(|e| Failure::Internal(e.into()))
 }
 
-async fn run_handler(
-    env: &Env,
-    args: &CiArgs,
-    repo: &crate::github::RepoName,
-    input: Input,
-) -> Result<Outcome, Failure> {
-    let forge = forge(env, args)?;
-    handle_with(env, &forge, repo, input).await
-}
-
 async fn handle_with(
     env: &Env,
     forge: &dyn Forge,
-    repo: &crate::github::RepoName,
+    repo: &RepoName,
     input: Input,
+    renderer: &Renderer,
 ) -> Result<Outcome, Failure> {
-    let identity = forge
-        .identity()
-        .await
-        .map_err(|e| Failure::Internal(e.into()))?;
-    let renderer = env.renderer_with(false)?;
     let handler = Handler {
         forge,
         repo: repo.clone(),
         config: &env.config,
-        renderer: &renderer,
-        bot_login: identity.login,
+        renderer,
+        bot_login: bot_login(forge).await?,
         now: Utc::now(),
     };
     handler

@@ -1,6 +1,7 @@
 //! Reading one file out of a workflow run's artifact (a zip archive), the fork-safe path:
 //! the untrusted run uploads its `IterationRecord`, a trusted run reads it. The archive is
-//! untrusted input, so the file's size is bounded while it is inflated.
+//! untrusted input, so the file's size is bounded while it is inflated, and the record in it
+//! is published only for the head GitHub says the run built ([`check_run_head`]).
 
 use std::io::{Cursor, Read};
 
@@ -45,4 +46,55 @@ pub fn extract_file(
         });
     }
     Ok(content)
+}
+
+/// A head as one party names it: commit, repository (`owner/name`) and branch.
+#[derive(Debug, Clone, Copy)]
+pub struct RunHead<'a> {
+    pub sha: &'a str,
+    pub repo: Option<&'a str>,
+    pub branch: Option<&'a str>,
+}
+
+/// A fork's artifact may be published to a pull request only when the workflow run (as
+/// GitHub reports it), the pull request (as the API has it now) and the artifact all name
+/// the same head commit, head repository and head branch. A shared commit alone is not
+/// enough: a fork's run must never publish to another pull request that happens to have
+/// the same head. What is wrong is returned as a sentence.
+pub fn check_run_head(run: &RunHead, pull: &RunHead, artifact: &RunHead) -> Result<(), String> {
+    let named = |r: Option<&str>| r.unwrap_or("(unknown)").to_string();
+    if pull.sha != run.sha {
+        return Err(format!(
+            "its head is {}, not the run's {}",
+            pull.sha, run.sha
+        ));
+    }
+    if run.repo.is_none() || pull.repo.is_none() || !eq_ci(run.repo, pull.repo) {
+        return Err(format!(
+            "its head repository is {}, but the run built {}",
+            named(pull.repo),
+            named(run.repo)
+        ));
+    }
+    if run.branch.is_none() || run.branch != pull.branch {
+        return Err(format!(
+            "its head branch is {}, but the run built {}",
+            named(pull.branch),
+            named(run.branch)
+        ));
+    }
+    if artifact.sha != run.sha || !eq_ci(artifact.repo, run.repo) || artifact.branch != run.branch {
+        return Err(format!(
+            "the artifact's record names {} of {} ({}), not what the run built",
+            artifact.sha,
+            named(artifact.repo),
+            named(artifact.branch)
+        ));
+    }
+    Ok(())
+}
+
+/// Repository names compare without case, as GitHub's do.
+fn eq_ci(a: Option<&str>, b: Option<&str>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
 }
