@@ -60,6 +60,8 @@ pub struct Env {
     pub color: bool,
     /// Colour for what goes to stderr (summaries of the hook and `run`).
     pub color_stderr: bool,
+    /// What checks inherit: everything locally, an allow-list in `itergate ci`.
+    pub check_env: crate::signals::checks::EnvPolicy,
 }
 
 impl Env {
@@ -89,6 +91,7 @@ impl Env {
             config,
             color,
             color_stderr,
+            check_env: crate::signals::checks::EnvPolicy::Inherit,
         })
     }
 

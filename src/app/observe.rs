@@ -75,6 +75,7 @@ pub fn observe(
         &RunOptions {
             root: &root,
             progress: request.progress,
+            env_policy: env.check_env,
             env: &scratch_env,
             label: request.label,
         },
