@@ -869,3 +869,193 @@ async fn a_sticky_comment_changed_while_the_checks_ran_is_not_published_over() {
         "nothing published over it"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_uses_the_base_configuration_not_the_checkout() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    // The checkout (a review's merge commit) carries the PR's own rules.
+    let base_config = std::fs::read_to_string(c.repo.path.join(".itergate.yml")).expect("config");
+    let head = c.repo.commit_file(
+        ".itergate.yml",
+        &format!("{base_config}github: {{ label: pr-chosen-label }}\n"),
+        "choose my own label",
+    );
+    seed(&server, &c, &head, false);
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate escalate"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_come_from_the_base_commit() {
+    let server = FakeGithub::start().await;
+    let c = checkout_with(
+        "templates: { dir: tpl }\n",
+        &[("tpl/comment.md.j2", "the base's words\n")],
+    );
+    c.repo
+        .write("tpl/comment.md.j2", "@octo-org/admins the PR's words\n");
+    let head = c
+        .repo
+        .commit_file("results.txt", "3 1\n", "rewrite the comment");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("the base's words") && !body.contains("the PR's words"),
+        "{body}"
+    );
+}
+
+/// A fork's record in a run's artifact, and the `workflow_run` event of that run.
+fn fork_run(server: &FakeGithub, c: &Checkout, head: &str) -> Value {
+    let record = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
+    server.with(|m| {
+        m.artifacts.push(fake_github::model::FakeArtifact {
+            id: 900,
+            run_id: 77,
+            name: "itergate-record".into(),
+            zip: zip_with("record.json", &record),
+            expired: false,
+        });
+    });
+    let mut run = fixture("workflow_run.completed.1.json");
+    point_at_repo(&mut run);
+    run["workflow_run"]["id"] = json!(77);
+    run["workflow_run"]["head_sha"] = json!(head);
+    run["workflow_run"]["head_branch"] = json!("feature");
+    run["workflow_run"]["head_repository"]["full_name"] = json!(FORK);
+    run["workflow_run"]["pull_requests"] = json!([]);
+    run
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_record_is_bound_to_the_head_repository_and_branch() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, true),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut run = fork_run(&server, &c, &head);
+    // PR 7 has the same head commit, but lives in this repository: not the fork's PR.
+    seed(&server, &c, &head, false);
+    let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("head repository is octo-org/widgets, but the run built stranger/widgets"),
+        "{}",
+        stderr(&out)
+    );
+    // The fork's PR, but the run built another branch of it.
+    seed(&server, &c, &head, true);
+    run["workflow_run"]["head_branch"] = json!("patch-1");
+    let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("head branch"), "{}", stderr(&out));
+    assert!(bot_comments(&server).is_empty());
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_accept_is_self_reported_and_keeps_a_maintainers_label() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c
+        .repo
+        .commit_file("feature.txt", "new", "all pass, says the fork");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, true),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = fork_run(&server, &c, &head);
+    seed(&server, &c, &head, true);
+    server.with(|m| {
+        m.issue_labels
+            .insert(PR, vec!["needs-human-review".to_string()])
+    });
+    let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("✅ accept") && body.contains("**Self-reported:**"),
+        "{body}"
+    );
+    assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
+    assert_eq!(server.count("issues/remove-label"), 0);
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_whose_run_was_cancelled_is_applied_by_the_next_run() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    seed(&server, &c, &head, false);
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate more tests please"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    // GitHub cancels a pending run when a newer one joins the group: this one never ran.
+    server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate escalate"));
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "visitor", "/iterate status"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
+    assert!(
+        sticky(&server).contains("🙋 escalate"),
+        "{}",
+        sticky(&server)
+    );
+    server.assert_no_violations();
+}
