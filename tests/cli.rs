@@ -372,3 +372,49 @@ fn config_prints_the_defaults_and_the_configuration_in_force() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("max_iterations: 5"), "{}", stdout(&o));
 }
+
+#[test]
+fn completions_and_the_man_page_know_every_subcommand() {
+    use clap::CommandFactory;
+    let command = itergate::cli::Cli::command();
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    assert!(names.len() > 10, "{names:?}");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let o = itergate(&["completions", shell], &root());
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let script = stdout(&o);
+        for name in &names {
+            assert!(
+                script.contains(name.as_str()),
+                "{shell} completions lack `{name}`"
+            );
+        }
+    }
+    let o = itergate(&["man"], &root());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH"),
+        "roff: {}",
+        &page[..page.len().min(200)]
+    );
+    for name in &names {
+        assert!(page.contains(name.as_str()), "the man page lacks `{name}`");
+    }
+}
+
+#[test]
+fn version_names_the_commit() {
+    let o = itergate(&["--version"], &root());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with(&format!("itergate {}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    // Built from this checkout: `0.1.0 (1a2b3c4d5e6f)`.
+    assert!(text.contains(" ("), "{text}");
+}

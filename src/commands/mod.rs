@@ -36,6 +36,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt => run::prompt(&env),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut command, "itergate", &mut out);
+            decide::print(&String::from_utf8_lossy(&out))
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut out)
+                .map_err(|e| Failure::Internal(e.into()))?;
+            decide::print(&String::from_utf8_lossy(&out))
+        }
         Command::Config(args) => decide::print(&if args.default {
             crate::config::DEFAULT_CONFIG_YAML.to_string()
         } else {
