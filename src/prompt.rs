@@ -36,12 +36,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
         .iter()
         .filter(|i| i.severity.counts_for_revision())
         .collect();
-    let yaml = if revision.is_empty() {
-        "[]\n".to_string()
-    } else {
-        serde_yaml::to_string(&revision)
-            .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
-    };
+    let yaml = issues_yaml(&revision);
     let strategy = decision.strategy.as_ref();
     let spans = strategy
         .into_iter()
@@ -74,7 +69,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .as_ref()
             .map(|r| r.summary.clone())
             .unwrap_or_default(),
-        issues_block: fence_with_info(&neutralise_tags(&yaml), "yaml"),
+        issues_block: fence_with_info(&yaml, "yaml"),
         info_count: record.count(Severity::Info),
         previous_count: decision.revision.previous_count,
         strategy: strategy.map(|s| s.kind.as_str()),
@@ -92,6 +87,29 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .collect(),
         spans,
     }
+}
+
+/// The issues as YAML, every text field neutralised *before* serialising: the backslash
+/// that [`neutralise_tags`] inserts is then escaped by the serialiser, so the block parses
+/// back to the findings with only `<x` turned into `<\x` (neutralised afterwards, a
+/// backslash inside a double-quoted scalar would start an escape: `Vec<\table>` a TAB).
+/// The serialiser never writes `<` of its own, so no tag can appear that was not there.
+pub fn issues_yaml(issues: &[&CheckerIssue]) -> String {
+    if issues.is_empty() {
+        return "[]\n".to_string();
+    }
+    let neutral: Vec<CheckerIssue> = issues
+        .iter()
+        .map(|issue| CheckerIssue {
+            dimension: neutralise_tags(&issue.dimension),
+            severity: issue.severity,
+            finding: neutralise_tags(&issue.finding),
+            affected_field: issue.affected_field.as_deref().map(neutralise_tags),
+            suggested_fix: issue.suggested_fix.as_deref().map(neutralise_tags),
+        })
+        .collect();
+    serde_yaml::to_string(&neutral)
+        .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
 }
 
 fn round_sentence(revision: &RevisionProgress) -> String {
