@@ -872,3 +872,27 @@ fn hand_written_history_file_gets_triggers_and_iterates() {
     assert_eq!(failures, vec!["1 test failed", "2 blocking `lint` issues"]);
     assert_eq!(d.revision.iteration, 2);
 }
+
+#[test]
+fn budget_sums_saturate_instead_of_wrapping() {
+    let config = config("stopping_criteria: {budget_limits: {total_tokens: 1000, tool_calls: 50}}");
+    let half = 1u64 << 63;
+    for (a, b) in [(half, half), (5000, u64::MAX - 999), (u64::MAX, u64::MAX)] {
+        let mut first = with_tokens(rec(1, 0.5), a);
+        first.tool_calls = Some(a);
+        let mut second = with_tokens(rec(2, 0.7), b);
+        second.tool_calls = Some(b);
+        let d = decide_with(&config, &[first, second], &Feedback::default());
+        assert_eq!(d.budget.used_tokens, Some(u64::MAX), "{a} + {b}");
+        assert_eq!(d.budget.remaining_tokens, Some(0), "{a} + {b}");
+        let report = d.budget_stop_report.expect("the budget is exhausted");
+        assert!(
+            report
+                .budgets
+                .exhausted
+                .contains(&"total_tokens".to_string()),
+            "{a} + {b}: {:?}",
+            report.budgets.exhausted
+        );
+    }
+}

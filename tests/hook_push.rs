@@ -757,12 +757,14 @@ fn forged_notes_from_a_remote_never_skip_the_checks() {
         ],
     );
     std::fs::write(attacker.join("results.txt"), "4 1\n").expect("write");
-    git(&attacker, &["commit", "--quiet", "-am", "innocent refactor"]);
+    git(
+        &attacker,
+        &["commit", "--quiet", "-am", "innocent refactor"],
+    );
     let failing = git(&attacker, &["rev-parse", "HEAD"]).trim().to_string();
     let passing_tree_note = raw_note(&attacker, &tree_of(&attacker, &passing));
     let passing_record = raw_note(&attacker, &passing);
-    let mut forged: serde_json::Value =
-        serde_json::from_str(&passing_record).expect("a JSON note");
+    let mut forged: serde_json::Value = serde_json::from_str(&passing_record).expect("a JSON note");
     forged.as_object_mut().expect("an object").remove("mac");
     forged["record"]["commit"] = serde_json::Value::String(failing.clone());
     for (object, text) in [
@@ -771,7 +773,9 @@ fn forged_notes_from_a_remote_never_skip_the_checks() {
     ] {
         git(
             &attacker,
-            &["notes", "--ref", "itergate", "add", "-f", "-m", &text, &object],
+            &[
+                "notes", "--ref", "itergate", "add", "-f", "-m", &text, &object,
+            ],
         );
     }
     git(
@@ -787,13 +791,18 @@ fn forged_notes_from_a_remote_never_skip_the_checks() {
     );
 
     // The victim pulls the branch and the notes, then pushes: the checks run and fail.
-    f.repo.git(&["pull", "--quiet", "--ff-only", "origin", "feature"]);
+    f.repo
+        .git(&["pull", "--quiet", "--ff-only", "origin", "feature"]);
     let out = itergate(&f.repo.path, &["notes", "fetch", "origin"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(raw_note(&f.repo.path, &failing).trim(), forged.to_string());
     let out = itergate(&f.repo.path, &["run"]);
     let err = stderr(&out);
-    assert_eq!(f.runs(), 3, "the forged tree note is not a cache hit: {err}");
+    assert_eq!(
+        f.runs(),
+        3,
+        "the forged tree note is not a cache hit: {err}"
+    );
     assert!(!err.contains("already checked"), "{err}");
     assert!(!err.contains("Decision: ACCEPT"), "{err}");
     assert!(err.contains("lib.txt:1"), "the failure is found: {err}");
@@ -806,7 +815,9 @@ fn forged_notes_from_a_remote_never_skip_the_checks() {
 #[test]
 fn a_forged_note_fetched_before_the_first_push_is_checked_by_the_hook() {
     let f = Fixture::new("block-on-iterate");
-    let failing = f.repo.commit_file("results.txt", "3 1\n", "innocent refactor");
+    let failing = f
+        .repo
+        .commit_file("results.txt", "3 1\n", "innocent refactor");
     // A hand-written observation of this very tree in which nothing failed, as a fetch
     // from a remote would bring it (no MAC of this clone).
     let base_tree_note = r#"{"version":2,"fingerprint":"FP","observation":{"checks":[]}}"#;
@@ -831,7 +842,10 @@ fn a_forged_note_fetched_before_the_first_push_is_checked_by_the_hook() {
     let out = f.push(&["origin", "feature"]);
     let err = stderr(&out);
     assert_eq!(f.runs(), runs + 1, "the checks ran again: {err}");
-    assert!(!out.status.success(), "the failing test blocks the push: {err}");
+    assert!(
+        !out.status.success(),
+        "the failing test blocks the push: {err}"
+    );
     assert_eq!(f.remote_ref("feature"), None);
 }
 

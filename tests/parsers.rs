@@ -10,6 +10,8 @@ use itergate::signals::report::{
 };
 use proptest::prelude::*;
 
+#[path = "parsers/bounds.rs"]
+mod bounds;
 #[path = "parsers/diagnostics.rs"]
 mod diagnostics;
 #[path = "parsers/other_reports.rs"]

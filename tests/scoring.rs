@@ -524,3 +524,99 @@ fn uncovered_lines_in_a_well_tested_change_are_shown_not_asked_for() {
     let severities: Vec<_> = r.issues.iter().map(|i| i.severity).collect();
     assert_eq!(severities, [Severity::Warning], "{:?}", r.issues);
 }
+
+// ---- counts without names, saturation, bounded findings -------------------------------
+
+#[test]
+fn failures_counted_without_names_fail_the_run() {
+    let libtest = "running 5 tests\ntest result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";
+    let junit = r#"<testsuites><testsuite name="s" tests="5" failures="2"><testcase classname="s" name="a"/></testsuite></testsuites>"#;
+    for (format, text) in [
+        (ReportFormat::Libtest, libtest),
+        (ReportFormat::Junit, junit),
+    ] {
+        let r = scored(&[outcome("tests", format, text, Visibility::Full)], None);
+        assert_eq!(r.status, Status::Fail, "{format}: {r:?}");
+        let blocker = r
+            .issues
+            .iter()
+            .find(|i| i.severity == Severity::Blocker)
+            .unwrap_or_else(|| panic!("{format}: a BLOCKER: {:?}", r.issues));
+        assert!(
+            blocker.finding.contains("2 tests failed without names"),
+            "{format}: {}",
+            blocker.finding
+        );
+        assert!(r.scores.tests_passing.is_some_and(|s| s < 1.0), "{r:?}");
+        assert!(
+            r.triggers
+                .iter()
+                .any(|t| t.kind == TriggerType::ValidationFailure),
+            "{format}: {:?}",
+            r.triggers
+        );
+    }
+    // The same unnamed failures on the base are its debt.
+    let head = [outcome(
+        "tests",
+        ReportFormat::Libtest,
+        libtest,
+        Visibility::Full,
+    )];
+    let r = scored(&head, Some(&head));
+    assert_eq!(r.status, Status::Pass, "{r:?}");
+    assert_eq!(r.base_debt.failing_tests, 2);
+}
+
+#[test]
+fn huge_counts_saturate_instead_of_wrapping() {
+    let huge = "running 1 test\ntest result: FAILED. 18446744073709551615 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n";
+    let checks = [
+        outcome("a", ReportFormat::Libtest, huge, Visibility::Full),
+        outcome("b", ReportFormat::Libtest, huge, Visibility::Full),
+    ];
+    let r = scored(&checks, None);
+    assert_eq!(r.status, Status::Fail, "{r:?}");
+    let lcov = "SF:a.rs\nLF:18446744073709551615\nLH:18446744073709551615\nend_of_record\n";
+    let cov = [
+        outcome("c1", ReportFormat::Lcov, lcov, Visibility::Full),
+        outcome("c2", ReportFormat::Lcov, lcov, Visibility::Full),
+    ];
+    let _ = scored(&cov, None); // no overflow panic in a debug build
+}
+
+#[test]
+fn very_long_findings_are_cut_when_they_become_issues() {
+    let name = "n".repeat(200_000);
+    let message = "m".repeat(300_000);
+    let junit = format!(
+        r#"<testsuite name="s"><testcase classname="s" name="{name}"><failure message="{message}"/></testcase></testsuite>"#
+    );
+    let r = scored(
+        &[outcome(
+            "tests",
+            ReportFormat::Junit,
+            &junit,
+            Visibility::Full,
+        )],
+        None,
+    );
+    assert_eq!(r.status, Status::Fail);
+    for issue in &r.issues {
+        assert!(issue.finding.len() <= 4200, "{}", issue.finding.len());
+        assert!(
+            issue
+                .affected_field
+                .as_ref()
+                .is_none_or(|a| a.len() <= 4200),
+            "affected field cut"
+        );
+    }
+    assert!(r
+        .issues
+        .iter()
+        .any(|i| i.finding.contains("more bytes cut")));
+    for trigger in &r.triggers {
+        assert!(trigger.details.len() <= 4200, "{}", trigger.details.len());
+    }
+}

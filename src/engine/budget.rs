@@ -71,21 +71,36 @@ fn stop_name(dimension: &str) -> &str {
     }
 }
 
-/// Sum of a reported figure, `None` when no iteration reported it.
-fn total<T: Copy + std::iter::Sum<T>>(
+/// A figure records report, added without overflow: the values come from commit
+/// trailers and artifacts, so a huge one must saturate, never wrap or panic.
+trait Amount: Copy + Default {
+    fn plus(self, other: Self) -> Self;
+}
+
+impl Amount for u64 {
+    fn plus(self, other: Self) -> Self {
+        self.saturating_add(other)
+    }
+}
+
+impl Amount for f64 {
+    /// Finite, non-negative costs only reach this (an overflow is infinity, not a panic).
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
+}
+
+/// Sum of a reported figure, `None` when no iteration reported it; saturating.
+fn total<T: Amount>(
     records: &[IterationRecord],
     field: impl Fn(&IterationRecord) -> Option<T>,
 ) -> Option<T> {
-    let mut seen = false;
-    let sum = records
+    records
         .iter()
-        .filter_map(|r| {
-            let v = field(r);
-            seen |= v.is_some();
-            v
+        .filter_map(field)
+        .fold(None, |sum: Option<T>, v| {
+            Some(sum.unwrap_or_default().plus(v))
         })
-        .sum();
-    seen.then_some(sum)
 }
 
 /// One declared dimension: limit, usage, and how many iterations reported it.

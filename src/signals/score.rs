@@ -277,11 +277,12 @@ impl Accumulator {
         holdout: bool,
     ) {
         self.tests_seen = true;
-        self.executed += t.executed();
-        self.passed += t.passed;
-        self.skipped += t.skipped;
+        self.executed = self.executed.saturating_add(t.executed());
+        self.passed = self.passed.saturating_add(t.passed);
+        self.skipped = self.skipped.saturating_add(t.skipped);
         if let Some(b) = base {
-            *self.base_skipped.get_or_insert(0) += b.skipped;
+            let skipped = self.base_skipped.get_or_insert(0);
+            *skipped = skipped.saturating_add(b.skipped);
         }
         let failing_on_base: BTreeSet<&str> = base
             .map(|b| b.failures().map(|c| c.id.as_str()).collect())
@@ -290,26 +291,27 @@ impl Accumulator {
         for case in &t.problems {
             let failed = !matches!(case.outcome, super::report::TestOutcome::Skipped);
             if failed {
-                self.all_failures += 1;
+                self.all_failures = self.all_failures.saturating_add(1);
             }
             if failed && failing_on_base.contains(case.id.as_str()) {
-                self.debt.failing_tests += 1;
+                self.debt.failing_tests = self.debt.failing_tests.saturating_add(1);
                 if !holdout {
                     self.debt.note_example(Some(&case.id));
                 }
                 continue;
             }
             if failed {
-                self.new_failures += 1;
+                self.new_failures = self.new_failures.saturating_add(1);
             }
             new.push(case);
         }
+        let unnamed = self.add_unnamed_failures(check, t, base, holdout);
         if holdout {
             let failed = new
                 .iter()
                 .filter(|c| !matches!(c.outcome, super::report::TestOutcome::Skipped))
                 .count();
-            if failed > 0 {
+            if failed > 0 || unnamed > 0 {
                 self.issues.push(issue(
                     "tests",
                     Severity::Blocker,
@@ -342,6 +344,43 @@ impl Accumulator {
             }
             self.issues.push(issue);
         }
+    }
+
+    /// Failures the report counts but names no test for (a libtest summary line without
+    /// the test lines, a JUnit suite's `failures="2"` without failing cases): they fail the
+    /// run like named ones, as one BLOCKER, since they cannot be matched with the base's
+    /// failures by name; only as many as the base has unnamed are its debt. Returns how
+    /// many count against the change.
+    fn add_unnamed_failures(
+        &mut self,
+        check: &CheckOutcome,
+        t: &TestSummary,
+        base: Option<&TestSummary>,
+        holdout: bool,
+    ) -> u64 {
+        let unnamed = unnamed_failures(t);
+        if unnamed == 0 {
+            return 0;
+        }
+        let on_base = base.map_or(0, unnamed_failures).min(unnamed);
+        let new = unnamed - on_base;
+        self.all_failures = self.all_failures.saturating_add(unnamed);
+        self.new_failures = self.new_failures.saturating_add(new);
+        let debt = u32::try_from(on_base).unwrap_or(u32::MAX);
+        self.debt.failing_tests = self.debt.failing_tests.saturating_add(debt);
+        if new > 0 && !holdout {
+            let plural = if new == 1 { "test" } else { "tests" };
+            self.issues.push(issue(
+                "tests",
+                Severity::Blocker,
+                format!(
+                    "{new} {plural} failed without names: check `{}`'s report counts failures but names no failing test",
+                    check.name
+                ),
+                None,
+            ));
+        }
+        new
     }
 
     fn add_lint(
@@ -414,7 +453,10 @@ impl Accumulator {
         base: Option<&CoverageSummary>,
     ) {
         let (found, hit) = self.coverage.unwrap_or_default();
-        self.coverage = Some((found + c.lines_found, hit + c.lines_hit));
+        self.coverage = Some((
+            found.saturating_add(c.lines_found),
+            hit.saturating_add(c.lines_hit),
+        ));
         let Some(changed) = input.changed else { return };
         let (mut total, mut covered) = self.patch.unwrap_or_default();
         for (path, lines) in &changed.files {
@@ -577,8 +619,15 @@ impl Accumulator {
         } else {
             Status::Pass
         };
-        record.issues.extend(dedupe(self.issues));
-        record.triggers.append(&mut self.triggers);
+        record
+            .issues
+            .extend(dedupe(self.issues.into_iter().map(bounded).collect()));
+        record
+            .triggers
+            .extend(self.triggers.into_iter().map(|mut trigger| {
+                trigger.details = truncate_text(trigger.details);
+                trigger
+            }));
         record.base_debt = self.debt;
     }
 }
@@ -715,6 +764,36 @@ fn issue(dimension: &str, severity: Severity, finding: String, at: Option<String
         affected_field: at,
         suggested_fix: None,
     }
+}
+
+/// Failed or errored tests the summary counts beyond the failing cases it names.
+fn unnamed_failures(t: &TestSummary) -> u64 {
+    let named = t.failures().count() as u64;
+    t.failed.saturating_add(t.errored).saturating_sub(named)
+}
+
+/// Longest finding, location or fix text an issue keeps: a finding is read by people and
+/// agents, and one 100 MB test name must not become a 100 MB record, prompt and comment.
+pub const MAX_ISSUE_TEXT_BYTES: usize = 4 * 1024;
+
+/// `issue` with each text cut to [`MAX_ISSUE_TEXT_BYTES`] (at a character boundary, with
+/// a note saying how much was cut).
+fn bounded(mut issue: CheckerIssue) -> CheckerIssue {
+    issue.finding = truncate_text(issue.finding);
+    issue.affected_field = issue.affected_field.map(truncate_text);
+    issue.suggested_fix = issue.suggested_fix.map(truncate_text);
+    issue
+}
+
+fn truncate_text(text: String) -> String {
+    if text.len() <= MAX_ISSUE_TEXT_BYTES {
+        return text;
+    }
+    let mut end = MAX_ISSUE_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes cut)", &text[..end], text.len() - end)
 }
 
 fn trigger(kind: TriggerType, source: &str, severity: f64, details: String) -> Trigger {

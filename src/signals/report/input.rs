@@ -45,6 +45,11 @@ impl<R: BufRead> Input<R> {
         }
     }
 
+    /// The byte offset reading stands at (cheap: no line counting).
+    pub(crate) fn offset(&self) -> u64 {
+        self.chunk_start + self.pos as u64
+    }
+
     /// Where reading stands now.
     pub(crate) fn position(&self) -> Position {
         self.position_at(self.chunk_start + self.pos as u64)

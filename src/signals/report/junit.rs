@@ -12,6 +12,9 @@
 //! way to the panic's own message; the output is the tail of the failure body plus `<system-out>`/`<system-err>`.
 //! `file`/`line` come from the attributes (pytest xunit1, jest-junit with
 //! `addFileAttribute`), else from a Rust panic or pytest traceback in the body.
+//! A suite's `failures`/`errors` attributes are reconciled with its cases: failures it
+//! counts beyond the failing cases it holds are counted as failed tests without names
+//! (a report that says `failures="2"` and lists no failing case is not a pass).
 //! Only non-passing cases are kept, and only their attributes are ever decoded (a passing
 //! case's attributes are copied raw and dropped); text is captured in a bounded buffer, so
 //! a report of a million passing tests costs the same memory as one of ten.
@@ -21,7 +24,7 @@ use std::io::BufRead;
 use quick_xml::events::BytesStart;
 
 use super::input::{Ctx, Input};
-use super::text::{failure_location, parse_u32_str, rust_panic_message, TailBuf};
+use super::text::{failure_location, parse_u32_str, parse_u64, rust_panic_message, TailBuf};
 use super::types::{TestCase, TestOutcome, TestSummary};
 use super::xml::{drive, for_each_attr, for_each_raw_attr, XmlHandler};
 use super::ParseError;
@@ -53,10 +56,19 @@ struct OpenCase {
     capture_depth: Option<usize>,
 }
 
+/// An open `<testsuite>`/`<testsuites>`: the failures and errors it declares, and the
+/// failing cases counted when it opened.
+struct OpenSuite {
+    depth: usize,
+    declared: u64,
+    failing_before: u64,
+}
+
 #[derive(Default)]
 struct JunitHandler {
     summary: TestSummary,
     case: OpenCase,
+    suites: Vec<OpenSuite>,
 }
 
 impl XmlHandler for JunitHandler {
@@ -67,6 +79,7 @@ impl XmlHandler for JunitHandler {
     fn start(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
         match (self.case.depth, name) {
             (None, b"testcase") => self.open_case(depth, e),
+            (None, b"testsuite" | b"testsuites") => self.open_suite(depth, e),
             (Some(case_depth), _) if depth == case_depth + 1 => self.open_child(name, depth, e),
             (Some(_), b"testcase") => Err("a <testcase> nested inside another <testcase>".into()),
             _ => Ok(()),
@@ -79,6 +92,9 @@ impl XmlHandler for JunitHandler {
         }
         if self.case.depth == Some(depth) {
             self.close_case()?;
+        }
+        if self.suites.last().is_some_and(|s| s.depth == depth) {
+            self.close_suite();
         }
         Ok(())
     }
@@ -93,6 +109,37 @@ impl XmlHandler for JunitHandler {
 }
 
 impl JunitHandler {
+    fn failing(&self) -> u64 {
+        self.summary.failed.saturating_add(self.summary.errored)
+    }
+
+    fn open_suite(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {
+        let mut declared: u64 = 0;
+        for_each_attr(e, &[b"failures", b"errors"], |_, value| {
+            // Counts are advisory: an unreadable one is ignored, not an error.
+            let count = parse_u64(value.trim().as_bytes()).unwrap_or(0);
+            declared = declared.saturating_add(count);
+            Ok(())
+        })?;
+        self.suites.push(OpenSuite {
+            depth,
+            declared,
+            failing_before: self.failing(),
+        });
+        Ok(())
+    }
+
+    /// Failures the closing suite declares beyond the failing cases inside it (nested
+    /// suites' unnamed failures included) are failed tests without names.
+    fn close_suite(&mut self) {
+        let Some(suite) = self.suites.pop() else {
+            return;
+        };
+        let counted = self.failing().saturating_sub(suite.failing_before);
+        let unnamed = suite.declared.saturating_sub(counted);
+        self.summary.add_count(TestOutcome::Failed, unnamed);
+    }
+
     fn open_case(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {
         let case = &mut self.case;
         case.depth = Some(depth);

@@ -4,14 +4,19 @@
 //!
 //! Line counts come from the `DA:` lines when a record has any (they are the data; `LF`/`LH`
 //! are derived and some tools get them wrong); a record without `DA:` lines contributes its
-//! `LF`/`LH`. Repeated `DA:` entries for one line within a record are merged (hits summed).
-//! Records for the same file are expected once per file, as every tool above writes them;
-//! unmerged concatenations count each record. Per-line hits are kept only for files the
-//! caller's filter accepts. Other record types (`TN`, `FN`, `BRDA`, `VER`, ...) are skipped.
+//! `LF`/`LH`, which are believed only when plausible: `LH` is capped at `LF`, and an `LF`
+//! above [`MAX_DECLARED_LINES`] is ignored (a record of `LF:18446744073709551615` must not
+//! outweigh every real file). Repeated `DA:` entries for one line are merged (hits summed),
+//! within a record and across records of the same `SF:` (as `lcov -a` merges tracefiles):
+//! a file's line counts once however many records name it. So the executable lines of
+//! every file are kept until the end, packed in four bytes each; per-line hit counts are
+//! kept only for files the caller's filter accepts. Other record types (`TN`, `FN`,
+//! `BRDA`, `VER`, ...) are skipped.
 //!
 //! This is the hot loop for big monorepo reports: lines are parsed as bytes straight out of
 //! the read buffer, with no allocation per line.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use super::error::Position;
@@ -28,6 +33,7 @@ pub(crate) fn parse<R: BufRead>(
     let mut state = LcovState {
         opts,
         summary: CoverageSummary::default(),
+        per_file: HashMap::new(),
         record: None,
         lines: Vec::new(),
         saw_any: false,
@@ -51,9 +57,63 @@ struct Record {
     lh: Option<u64>,
 }
 
+/// Most lines a record's `LF:` may declare to be believed: no source file has 16 million
+/// executable lines.
+pub(crate) const MAX_DECLARED_LINES: u64 = 1 << 24;
+
+/// What the records of one file said, merged.
+#[derive(Default)]
+struct FileTotals {
+    /// Executable lines from `DA:` entries, sorted, each `line << 1 | covered`.
+    lines: Vec<u32>,
+    /// `LF`/`LH` of records without `DA:` lines (the larger, when several).
+    declared: Option<(u64, u64)>,
+}
+
+impl FileTotals {
+    fn add_lines(&mut self, sorted: &[(u32, u64)]) {
+        let packed = sorted
+            .iter()
+            .map(|&(line, hits)| line << 1 | u32::from(hits > 0));
+        if self.lines.is_empty() {
+            self.lines.extend(packed);
+            return;
+        }
+        let old = std::mem::take(&mut self.lines);
+        let mut merged = Vec::with_capacity(old.len().max(sorted.len()));
+        let (mut a, mut b) = (old.into_iter().peekable(), packed.peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&x), Some(&y)) if x >> 1 == y >> 1 => {
+                    a.next();
+                    b.next();
+                    x | y
+                }
+                (Some(&x), Some(&y)) if x < y => a.next().unwrap_or(x),
+                (Some(_), Some(&y)) => b.next().unwrap_or(y),
+                (Some(_), None) => a.next().unwrap_or_default(),
+                (None, Some(_)) => b.next().unwrap_or_default(),
+                (None, None) => break,
+            };
+            merged.push(next);
+        }
+        self.lines = merged;
+    }
+
+    /// (found, hit): the lines seen, else the declared totals.
+    fn totals(&self) -> (u64, u64) {
+        if self.lines.is_empty() {
+            return self.declared.unwrap_or_default();
+        }
+        let hit = self.lines.iter().filter(|l| *l & 1 == 1).count();
+        (self.lines.len() as u64, hit as u64)
+    }
+}
+
 struct LcovState<'o> {
     opts: &'o ParseOptions<'o>,
     summary: CoverageSummary,
+    per_file: HashMap<String, FileTotals>,
     record: Option<Record>,
     /// The current record's DA entries, for merging duplicates and keeping lines; reused.
     lines: Vec<(u32, u64)>,
@@ -142,7 +202,10 @@ impl LcovState<'_> {
         if !(tail.is_empty() || tail.starts_with(b",")) {
             return Err(bad()); // anything but the optional checksum
         }
-        let number = u32::try_from(number).map_err(|_| bad())?;
+        let number = u32::try_from(number)
+            .ok()
+            .filter(|n| *n <= MAX_LINE_NUMBER)
+            .ok_or_else(bad)?;
         self.da_values(ctx, line_no, number, hits)
     }
 
@@ -207,18 +270,22 @@ impl LcovState<'_> {
                 "end_of_record without an SF: line before it".to_string(),
             ));
         };
-        let (found, hit) = if record.found == 0 {
-            (record.lf.unwrap_or(0), record.lh.unwrap_or(0))
-        } else if record.ascending {
-            (record.found, record.hit)
+        let totals = self.per_file.entry(record.file.clone()).or_default();
+        if record.found == 0 {
+            let declared = record
+                .lf
+                .filter(|lf| *lf <= MAX_DECLARED_LINES)
+                .map(|lf| (lf, record.lh.unwrap_or(0).min(lf)));
+            if declared.map(|d| d.0) > totals.declared.map(|d| d.0) {
+                totals.declared = declared;
+            }
         } else {
-            self.lines.sort_unstable_by_key(|&(line, _)| line);
-            merge_duplicates(&mut self.lines);
-            let hit = self.lines.iter().filter(|&&(_, hits)| hits > 0).count() as u64;
-            (self.lines.len() as u64, hit)
-        };
-        self.summary.lines_found = self.summary.lines_found.saturating_add(found);
-        self.summary.lines_hit = self.summary.lines_hit.saturating_add(hit.min(found));
+            if !record.ascending {
+                self.lines.sort_unstable_by_key(|&(line, _)| line);
+                merge_duplicates(&mut self.lines);
+            }
+            totals.add_lines(&self.lines);
+        }
         if record.keep {
             let file: &mut FileLines = self.summary.files.entry(record.file).or_default();
             for &(line, hits) in &self.lines {
@@ -240,9 +307,18 @@ impl LcovState<'_> {
         if !self.saw_any {
             return Err(ctx.expected(Position::line(last_line), "no SF: record"));
         }
-        Ok(self.summary)
+        let mut summary = self.summary;
+        for totals in self.per_file.values() {
+            let (found, hit) = totals.totals();
+            summary.lines_found = summary.lines_found.saturating_add(found);
+            summary.lines_hit = summary.lines_hit.saturating_add(hit.min(found));
+        }
+        Ok(summary)
     }
 }
+
+/// Largest `DA:` line number (line numbers are packed with a covered bit into a `u32`).
+const MAX_LINE_NUMBER: u32 = u32::MAX >> 1;
 
 /// Sums the hits of adjacent entries for the same line (the vector is sorted by line).
 fn merge_duplicates(lines: &mut Vec<(u32, u64)>) {
@@ -267,7 +343,10 @@ fn plain_da(bytes: &[u8]) -> Option<(u32, u64, usize)> {
         return None;
     }
     let len = bytes.len() - rest.len() + 1;
-    Some((u32::try_from(number).ok()?, hits, len))
+    let number = u32::try_from(number)
+        .ok()
+        .filter(|n| *n <= MAX_LINE_NUMBER)?;
+    Some((number, hits, len))
 }
 
 /// The number the bytes start with, and the rest; `None` without digits or on overflow.

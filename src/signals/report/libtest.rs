@@ -223,7 +223,10 @@ impl LibtestState {
         let Some(counts) = self.binary.take() else {
             return;
         };
-        let reported = counts.passed + counts.failed + counts.ignored;
+        let reported = counts
+            .passed
+            .saturating_add(counts.failed)
+            .saturating_add(counts.ignored);
         let missing = counts.planned.saturating_sub(reported).max(1);
         let mut case = TestCase::new(
             format!("(test binary started at line {})", counts.started_line),

@@ -45,8 +45,9 @@ mod types;
 mod xml;
 
 use std::fmt;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -250,24 +251,68 @@ pub fn parse(
 }
 
 /// Opens and parses the report at `path`; errors name the path as given.
+///
+/// Only a regular file is read, and the path's last component must not be a symbolic
+/// link: a check (a pull request's code) writes the report, and could point it at
+/// `/dev/zero`, a FIFO that blocks the reader forever, or a file outside the work tree.
+/// The file is opened with `O_NOFOLLOW | O_NONBLOCK` (opening a FIFO never waits) and
+/// checked on the open descriptor, so nothing can swap it in between.
 pub fn parse_file(
     format: ReportFormat,
     path: &Path,
     opts: &ParseOptions,
 ) -> Result<Report, ParseError> {
     let source = path.display().to_string();
-    let file = File::open(path).map_err(|e| ParseError {
+    let refuse = |message: String| ParseError {
         source_name: source.clone(),
         line: None,
         column: None,
         byte: None,
         format,
-        message: format!("cannot open the report: {e}"),
-    })?;
+        message,
+    };
+    let file = open_regular_file(path).map_err(refuse)?;
     parse(
         format,
         BufReader::with_capacity(FILE_BUFFER_BYTES, file),
         &source,
         opts,
     )
+}
+
+/// `path` opened for reading if it is a regular file and not a symbolic link.
+fn open_regular_file(path: &Path) -> Result<File, String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                "cannot open the report: it is a symbolic link (reports are read only from regular files)".to_string()
+            } else {
+                format!("cannot open the report: {e}")
+            }
+        })?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| format!("cannot open the report: {e}"))?;
+    if !metadata.is_file() {
+        let kind = metadata.file_type();
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        };
+        return Err(format!(
+            "cannot read the report: it is {what}, not a regular file"
+        ));
+    }
+    Ok(file)
 }

@@ -4,9 +4,14 @@
 //! itself: exactly one root element with an expected name, no text outside it, every
 //! element closed before the end of the input. A format module only reacts to the
 //! elements it cares about ([`XmlHandler`]); it never sees a DOM.
+//!
+//! quick-xml keeps one whole event (a tag with its attributes, a text run) in memory, so
+//! memory is bounded here: an event longer than [`MAX_EVENT_BYTES`] (a 1 GiB attribute,
+//! `/dev/zero` with no `<` in sight) is a located error after that many bytes, like the
+//! line formats' 16 MiB line limit; a NUL byte, which XML never has, is one at once.
 
 use std::borrow::Cow;
-use std::io::BufRead;
+use std::io::{self, BufRead, Read};
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -65,13 +70,93 @@ impl ElementStack {
     }
 }
 
+/// Longest XML event (a start tag with its attributes, a text run, a comment) read.
+pub(crate) const MAX_EVENT_BYTES: u64 = super::input::MAX_LINE_BYTES as u64;
+
+/// Why [`Bounded`] stopped the reader.
+#[derive(Clone, Copy, PartialEq)]
+enum Stop {
+    TooLong,
+    Nul,
+}
+
+/// The input as quick-xml sees it: at most [`MAX_EVENT_BYTES`] per event, and no NUL.
+struct Bounded<'i, R> {
+    input: &'i mut Input<R>,
+    /// Offset where the current event started.
+    event_start: u64,
+    /// Offset up to which the input was checked for NUL bytes.
+    checked: u64,
+    stopped: Option<(Stop, u64)>,
+}
+
+impl<R: BufRead> Bounded<'_, R> {
+    fn offset(&self) -> u64 {
+        self.input.offset()
+    }
+
+    fn stop(&mut self, why: Stop, at: u64) -> io::Error {
+        self.stopped = Some((why, at));
+        let message = match why {
+            Stop::TooLong => "an XML event longer than 16 MiB",
+            Stop::Nul => "a NUL byte",
+        };
+        io::Error::new(io::ErrorKind::InvalidData, message)
+    }
+}
+
+impl<R: BufRead> Read for Bounded<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let buf = self.fill_buf()?;
+        let n = buf.len().min(out.len());
+        if let (Some(dst), Some(src)) = (out.get_mut(..n), buf.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Bounded<'_, R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        let at = self.offset();
+        if at.saturating_sub(self.event_start) > MAX_EVENT_BYTES {
+            return Err(self.stop(Stop::TooLong, self.event_start));
+        }
+        let checked = self.checked;
+        let buf = self.input.fill_buf()?;
+        let unchecked = usize::try_from(checked.saturating_sub(at)).unwrap_or(usize::MAX);
+        let nul = buf
+            .get(unchecked..)
+            .and_then(|fresh| memchr::memchr(0, fresh))
+            .map(|i| at + (unchecked + i) as u64);
+        let end = at + buf.len() as u64;
+        if let Some(nul) = nul {
+            return Err(self.stop(Stop::Nul, nul));
+        }
+        self.checked = self.checked.max(end);
+        self.input.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.input.consume(amt);
+    }
+}
+
 /// Reads the whole document, feeding `handler`.
 pub(crate) fn drive<R: BufRead>(
     input: &mut Input<R>,
     ctx: &Ctx,
     handler: &mut impl XmlHandler,
 ) -> Result<(), ParseError> {
-    let mut reader = Reader::from_reader(input);
+    let start = input.offset();
+    let bounded = Bounded {
+        input,
+        event_start: start,
+        checked: start,
+        stopped: None,
+    };
+    let mut reader = Reader::from_reader(bounded);
     let config = reader.config_mut();
     config.check_end_names = true;
     // No events for the indentation between elements (half of all events in a pretty
@@ -83,7 +168,9 @@ pub(crate) fn drive<R: BufRead>(
     loop {
         buf.clear();
         let before = reader.buffer_position();
-        let place = |reader: &Reader<&mut Input<R>>, at: u64| reader.get_ref().position_at(at);
+        let place = |reader: &Reader<Bounded<R>>, at: u64| reader.get_ref().input.position_at(at);
+        let event_start = reader.get_ref().offset();
+        reader.get_mut().event_start = event_start;
         let event = match reader.read_event_into(&mut buf) {
             Ok(event) => event,
             Err(e) => return Err(xml_error(ctx, &reader, &e)),
@@ -149,11 +236,11 @@ pub(crate) fn drive<R: BufRead>(
 
 fn ctx_expected<R: BufRead>(
     ctx: &Ctx,
-    reader: &Reader<&mut Input<R>>,
+    reader: &Reader<Bounded<R>>,
     at: u64,
     message: &str,
 ) -> ParseError {
-    ctx.expected(reader.get_ref().position_at(at), message)
+    ctx.expected(reader.get_ref().input.position_at(at), message)
 }
 
 fn check_root(handler: &impl XmlHandler, stack: &ElementStack, name: &[u8]) -> Result<(), String> {
@@ -170,7 +257,7 @@ fn check_root(handler: &impl XmlHandler, stack: &ElementStack, name: &[u8]) -> R
 
 fn outside_root<R: BufRead>(
     ctx: &Ctx,
-    reader: &Reader<&mut Input<R>>,
+    reader: &Reader<Bounded<R>>,
     at: u64,
     root_done: bool,
 ) -> ParseError {
@@ -184,12 +271,12 @@ fn outside_root<R: BufRead>(
 
 fn finish<R: BufRead>(
     ctx: &Ctx,
-    reader: &Reader<&mut Input<R>>,
+    reader: &Reader<Bounded<R>>,
     handler: &impl XmlHandler,
     stack: &ElementStack,
     root_done: bool,
 ) -> Result<(), ParseError> {
-    let end = reader.get_ref().position_at(reader.buffer_position());
+    let end = reader.get_ref().input.position_at(reader.buffer_position());
     if stack.depth() > 0 {
         let msg = format!("unexpected end of file inside <{}>", stack.innermost());
         return Err(ctx.expected(end, &msg));
@@ -204,10 +291,21 @@ fn finish<R: BufRead>(
 
 fn xml_error<R: BufRead>(
     ctx: &Ctx,
-    reader: &Reader<&mut Input<R>>,
+    reader: &Reader<Bounded<R>>,
     err: &quick_xml::Error,
 ) -> ParseError {
-    let input = reader.get_ref();
+    let bounded = reader.get_ref();
+    let input = &bounded.input;
+    match bounded.stopped {
+        Some((Stop::TooLong, at)) => {
+            let message = "an element, attribute or text longer than 16 MiB (binary data?)";
+            return ctx.expected(input.position_at(at), message);
+        }
+        Some((Stop::Nul, at)) => {
+            return ctx.expected(input.position_at(at), "binary data (a NUL byte)");
+        }
+        None => {}
+    }
     let mut pos: Position = input.position_at(reader.error_position());
     if pos.line.is_none() {
         pos = input.position_at(reader.buffer_position());
