@@ -220,10 +220,7 @@ async fn check_run_with_120_annotations_goes_out_in_batches_of_50() {
         .await
         .expect("list");
     assert_eq!(listed.len(), 1);
-    assert_eq!(
-        listed[0].external_id, None,
-        "the list answer has no external id in the fake"
-    );
+    assert_eq!(listed[0].external_id.as_deref(), Some("iteration-2"));
     assert_eq!(
         listed[0].output_title.as_deref(),
         Some("Iterate: 3 blockers")

@@ -2,6 +2,11 @@
 //! [`ANNOTATIONS_PER_REQUEST`] annotations per request (more go out as follow-up updates,
 //! which GitHub appends) and output `summary`/`text` of at most [`OUTPUT_LIMIT_CHARS`]
 //! characters (longer ones are cut at a line boundary and say so).
+//!
+//! Annotations are capped in total at [`MAX_ANNOTATIONS`] (a few requests, whatever a report
+//! holds: GitHub's secondary limits allow about 80 content-creating requests a minute):
+//! failures first, then warnings, then notices, each in the order given; the summary says
+//! how many were left out.
 
 use serde_json::{json, Map, Value};
 
@@ -9,6 +14,8 @@ use crate::model::CommitSha;
 
 /// The Checks API takes at most 50 annotations per create/update request.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
+/// Annotations sent per check run at most: three requests.
+pub const MAX_ANNOTATIONS: usize = 3 * ANNOTATIONS_PER_REQUEST;
 /// `output.summary` and `output.text` are limited to 65,535 characters.
 pub const OUTPUT_LIMIT_CHARS: usize = 65_535;
 
@@ -126,15 +133,52 @@ fn annotation_json(a: &Annotation) -> Value {
     v
 }
 
-fn output_json(spec: &CheckRunSpec, annotations: &[Annotation], with_text: bool) -> Value {
+fn level_rank(level: AnnotationLevel) -> u8 {
+    match level {
+        AnnotationLevel::Failure => 0,
+        AnnotationLevel::Warning => 1,
+        AnnotationLevel::Notice => 2,
+    }
+}
+
+/// The annotations sent: at most [`MAX_ANNOTATIONS`], failures first, then warnings, then
+/// notices (stable within a level).
+pub fn selected_annotations(annotations: &[Annotation]) -> Vec<&Annotation> {
+    let mut ordered: Vec<&Annotation> = annotations.iter().collect();
+    ordered.sort_by_key(|a| level_rank(a.level));
+    ordered.truncate(MAX_ANNOTATIONS);
+    ordered
+}
+
+/// The summary, with a line saying how many annotations were left out, if any.
+fn summary_with_omissions(spec: &CheckRunSpec) -> String {
+    let omitted = spec.annotations.len().saturating_sub(MAX_ANNOTATIONS);
+    if omitted == 0 {
+        return cut_output(&spec.summary);
+    }
+    let note = format!(
+        "\n\n{omitted} of {} annotations were left out: itergate shows at most {MAX_ANNOTATIONS}, failures first, then warnings.",
+        spec.annotations.len()
+    );
+    cut_to(
+        &spec.summary,
+        OUTPUT_LIMIT_CHARS - note.chars().count(),
+        "…",
+    ) + &note
+}
+
+fn output_json(spec: &CheckRunSpec, annotations: &[&Annotation], with_text: bool) -> Value {
     let mut output = Map::new();
     output.insert("title".into(), Value::String(spec.title.clone()));
-    output.insert("summary".into(), Value::String(cut_output(&spec.summary)));
+    output.insert(
+        "summary".into(),
+        Value::String(summary_with_omissions(spec)),
+    );
     if let Some(text) = spec.text.as_ref().filter(|_| with_text) {
         output.insert("text".into(), Value::String(cut_output(text)));
     }
     if !annotations.is_empty() {
-        let list = annotations.iter().map(annotation_json).collect();
+        let list = annotations.iter().map(|a| annotation_json(a)).collect();
         output.insert("annotations".into(), Value::Array(list));
     }
     Value::Object(output)
@@ -142,8 +186,10 @@ fn output_json(spec: &CheckRunSpec, annotations: &[Annotation], with_text: bool)
 
 /// The request bodies for creating (`create = true`) or updating a check run: the first
 /// carries the state and the first batch of annotations, each further one the next batch.
+/// At most [`MAX_ANNOTATIONS`] annotations go out ([`selected_annotations`]).
 pub fn check_run_bodies(spec: &CheckRunSpec, create: bool) -> Vec<Value> {
-    let mut batches = spec.annotations.chunks(ANNOTATIONS_PER_REQUEST);
+    let selected = selected_annotations(&spec.annotations);
+    let mut batches = selected.chunks(ANNOTATIONS_PER_REQUEST);
     let first_batch = batches.next().unwrap_or(&[]);
     let mut first = Map::new();
     first.insert("name".into(), Value::String(spec.name.clone()));

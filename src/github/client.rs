@@ -8,12 +8,19 @@
 //! and narrow response types that read only the fields itergate uses, so GitHub adding or
 //! dropping an unrelated field never breaks a run.
 //!
+//! Creates are not blindly repeated ([`OctocrabForge::create`]): after a 5xx or a timeout
+//! GitHub may have done the work and only the answer was lost, so the caller's lookup runs
+//! first (re-list the comments and find the body or its marker; find the check run) and a
+//! found object is the result. Answers are read up to `max_download_bytes`; a longer one
+//! (an artifact's zip) is refused while it streams in, never held whole.
+//!
 //! Settings come from the environment of a GitHub Actions job ([`ForgeSettings::from_env`]):
 //! `GITHUB_API_URL` (default `https://api.github.com`), `GITHUB_TOKEN`. The token is kept in
 //! a `SecretString` and never logged.
 
 mod ops;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +43,8 @@ const DEFAULT_API_URL: &str = "https://api.github.com";
 const PER_PAGE: usize = 100;
 /// Pages fetched at most per listing (10,000 items): a bound, not an expectation.
 const MAX_PAGES: usize = 100;
+/// The largest answer read by default (an artifact's zip; JSON answers are far smaller).
+pub const MAX_DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How to reach GitHub.
 #[derive(Clone)]
@@ -49,6 +58,8 @@ pub struct ForgeSettings {
     /// Connect/read/write timeout of one request.
     pub timeout_ms: u64,
     pub retry: RetryPolicy,
+    /// The largest answer read (bytes); a longer one fails with [`ForgeError::TooLarge`].
+    pub max_download_bytes: u64,
 }
 
 impl std::fmt::Debug for ForgeSettings {
@@ -59,6 +70,7 @@ impl std::fmt::Debug for ForgeSettings {
             .field("bot_login", &self.bot_login)
             .field("timeout_ms", &self.timeout_ms)
             .field("retry", &self.retry)
+            .field("max_download_bytes", &self.max_download_bytes)
             .finish()
     }
 }
@@ -71,6 +83,7 @@ impl Default for ForgeSettings {
             bot_login: None,
             timeout_ms: 30_000,
             retry: RetryPolicy::default(),
+            max_download_bytes: MAX_DOWNLOAD_BYTES,
         }
     }
 }
@@ -111,6 +124,35 @@ pub(crate) struct Reply {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Bytes,
+}
+
+/// What a create came to: GitHub's answer, or the object the lookup found after an answer
+/// was lost.
+pub(crate) enum Created<T> {
+    Sent(Reply),
+    Found(T),
+}
+
+/// Why one exchange brought no answer.
+enum NoAnswer {
+    /// Connection refused, timeout, TLS: GitHub may or may not have acted.
+    Transport(String),
+    /// The answer is longer than the limit: not worth repeating.
+    TooLarge,
+}
+
+/// What one attempt came to.
+enum Attempt {
+    Done(Reply),
+    /// Final. `ambiguous`: GitHub may have carried the request out (5xx, no answer).
+    Failed {
+        error: ForgeError,
+        ambiguous: bool,
+    },
+    Retry {
+        wait: Duration,
+        ambiguous: bool,
+    },
 }
 
 pub struct OctocrabForge {
@@ -164,46 +206,123 @@ impl OctocrabForge {
         &self.settings
     }
 
-    /// Sends `call`, retrying as the policy allows; any final non-2xx/3xx is an error.
+    /// Sends `call`, retrying as the policy allows; any final non-2xx/3xx is an error. For
+    /// requests that are safe to repeat (reads, edits, idempotent adds); creates go through
+    /// [`create`](Self::create).
     pub(crate) async fn send(&self, call: Call<'_>) -> Result<Reply, ForgeError> {
-        let policy = self.settings.retry;
         let mut attempt = 1;
         loop {
-            let wait = match self.send_once(&call).await {
-                Ok(reply) if reply.status < 400 => return Ok(reply),
-                Ok(reply) => {
-                    let now = self.clock.now_unix_secs();
-                    match retry::classify(&policy, reply.status, &reply.headers, now, attempt) {
-                        Verdict::RetryAfter(wait) => wait,
-                        Verdict::GiveUp(note) => {
-                            return Err(status_error(call.operation, &reply, attempt, note))
-                        }
-                    }
-                }
-                Err(message) if attempt < policy.max_attempts => {
-                    tracing::debug!(operation = call.operation, attempt, %message, "no answer");
-                    policy.backoff(attempt)
-                }
-                Err(message) => {
-                    return Err(ForgeError::Transport {
-                        operation: call.operation,
-                        message,
-                        attempts: attempt,
-                    })
-                }
-            };
-            tracing::info!(
-                operation = call.operation,
-                attempt,
-                wait_ms = wait.as_millis() as u64,
-                "retrying GitHub request"
-            );
-            self.clock.sleep(wait).await;
+            match self.attempt(&call, attempt).await {
+                Attempt::Done(reply) => return Ok(reply),
+                Attempt::Failed { error, .. } => return Err(error),
+                Attempt::Retry { wait, .. } => self.wait(&call, attempt, wait).await,
+            }
             attempt += 1;
         }
     }
 
-    async fn send_once(&self, call: &Call<'_>) -> Result<Reply, String> {
+    /// Sends a create that must not happen twice. After an answer that leaves open whether
+    /// GitHub acted (5xx, timeout), `look` runs before anything is sent again: what it finds
+    /// is the result; only when it finds nothing is the create repeated.
+    pub(crate) async fn create<T, F, Fut>(
+        &self,
+        call: Call<'_>,
+        look: F,
+    ) -> Result<Created<T>, ForgeError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<Option<T>, ForgeError>>,
+    {
+        let mut attempt = 1;
+        loop {
+            match self.attempt(&call, attempt).await {
+                Attempt::Done(reply) => return Ok(Created::Sent(reply)),
+                Attempt::Failed {
+                    error,
+                    ambiguous: true,
+                } => {
+                    return match look().await {
+                        Ok(Some(found)) => Ok(Created::Found(found)),
+                        _ => Err(error),
+                    }
+                }
+                Attempt::Failed { error, .. } => return Err(error),
+                Attempt::Retry { wait, ambiguous } => {
+                    self.wait(&call, attempt, wait).await;
+                    if ambiguous {
+                        tracing::info!(
+                            operation = call.operation,
+                            "the answer was lost: looking for the result before sending again"
+                        );
+                        if let Some(found) = look().await? {
+                            return Ok(Created::Found(found));
+                        }
+                    }
+                }
+            }
+            attempt += 1;
+        }
+    }
+
+    async fn wait(&self, call: &Call<'_>, attempt: u32, wait: Duration) {
+        tracing::info!(
+            operation = call.operation,
+            attempt,
+            wait_ms = wait.as_millis() as u64,
+            "retrying GitHub request"
+        );
+        self.clock.sleep(wait).await;
+    }
+
+    async fn attempt(&self, call: &Call<'_>, attempt: u32) -> Attempt {
+        let policy = self.settings.retry;
+        match self.send_once(call).await {
+            Ok(reply) if reply.status < 400 => Attempt::Done(reply),
+            Ok(reply) => {
+                let now = self.clock.now_unix_secs();
+                let ambiguous = reply.status >= 500;
+                let verdict = retry::classify_answer(
+                    &policy,
+                    reply.status,
+                    &reply.headers,
+                    &reply.body,
+                    now,
+                    attempt,
+                );
+                match verdict {
+                    Verdict::RetryAfter(wait) => Attempt::Retry { wait, ambiguous },
+                    Verdict::GiveUp(note) => Attempt::Failed {
+                        error: status_error(call.operation, &reply, attempt, note),
+                        ambiguous,
+                    },
+                }
+            }
+            Err(NoAnswer::TooLarge) => Attempt::Failed {
+                error: ForgeError::TooLarge {
+                    operation: call.operation,
+                    limit_bytes: self.settings.max_download_bytes,
+                },
+                ambiguous: false,
+            },
+            Err(NoAnswer::Transport(message)) if attempt < policy.max_attempts => {
+                tracing::debug!(operation = call.operation, attempt, %message, "no answer");
+                Attempt::Retry {
+                    wait: policy.backoff(attempt),
+                    ambiguous: true,
+                }
+            }
+            Err(NoAnswer::Transport(message)) => Attempt::Failed {
+                error: ForgeError::Transport {
+                    operation: call.operation,
+                    message,
+                    attempts: attempt,
+                },
+                ambiguous: true,
+            },
+        }
+    }
+
+    async fn send_once(&self, call: &Call<'_>) -> Result<Reply, NoAnswer> {
         let builder = http::Request::builder()
             .method(call.method.clone())
             .uri(call.path.as_str())
@@ -214,28 +333,44 @@ impl OctocrabForge {
         } else {
             &self.anonymous
         };
+        let transport = |e: &dyn std::error::Error| NoAnswer::Transport(error_chain(e));
         let request = client
             .build_request(builder, call.body)
-            .map_err(|e| error_chain(&e))?;
+            .map_err(|e| transport(&e))?;
         // Octocrab's timeouts cover connect and each read; this bounds the whole exchange.
         let whole = Duration::from_millis(self.settings.timeout_ms.saturating_mul(3));
+        let limit = self.settings.max_download_bytes;
         let exchange = async {
-            let response = client.execute(request).await.map_err(|e| error_chain(&e))?;
-            let (parts, body) = response.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map_err(|e| error_chain(&e))?
-                .to_bytes();
+            let response = client.execute(request).await.map_err(|e| transport(&e))?;
+            let (parts, mut body) = response.into_parts();
+            let announced = parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if announced.is_some_and(|length| length > limit) {
+                return Err(NoAnswer::TooLarge);
+            }
+            // Read frame by frame so that an endless answer stops at the limit.
+            let mut bytes = Vec::new();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| transport(&e))?;
+                if let Ok(data) = frame.into_data() {
+                    if (bytes.len() + data.len()) as u64 > limit {
+                        return Err(NoAnswer::TooLarge);
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
             Ok(Reply {
                 status: parts.status.as_u16(),
                 headers: parts.headers,
-                body,
+                body: Bytes::from(bytes),
             })
         };
         tokio::time::timeout(whole, exchange)
             .await
-            .map_err(|_| format!("timed out after {} ms", whole.as_millis()))?
+            .map_err(|_| NoAnswer::Transport(format!("timed out after {} ms", whole.as_millis())))?
     }
 
     /// Sends `call` and reads the answer as `T`.

@@ -5,8 +5,14 @@
 //! Effects are idempotent where GitHub lets them be: adding a label that is already there,
 //! creating a label that exists (422 `already_exists`) and removing one that is not there
 //! (404) all succeed, so a retried or re-run job never fails on its own earlier effect.
-//! Creating a comment is the one effect that is not: callers upsert the sticky comment
-//! ([`super::sticky::upsert`]) instead of creating one blindly.
+//! Creating a comment or a check run is not: after a 5xx or a timeout GitHub may have
+//! created it and only the answer was lost. The forge then looks before it sends again:
+//! [`Forge::create_comment`] finds the bot's comment that starts with the same reply marker
+//! ([`marked_reply`]) or has the same body, [`Forge::create_check_run`] the run with the same
+//! name, external id and title (and sends only the annotations it still lacks). Callers
+//! upsert the sticky comment ([`super::sticky::upsert`], which also heals duplicates) and
+//! give every other reply a key derived from what it answers ([`marked_reply`],
+//! [`has_reply`]), so neither a retry nor a re-run job posts twice.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +24,47 @@ use super::types::{
     CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity, LabelSpec, PrCommit,
     PrNumber, PullRequest, Reaction, RepoName, RunId,
 };
+
+const REPLY_OPEN: &str = "<!-- itergate:reply ";
+const REPLY_CLOSE: &str = " -->";
+
+/// The hidden first line of a reply that must exist once: `<!-- itergate:reply KEY -->`.
+/// `key` names what the reply answers (e.g. `comment-123`, `escalation-4`); characters other
+/// than ASCII letters, digits, `.`, `:` and `_` become `_`, so it can never end the comment.
+pub fn reply_marker(key: &str) -> String {
+    let key: String = key
+        .chars()
+        .take(100)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{REPLY_OPEN}{key}{REPLY_CLOSE}")
+}
+
+/// `body` with the reply marker of `key` as its first line.
+pub fn marked_reply(key: &str, body: &str) -> String {
+    format!("{}\n{body}", reply_marker(key))
+}
+
+/// The reply marker line `body` starts with, if any.
+pub fn reply_marker_of(body: &str) -> Option<&str> {
+    let line = body.lines().next()?.trim();
+    (line.starts_with(REPLY_OPEN) && line.ends_with(REPLY_CLOSE)).then_some(line)
+}
+
+/// Whether `comments` hold the reply with `key` written by `bot_login` (a re-run job or a
+/// retry finds it and does not reply again). Comments by anyone else never count.
+pub fn has_reply(comments: &[Comment], bot_login: &str, key: &str) -> bool {
+    let marker = reply_marker(key);
+    comments
+        .iter()
+        .any(|c| c.author.is(bot_login) && reply_marker_of(&c.body) == Some(marker.as_str()))
+}
 
 /// A GitHub request that finally failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +100,12 @@ pub enum ForgeError {
         operation: &'static str,
         message: String,
     },
+    /// The answer is longer than the most itergate reads (`max_download_bytes`).
+    #[error("{operation}: the answer is larger than {limit_bytes} bytes, the most itergate reads; it was not downloaded")]
+    TooLarge {
+        operation: &'static str,
+        limit_bytes: u64,
+    },
     /// Settings are missing or malformed (token, API URL).
     #[error("GitHub settings: {0}")]
     Settings(String),
@@ -81,7 +134,8 @@ impl ForgeError {
             ForgeError::Status { operation, .. }
             | ForgeError::Transport { operation, .. }
             | ForgeError::Decode { operation, .. }
-            | ForgeError::Artifact { operation, .. } => operation,
+            | ForgeError::Artifact { operation, .. }
+            | ForgeError::TooLarge { operation, .. } => operation,
             ForgeError::Settings(_) => "read GitHub settings",
         }
     }
@@ -110,6 +164,8 @@ pub trait Forge: Send + Sync {
         repo: &RepoName,
         pr: PrNumber,
     ) -> Result<Vec<Comment>, ForgeError>;
+    /// Creates a comment once: after a lost answer it looks for the bot's comment with the
+    /// same reply marker (or, without one, the same body) before it posts again.
     async fn create_comment(
         &self,
         repo: &RepoName,
@@ -122,6 +178,8 @@ pub trait Forge: Send + Sync {
         id: CommentId,
         body: &str,
     ) -> Result<Comment, ForgeError>;
+    /// Deletes a comment; one that is gone already is not an error.
+    async fn delete_comment(&self, repo: &RepoName, id: CommentId) -> Result<(), ForgeError>;
     async fn add_reaction(
         &self,
         repo: &RepoName,
@@ -156,7 +214,9 @@ pub trait Forge: Send + Sync {
         pr: PrNumber,
     ) -> Result<Vec<PrCommit>, ForgeError>;
 
-    /// Creates a check run; annotations beyond the first 50 follow in updates of 50.
+    /// Creates a check run; annotations beyond the first 50 follow in updates of 50 (at
+    /// most [`super::checks::MAX_ANNOTATIONS`] in all). After a lost answer it finds the run
+    /// it may have created and sends only what the run still lacks.
     async fn create_check_run(
         &self,
         repo: &RepoName,

@@ -1,10 +1,16 @@
 //! When to try a GitHub request again, and how long to wait first.
 //!
 //! Retried: 5xx answers and transport failures (timeouts, refused connections) with
-//! exponential backoff; rate limits — 429, or 403 with `Retry-After` (secondary limit) or
-//! with `x-ratelimit-remaining: 0` (primary limit) — after the time GitHub names
-//! (`Retry-After` seconds or date, `x-ratelimit-reset` epoch seconds). Never retried: other
-//! 4xx, which a retry cannot fix. A wait longer than `max_wait_ms` is not worth a CI job's
+//! exponential backoff; rate limits — 429, or 403 with `Retry-After` (secondary limit), with
+//! `x-ratelimit-remaining: 0` (primary limit), or whose `message` says it is a secondary
+//! rate limit (GitHub sends those without either header too) — after the time GitHub names
+//! (`Retry-After` seconds or date, `x-ratelimit-reset` epoch seconds), else after
+//! `secondary_rate_limit_wait_ms`, doubling per attempt. Never retried: other 4xx, which a
+//! retry cannot fix.
+//!
+//! Whether a request that may have been carried out should be sent again at all is the
+//! caller's question: [`classify`] only says when a retry would be allowed. Creates
+//! (comments, check runs) look before they retry (`client::OctocrabForge::create`). A wait longer than `max_wait_ms` is not worth a CI job's
 //! time: the request fails at once and says when the limit resets.
 //!
 //! Time comes from a [`Clock`] so that tests run without sleeping.
@@ -84,7 +90,8 @@ pub enum Verdict {
     GiveUp(Option<String>),
 }
 
-/// Decides about an answer with a non-success `status` after `attempt` attempts.
+/// Decides about an answer with a non-success `status` after `attempt` attempts, from its
+/// headers alone.
 pub fn classify(
     policy: &RetryPolicy,
     status: u16,
@@ -92,9 +99,24 @@ pub fn classify(
     now_unix_secs: u64,
     attempt: u32,
 ) -> Verdict {
+    classify_answer(policy, status, headers, b"", now_unix_secs, attempt)
+}
+
+/// Like [`classify`], also reading the answer's `body`: a 403 whose `message` names a
+/// secondary rate limit is retried even when no header says so.
+pub fn classify_answer(
+    policy: &RetryPolicy,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    now_unix_secs: u64,
+    attempt: u32,
+) -> Verdict {
     let wait = match status {
-        429 => Some(rate_limit_wait(policy, headers, now_unix_secs)),
-        403 if is_rate_limited(headers) => Some(rate_limit_wait(policy, headers, now_unix_secs)),
+        429 => Some(rate_limit_wait(policy, headers, now_unix_secs, attempt)),
+        403 if is_rate_limited(headers) || is_secondary_limit_message(body) => {
+            Some(rate_limit_wait(policy, headers, now_unix_secs, attempt))
+        }
         500..=599 => {
             Some(retry_after(headers, now_unix_secs).unwrap_or_else(|| policy.backoff(attempt)))
         }
@@ -128,7 +150,22 @@ fn is_rate_limited(headers: &HeaderMap) -> bool {
         || header(headers, "x-ratelimit-remaining") == Some("0")
 }
 
-fn rate_limit_wait(policy: &RetryPolicy, headers: &HeaderMap, now: u64) -> Duration {
+/// GitHub's words for a secondary rate limit: "You have exceeded a secondary rate limit",
+/// and the older "abuse detection mechanism".
+fn is_secondary_limit_message(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        message: String,
+    }
+    let Ok(parsed) = serde_json::from_slice::<Message>(body) else {
+        return false;
+    };
+    let message = parsed.message.to_ascii_lowercase();
+    message.contains("secondary rate limit") || message.contains("abuse detection")
+}
+
+fn rate_limit_wait(policy: &RetryPolicy, headers: &HeaderMap, now: u64, attempt: u32) -> Duration {
     if let Some(wait) = retry_after(headers, now) {
         return wait;
     }
@@ -140,7 +177,9 @@ fn rate_limit_wait(policy: &RetryPolicy, headers: &HeaderMap, now: u64) -> Durat
             return Duration::from_secs(reset.saturating_sub(now).saturating_add(1));
         }
     }
-    Duration::from_millis(policy.secondary_rate_limit_wait_ms)
+    // No time named: GitHub asks for at least a minute, and longer on each repeat.
+    let factor = 1u64 << attempt.saturating_sub(1).min(20);
+    Duration::from_millis(policy.secondary_rate_limit_wait_ms.saturating_mul(factor))
 }
 
 /// `Retry-After` as delta-seconds or an HTTP date.

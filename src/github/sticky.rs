@@ -11,7 +11,12 @@
 //!   untrusted text inside it goes through [`escape_markdown_inline`] or [`fence`].
 //!
 //! GitHub refuses comments of 65,536 characters or more; [`render_body`] compacts the state
-//! to fit: first the issues and triggers of the oldest records go, then the oldest records.
+//! to fit ([`fit`]: the oldest records' issues go first, then feedback is shortened, then
+//! the oldest records go while the kept ones carry their budget figures) and cuts the
+//! visible text without leaving a fence or a `<details>` open.
+//!
+//! A lost answer can leave two sticky comments; [`upsert`] heals that: it writes the one
+//! [`find_sticky`] chooses and deletes the other candidates whose state it can read.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -34,17 +39,18 @@ const STATE_VERSION: &str = "v1";
 pub const MAX_BODY_BYTES: usize = 65_535;
 /// Room always kept for the state, so a huge visible text is cut rather than the history.
 const STATE_RESERVE_BYTES: usize = 16 * 1024;
-const FEEDBACK_KEEP: usize = 10;
-const FEEDBACK_CHARS: usize = 500;
 
 /// How much history was compacted away so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Compaction {
     /// Records whose issues and triggers were dropped.
     pub stripped_records: u32,
     /// Oldest records dropped entirely.
     pub dropped_records: u32,
+    /// The dropped records' budget figures, now part of the oldest record kept.
+    #[serde(skip_serializing_if = "Carried::is_empty")]
+    pub carried: Carried,
 }
 
 /// The PR's state kept in the sticky comment between runs.
@@ -155,6 +161,12 @@ pub fn render_body(visible_markdown: &str, state: &StickyState) -> String {
 }
 
 /// Creates the sticky comment or edits it in place (no edit when the body is unchanged).
+///
+/// Heals duplicates: when several of the bot's comments carry the marker (a create whose
+/// answer was lost and that was sent again, or two jobs at once), the one [`find_sticky`]
+/// chooses is written and every other whose state parses is deleted, so readers never see
+/// two contradicting comments. A candidate whose state cannot be read (a newer version, an
+/// edit) is left alone. A failed delete is logged, not an error: the next run retries it.
 pub async fn upsert(
     forge: &dyn Forge,
     repo: &RepoName,
@@ -163,32 +175,41 @@ pub async fn upsert(
     bot_login: &str,
     body: &str,
 ) -> Result<CommentId, ForgeError> {
-    match find_sticky(comments, bot_login) {
-        Some(existing) if existing.body == body => Ok(existing.id),
-        Some(existing) => Ok(forge.update_comment(repo, existing.id, body).await?.id),
-        None => Ok(forge.create_comment(repo, pr, body).await?.id),
+    let Some(keeper) = find_sticky(comments, bot_login) else {
+        return Ok(forge.create_comment(repo, pr, body).await?.id);
+    };
+    let id = if keeper.body == body {
+        keeper.id
+    } else {
+        forge.update_comment(repo, keeper.id, body).await?.id
+    };
+    let duplicates = comments.iter().filter(|c| {
+        c.id != keeper.id
+            && c.author.is(bot_login)
+            && c.body.trim_start().starts_with(MARKER)
+            && parse_state(&c.body).is_ok()
+    });
+    for duplicate in duplicates {
+        match forge.delete_comment(repo, duplicate.id).await {
+            Ok(()) => tracing::info!(
+                kept = keeper.id.0,
+                deleted = duplicate.id.0,
+                "deleted a duplicate sticky comment"
+            ),
+            Err(error) => tracing::warn!(
+                duplicate = duplicate.id.0,
+                %error,
+                "could not delete a duplicate sticky comment"
+            ),
+        }
     }
+    Ok(id)
 }
 
 /// Breaks the marker keywords so visible text can never carry a marker or a state.
 fn break_markers(text: &str) -> String {
     text.replace("itergate:sticky", "itergate\u{200B}:sticky")
         .replace("itergate:state", "itergate\u{200B}:state")
-}
-
-fn fit_visible(visible: &str) -> String {
-    let limit = MAX_BODY_BYTES - STATE_RESERVE_BYTES;
-    if visible.len() <= limit {
-        return visible.to_string();
-    }
-    let note = "\n\n… (cut: the comment reached GitHub's size limit)";
-    let mut end = limit - note.len();
-    while !visible.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = &visible[..end];
-    let cut = cut.rfind('\n').map_or(cut, |nl| &cut[..nl]);
-    format!("{cut}{note}")
 }
 
 fn encode(state: &StickyState) -> String {
@@ -203,89 +224,4 @@ fn encode(state: &StickyState) -> String {
 fn strip(record: &mut IterationRecord) {
     record.issues.clear();
     record.triggers.clear();
-}
-
-/// The state line for `state`, compacted until it is at most `room` bytes.
-fn compact_to_fit(state: &StickyState, room: usize) -> String {
-    let line = encode(state);
-    if line.len() <= room {
-        return line;
-    }
-    let older = state.records.len().saturating_sub(1);
-    // 1. Strip issues and triggers of the oldest records, as few as needed.
-    let stripped = |k: usize| {
-        let mut s = state.clone();
-        let newly = s.records[..k]
-            .iter()
-            .filter(|r| !r.issues.is_empty() || !r.triggers.is_empty())
-            .count();
-        s.records[..k].iter_mut().for_each(strip);
-        s.compaction.stripped_records += newly as u32;
-        s
-    };
-    if let Some(line) = smallest_fitting(older, room, |k| encode(&stripped(k))) {
-        return line;
-    }
-    // 2. Then drop the oldest records, keeping the latest.
-    let all_stripped = stripped(older);
-    let dropped = |k: usize| {
-        let mut s = all_stripped.clone();
-        s.records.drop_oldest(k);
-        s.compaction.dropped_records += k as u32;
-        s
-    };
-    if let Some(line) = smallest_fitting(older, room, |k| encode(&dropped(k))) {
-        return line;
-    }
-    // 3. Last resort: the latest record loses its issues too, and feedback is shortened.
-    let mut last = dropped(older);
-    last.records.iter_mut().for_each(strip);
-    shorten_feedback(&mut last.feedback);
-    let line = encode(&last);
-    if line.len() <= room {
-        return line;
-    }
-    last.records = History::default();
-    encode(&last)
-}
-
-/// The encoding for the smallest `k` in `0..=max` whose encoding fits in `room`, if any;
-/// `encode_with(k)` shrinks as `k` grows.
-fn smallest_fitting(
-    max: usize,
-    room: usize,
-    encode_with: impl Fn(usize) -> String,
-) -> Option<String> {
-    let fits = |k: usize| {
-        let line = encode_with(k);
-        (line.len() <= room).then_some(line)
-    };
-    let mut best = fits(max)?;
-    let (mut lo, mut hi) = (0, max);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        match fits(mid) {
-            Some(line) => {
-                best = line;
-                hi = mid;
-            }
-            None => lo = mid + 1,
-        }
-    }
-    Some(best)
-}
-
-fn shorten_feedback(feedback: &mut Feedback) {
-    for list in [&mut feedback.messages, &mut feedback.rejections] {
-        let excess = list.len().saturating_sub(FEEDBACK_KEEP);
-        list.drain(..excess);
-        for text in list.iter_mut() {
-            if text.chars().count() > FEEDBACK_CHARS {
-                *text = text.chars().take(FEEDBACK_CHARS).collect::<String>() + "…";
-            }
-        }
-    }
-    if let Some(reason) = &mut feedback.escalation {
-        *reason = reason.chars().take(FEEDBACK_CHARS).collect();
-    }
 }

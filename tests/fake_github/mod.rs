@@ -5,7 +5,8 @@
 //! does not match the schema is recorded as a violation; [`FakeGithub::assert_no_violations`]
 //! fails the test.
 //!
-//! Faults can be queued per operation: 502s, timeouts and rate limits.
+//! Faults can be queued per operation: 502s, timeouts and rate limits, and the worst kind
+//! for a create: the server did the work, then the answer was lost ([`Fault::Lost`]).
 //!
 //! Use from a test file with `mod fake_github;`.
 #![allow(dead_code)] // shared by several test binaries; each uses part of it
@@ -49,6 +50,11 @@ pub enum Fault {
     RateLimitReset { in_secs: u64 },
     /// 403 with `Retry-After: secs` (a secondary rate limit).
     SecondaryRateLimit { retry_after_secs: u64 },
+    /// 403 with no rate-limit header, only GitHub's message naming a secondary rate limit.
+    SecondaryRateLimitMessageOnly,
+    /// The request is carried out on the model, then the answer is replaced by `fault`
+    /// (a 502, or a timeout): the client cannot know that it worked.
+    Lost(Box<Fault>),
 }
 
 pub struct Options {
@@ -180,6 +186,7 @@ impl FakeGithub {
                 max_wait_ms: 120_000,
                 secondary_rate_limit_wait_ms: 60_000,
             },
+            max_download_bytes: itergate::github::client::MAX_DOWNLOAD_BYTES,
         }
     }
 
@@ -289,6 +296,14 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .get_mut(&operation_id)
             .and_then(|q| q.pop_front())
     };
+    let fault = match fault {
+        Some(Fault::Lost(after)) => {
+            // Done, then the answer is lost.
+            let _ = lock(&shared.model).handle(&operation_id, &matched.params, &query, &body);
+            Some(*after)
+        }
+        other => other,
+    };
     if let Some(fault) = fault {
         return respond(fault_answer(fault).await);
     }
@@ -319,7 +334,13 @@ fn url_pairs(query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn fault_answer(fault: Fault) -> Answer {
+fn fault_answer(
+    fault: Fault,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send>> {
+    Box::pin(fault_answer_now(fault))
+}
+
+async fn fault_answer_now(fault: Fault) -> Answer {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -343,6 +364,11 @@ async fn fault_answer(fault: Fault) -> Answer {
         Fault::SecondaryRateLimit { retry_after_secs } => {
             limited(403, vec![("retry-after", retry_after_secs.to_string())])
         }
+        Fault::SecondaryRateLimitMessageOnly => Answer::message(
+            403,
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+        ),
+        Fault::Lost(after) => fault_answer(*after).await,
         Fault::RateLimitReset { in_secs } => limited(
             403,
             vec![

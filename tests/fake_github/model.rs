@@ -40,6 +40,7 @@ pub struct FakeCheckRun {
     pub status: String,
     pub conclusion: Option<String>,
     pub suite_id: u64,
+    pub external_id: Option<String>,
     pub output: Value,
     pub annotations: Vec<Value>,
     /// Annotations per request that carried some: GitHub's limit is 50.
@@ -205,6 +206,7 @@ impl Model {
             "issues/list-comments" => self.list_comments(number("issue_number"), query),
             "issues/create-comment" => self.create_comment(number("issue_number"), body),
             "issues/update-comment" => self.update_comment(number("comment_id"), body),
+            "issues/delete-comment" => self.delete_comment(number("comment_id")),
             "reactions/create-for-issue-comment" => self.react(number("comment_id"), body),
             "issues/create-label" => self.create_label(body),
             "issues/add-labels" => self.add_labels(number("issue_number"), body),
@@ -298,6 +300,20 @@ impl Model {
         comment.body = body["body"].as_str().unwrap_or_default().to_string();
         let comment = comment.clone();
         Answer::json(200, self.comment_json(&comment))
+    }
+
+    fn delete_comment(&mut self, id: u64) -> Answer {
+        let Some(at) = self.comments.iter().position(|c| c.id == id) else {
+            return Answer::message(404, "Not Found");
+        };
+        if self.comments[at].author != self.login {
+            self.violations.push(format!(
+                "deleted comment {id} of {}",
+                self.comments[at].author
+            ));
+        }
+        self.comments.remove(at);
+        Answer::empty(204)
     }
 
     fn react(&mut self, comment_id: u64, body: &Value) -> Answer {
@@ -461,12 +477,16 @@ impl Model {
         if let Some(name) = body["name"].as_str() {
             run.name = name.into();
         }
+        if let Some(external_id) = body["external_id"].as_str() {
+            run.external_id = Some(external_id.into());
+        }
     }
 
     fn check_run_json(run: &FakeCheckRun) -> Value {
         json!({
             "id": run.id, "name": run.name, "head_sha": run.head_sha, "status": run.status,
             "conclusion": run.conclusion, "check_suite": { "id": run.suite_id },
+            "external_id": run.external_id,
             "output": {
                 "title": run.output["title"], "summary": run.output["summary"], "text": run.output["text"],
                 "annotations_count": run.annotations.len(),
@@ -482,6 +502,7 @@ impl Model {
             status: "queued".into(),
             conclusion: None,
             suite_id: 77,
+            external_id: None,
             output: json!({}),
             annotations: Vec::new(),
             annotation_batches: Vec::new(),

@@ -1,5 +1,7 @@
 //! The operations of [`OctocrabForge`]: one REST call (or a short sequence) each, with
-//! narrow response types that read only what itergate uses.
+//! narrow response types that read only what itergate uses. Creates that GitHub would
+//! repeat (comments, check runs and the annotations their updates append) go through
+//! [`OctocrabForge::create`] with a lookup that finds what a lost answer may have created.
 
 use std::collections::BTreeMap;
 
@@ -8,11 +10,11 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{segment, Call, OctocrabForge};
+use super::{decode, segment, Call, Created, OctocrabForge};
 use crate::github::artifact;
 use crate::github::checks::{check_run_bodies, CheckRunSpec};
 use crate::github::commands::Permission;
-use crate::github::forge::{Forge, ForgeError};
+use crate::github::forge::{reply_marker_of, Forge, ForgeError};
 use crate::github::types::{
     Actor, ActorKind, BranchRef, CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity,
     IdentitySource, LabelSpec, PrCommit, PrNumber, PullRequest, Reaction, RepoName, RunId,
@@ -135,6 +137,8 @@ struct OutputJson {
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
+    annotations_count: Option<usize>,
+    #[serde(default)]
     summary: Option<String>,
     #[serde(default)]
     text: Option<String>,
@@ -225,35 +229,127 @@ impl OctocrabForge {
         }
     }
 
+    /// The check runs of `sha` as GitHub lists them.
+    async fn runs_on(&self, repo: &RepoName, sha: &str) -> Result<Vec<CheckRunJson>, ForgeError> {
+        let path = format!("{}/commits/{}/check-runs", repo_path(repo), segment(sha));
+        self.paginate("list check runs", &path, Some("check_runs"))
+            .await
+    }
+
+    /// How many annotations run `id` of `sha` has (`None`: the run is not listed).
+    async fn annotations_on(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+        id: CheckRunId,
+    ) -> Result<Option<usize>, ForgeError> {
+        let runs = self.runs_on(repo, sha).await?;
+        Ok(runs
+            .into_iter()
+            .find(|r| r.id == id.0)
+            .map(|r| r.output.and_then(|o| o.annotations_count).unwrap_or(0)))
+    }
+
+    /// Sends the bodies of a check run: the first creates it (no `first_id`) or updates it,
+    /// the rest append annotations. A request whose answer was lost is looked up before it
+    /// is sent again: a created run by name, external id and title; appended annotations by
+    /// the run's `annotations_count`. So a retry never adds a run or an annotation twice.
     async fn send_check_bodies(
         &self,
         repo: &RepoName,
+        spec: &CheckRunSpec,
         first_id: Option<CheckRunId>,
         bodies: Vec<Value>,
     ) -> Result<CheckRunId, ForgeError> {
-        let mut id = first_id;
-        for body in &bodies {
-            id = Some(match id {
-                None => {
-                    let path = format!("{}/check-runs", repo_path(repo));
-                    let created: IdJson = self
-                        .send_json(call("create check run", Method::POST, path, Some(body)))
-                        .await?;
-                    CheckRunId(created.id)
+        let counts: Vec<usize> = bodies.iter().map(annotation_count).collect();
+        let sha = spec.head_sha.0.as_str();
+        // Annotations the run holds now, when known.
+        let (id, mut on_run, mut next) = match first_id {
+            Some(id) => (id, None, 0),
+            None => {
+                let path = format!("{}/check-runs", repo_path(repo));
+                let look = || async {
+                    let runs = self.runs_on(repo, sha).await?;
+                    Ok(runs
+                        .into_iter()
+                        .filter(|r| {
+                            r.name == spec.name
+                                && r.external_id == spec.external_id
+                                && r.output.as_ref().and_then(|o| o.title.as_deref())
+                                    == Some(spec.title.as_str())
+                        })
+                        .max_by_key(|r| r.id))
+                };
+                let first = call("create check run", Method::POST, path, bodies.first());
+                let run = match self.create(first, look).await? {
+                    Created::Sent(reply) => {
+                        decode::<CheckRunJson>("create check run", &reply.body)?
+                    }
+                    Created::Found(run) => run,
+                };
+                let held = run.output.and_then(|o| o.annotations_count);
+                let held = held.unwrap_or(counts.first().copied().unwrap_or(0));
+                // Resume after the last body whose annotations the run already holds.
+                let mut sent = 0;
+                let mut next = counts.len();
+                for (i, count) in counts.iter().enumerate() {
+                    sent += count;
+                    if sent > held {
+                        next = i.max(1);
+                        break;
+                    }
                 }
-                Some(id) => {
-                    let path = format!("{}/check-runs/{id}", repo_path(repo));
-                    self.send(call("update check run", Method::PATCH, path, Some(body)))
-                        .await?;
-                    id
-                }
+                (CheckRunId(run.id), Some(held), next)
+            }
+        };
+        while next < bodies.len() {
+            let body = &bodies[next];
+            let path = format!("{}/check-runs/{id}", repo_path(repo));
+            let update = call("update check run", Method::PATCH, path, Some(body));
+            if counts[next] == 0 {
+                self.send(update).await?;
+                next += 1;
+                continue;
+            }
+            let before = match on_run {
+                Some(n) => n,
+                None => self.annotations_on(repo, sha, id).await?.unwrap_or(0),
+            };
+            let after = before + counts[next];
+            let look = || async {
+                let held = self.annotations_on(repo, sha, id).await?;
+                Ok(held.filter(|n| *n >= after))
+            };
+            on_run = Some(match self.create(update, look).await? {
+                Created::Sent(reply) => decode::<CheckRunJson>("update check run", &reply.body)
+                    .ok()
+                    .and_then(|r| r.output.and_then(|o| o.annotations_count))
+                    .unwrap_or(after),
+                Created::Found(held) => held,
             });
+            next += 1;
         }
-        id.ok_or(ForgeError::Decode {
-            operation: "create check run",
-            message: "no request was sent".into(),
-        })
+        Ok(id)
     }
+}
+
+fn annotation_count(body: &Value) -> usize {
+    body.pointer("/output/annotations")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// The newest comment by `bot_login` that a create of `body` made: the same reply marker
+/// when `body` starts with one, else the same body.
+fn created_comment(comments: Vec<Comment>, bot_login: &str, body: &str) -> Option<Comment> {
+    let marker = reply_marker_of(body);
+    comments.into_iter().rev().find(|c| {
+        c.author.is(bot_login)
+            && match marker {
+                Some(marker) => reply_marker_of(&c.body) == Some(marker),
+                None => c.body == body,
+            }
+    })
 }
 
 #[async_trait]
@@ -281,17 +377,32 @@ impl Forge for OctocrabForge {
         pr: PrNumber,
         body: &str,
     ) -> Result<Comment, ForgeError> {
+        let operation = "create issue comment";
         let path = format!("{}/issues/{pr}/comments", repo_path(repo));
-        let body = json!({ "body": body });
-        let created: CommentJson = self
-            .send_json(call(
-                "create issue comment",
-                Method::POST,
-                path,
-                Some(&body),
-            ))
-            .await?;
-        Ok(created.into())
+        let json = json!({ "body": body });
+        let look = || async {
+            let me = self.identity().await?.login;
+            let comments = self.list_comments(repo, pr).await?;
+            Ok(created_comment(comments, &me, body))
+        };
+        match self
+            .create(call(operation, Method::POST, path, Some(&json)), look)
+            .await?
+        {
+            Created::Sent(reply) => Ok(decode::<CommentJson>(operation, &reply.body)?.into()),
+            Created::Found(comment) => Ok(comment),
+        }
+    }
+
+    async fn delete_comment(&self, repo: &RepoName, id: CommentId) -> Result<(), ForgeError> {
+        let path = format!("{}/issues/comments/{id}", repo_path(repo));
+        match self
+            .send(call("delete issue comment", Method::DELETE, path, None))
+            .await
+        {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other.map(|_| ()),
+        }
     }
 
     async fn update_comment(
@@ -431,7 +542,7 @@ impl Forge for OctocrabForge {
         repo: &RepoName,
         spec: &CheckRunSpec,
     ) -> Result<CheckRunId, ForgeError> {
-        self.send_check_bodies(repo, None, check_run_bodies(spec, true))
+        self.send_check_bodies(repo, spec, None, check_run_bodies(spec, true))
             .await
     }
 
@@ -441,7 +552,7 @@ impl Forge for OctocrabForge {
         id: CheckRunId,
         spec: &CheckRunSpec,
     ) -> Result<(), ForgeError> {
-        self.send_check_bodies(repo, Some(id), check_run_bodies(spec, false))
+        self.send_check_bodies(repo, spec, Some(id), check_run_bodies(spec, false))
             .await?;
         Ok(())
     }
