@@ -40,6 +40,11 @@ pub const MAX_BODY_BYTES: usize = 65_535;
 /// Room always kept for the state, so a huge visible text is cut rather than the history.
 const STATE_RESERVE_BYTES: usize = 16 * 1024;
 
+mod fit;
+
+pub use fit::{bound_feedback, Carried, FEEDBACK_MAX_BYTES, FEEDBACK_MAX_ITEMS};
+use fit::{compact_to_fit, fit_visible};
+
 /// How much history was compacted away so far.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
