@@ -224,21 +224,19 @@ impl CommandReply {
 pub fn command_reply(reply: &CommandReply, login: &str, permission: &str) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     let who = escape_markdown_inline(&format!("@{login}"));
-    if !reply.refused_permission.is_empty() {
+    let refused = unique(&reply.refused_permission);
+    if !refused.is_empty() {
+        let verb = if refused.len() == 1 { "needs" } else { "need" };
         parts.push(format!(
-            "Sorry {who}, {} {} {permission} permission on this repository; nothing was changed.",
-            code_list(&reply.refused_permission),
-            if reply.refused_permission.len() == 1 {
-                "needs"
-            } else {
-                "need"
-            },
+            "Sorry {who}, {} {verb} {permission} permission on this repository; nothing was changed.",
+            code_list(&refused),
         ));
     }
-    if !reply.refused_author.is_empty() {
+    let refused = unique(&reply.refused_author);
+    if !refused.is_empty() {
         parts.push(format!(
             "{} cannot come from the pull request's own author (`github.author_can_decide` is off); nothing was changed. Someone else with {permission} permission can give it.",
-            code_list(&reply.refused_author),
+            code_list(&refused),
         ));
     }
     let mut errors: Vec<&String> = Vec::new();
@@ -279,15 +277,20 @@ See `/iterate help`.",
     (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
-/// `a`, `a` and `b`, `a`, `b` and `c` — each in a code span (command names only).
-fn code_list(names: &[&str]) -> String {
-    let mut unique: Vec<&str> = Vec::new();
+/// `names` without repeats, in order.
+fn unique<'n>(names: &[&'n str]) -> Vec<&'n str> {
+    let mut out: Vec<&str> = Vec::new();
     for name in names {
-        if !unique.contains(name) {
-            unique.push(name);
+        if !out.contains(name) {
+            out.push(name);
         }
     }
-    let quoted: Vec<String> = unique.iter().map(|n| format!("`{n}`")).collect();
+    out
+}
+
+/// `a`, `a` and `b`, `a`, `b` and `c` — each in a code span (command names only).
+fn code_list(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match quoted.split_last() {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),

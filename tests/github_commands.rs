@@ -73,6 +73,9 @@ fn commands_count_only_at_the_start_of_a_paragraph_line() {
         "/iterated accept",
         "/iterate:accept",
         "<details>\n/iterate accept\n</details>",
+        "<details><summary>x</summary>\n\n/iterate accept\n\n</details>",
+        "<details>\n<summary>notes</summary>\n\n<div>\n\n/iterate budget 100\n\n</div>\n\n</details>",
+        "<div align=\"right\">\n\n/iterate accept\n\n</div>",
         "| a |\n| - |\n| /iterate accept |",
         "",
         "no command here",
@@ -102,6 +105,38 @@ fn several_commands_and_multi_line_arguments() {
     assert_eq!(ok(after_fence), [Command::Help]);
     let crlf = "hi\r\n/iterate accept\r\n";
     assert_eq!(ok(crlf), [Command::Accept]);
+    let after_details =
+        "<details><summary>x</summary>\n\n/iterate accept\n\n</details>\n\n/iterate status";
+    assert_eq!(ok(after_details), [Command::Status]);
+    let inline_html = "Some <b>bold</b> text<br>\n/iterate help";
+    assert_eq!(ok(inline_html), [Command::Help]);
+}
+
+#[test]
+fn error_messages_echo_arguments_only_escaped_and_cut() {
+    let hostile = "/iterate budget x` @octo-org/admins [login](https://evil.example/login) <img src=x> #12 a/b#3";
+    let message = parse_command_error(hostile).expect("an error");
+    assert_eq!(commands(hostile).len(), 1);
+    for live in ["@octo", "](", "https://", "<img", "#12", "`x`"] {
+        assert!(!message.contains(live), "`{live}` in {message}");
+    }
+    assert!(message.contains('…'), "cut: {message}");
+    assert!(
+        parse_command_error("/iterate frobnicate").is_none(),
+        "a long unknown word is feedback"
+    );
+    let unknown = parse_command_error("/iterate #ccept").expect("error");
+    assert!(
+        !unknown.contains("#ccept") && unknown.contains("did you mean `/iterate accept`"),
+        "{unknown}"
+    );
+}
+
+fn parse_command_error(body: &str) -> Option<String> {
+    commands(body)
+        .into_iter()
+        .find_map(|r| r.err())
+        .map(|e| e.to_string())
 }
 
 #[test]
@@ -198,6 +233,16 @@ fn state_changing_commands_are_the_ones_that_need_write_access() {
     assert!(changing.iter().all(Command::changes_state));
     let reading = [Command::Reevaluate, Command::Status, Command::Help];
     assert!(!reading.iter().any(Command::changes_state));
+    let loosening: Vec<&Command> = changing.iter().filter(|c| c.loosens_rules()).collect();
+    assert_eq!(
+        loosening,
+        [
+            &Command::Accept,
+            &Command::Adjust("x".into()),
+            &Command::Budget(3)
+        ],
+        "what the PR's author may not give"
+    );
 }
 
 #[test]

@@ -110,6 +110,72 @@ fn only_the_bots_own_comment_is_trusted() {
 }
 
 #[test]
+fn among_the_bots_marker_comments_the_one_itergate_wrote_most_is_trusted() {
+    let ours = render_body(
+        "ours",
+        &StickyState {
+            revision: 7,
+            ..state(2, 0)
+        },
+    );
+    let copy = render_body(
+        "an older copy another workflow posted",
+        &StickyState {
+            revision: 3,
+            feedback: Feedback {
+                accepted: true,
+                ..Feedback::default()
+            },
+            ..StickyState::default()
+        },
+    );
+    let comments = vec![
+        comment(
+            1,
+            BOT_LOGIN,
+            "<!-- itergate:sticky -->\nDeploy preview ready.".into(),
+        ),
+        comment(2, BOT_LOGIN, copy.clone()),
+        comment(3, BOT_LOGIN, ours.clone()),
+        comment(
+            4,
+            BOT_LOGIN,
+            "<!-- itergate:sticky -->\nx\n<!-- itergate:state v1 !!! -->".into(),
+        ),
+    ];
+    assert_eq!(
+        find_sticky(&comments, BOT_LOGIN).map(|c| c.id),
+        Some(CommentId(3))
+    );
+    let loaded = load_state(&comments, BOT_LOGIN);
+    assert_eq!((loaded.comment, loaded.problem), (Some(CommentId(3)), None));
+    // On a tie the oldest, the one itergate created first.
+    let tie = vec![
+        comment(5, BOT_LOGIN, ours.clone()),
+        comment(6, BOT_LOGIN, ours),
+    ];
+    assert_eq!(
+        find_sticky(&tie, BOT_LOGIN).map(|c| c.id),
+        Some(CommentId(5))
+    );
+    // A marker without any state is not itergate's: neither read nor overwritten.
+    assert_eq!(find_sticky(&comments[..1], BOT_LOGIN), None);
+    // When no state parses, the first candidate is reported.
+    let loaded = load_state(&comments[3..], BOT_LOGIN);
+    assert_eq!(loaded.comment, Some(CommentId(4)));
+    assert!(loaded.problem.is_some());
+}
+
+#[test]
+fn issue_references_and_autolinks_do_not_survive_escaping() {
+    let text = escape_markdown_inline("fixes #123 and octo-org/widgets#5, see https://evil.example or www.evil.example, mail a@b.example");
+    for live in ["#123", "widgets#5", "https://", "www.evil", "a@b"] {
+        assert!(!text.contains(live), "`{live}` in {text}");
+    }
+    assert!(text.contains("\\#\u{2060}123"), "{text}");
+}
+
+#[test]
 fn corrupt_or_foreign_state_is_reported_not_trusted() {
     let cases = [
         (
