@@ -3,8 +3,12 @@
 //!
 //! Layout: the hidden marker [`MARKER`] on the first line, the visible markdown, and last the
 //! hidden state `<!-- itergate:state v1 BASE64(JSON) -->`. Trust rules:
-//! - only a comment authored by the bot's own login and starting with the marker is the
-//!   sticky comment ([`find_sticky`]); state anywhere else is never read;
+//! - only a comment authored by the bot's own login and starting with the marker can be the
+//!   sticky comment ([`find_sticky`]); state anywhere else is never read. Other workflows of
+//!   the repository post as the same login, so among several such comments the one whose
+//!   state parses and that itergate wrote most often (its `revision`) is the sticky one;
+//! - a state of a newer version is never overwritten ([`StateError::NewerVersion`]); an
+//!   unreadable one is replaced only after saying so ([`Loaded::problem`]);
 //! - the state is the *last* state comment of that body and is base64, so nothing in the
 //!   visible text — which may quote untrusted text — can end it early or replace it;
 //! - the visible text cannot contain the marker keywords (they are broken on render), and
@@ -18,12 +22,16 @@
 //! A lost answer can leave two sticky comments; [`upsert`] heals that: it writes the one
 //! [`find_sticky`] chooses and deletes the other candidates whose state it can read.
 
+use std::collections::BTreeMap;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::forge::{Forge, ForgeError};
 use super::types::{Comment, CommentId, PrNumber, RepoName};
+use crate::config::Permission;
 use crate::engine::Feedback;
 use crate::history::History;
 use crate::model::IterationRecord;
@@ -35,6 +43,8 @@ pub const MARKER: &str = "<!-- itergate:sticky -->";
 const STATE_OPEN: &str = "<!-- itergate:state ";
 const STATE_CLOSE: &str = " -->";
 const STATE_VERSION: &str = "v1";
+/// The number in [`STATE_VERSION`].
+const STATE_VERSION_NUMBER: u32 = 1;
 /// The largest body written, in bytes (so in characters too): GitHub's limit is 65,536.
 pub const MAX_BODY_BYTES: usize = 65_535;
 /// Room always kept for the state, so a huge visible text is cut rather than the history.
@@ -75,6 +85,17 @@ pub struct StickyState {
     /// `CONTEXT_GAP_REPORT` rounds answered for the current iteration (at most 3).
     pub context_rounds: u32,
     pub compaction: Compaction,
+    /// How many times itergate wrote this state: among several comments of the bot's login
+    /// that carry the marker, the one written most often is the sticky one.
+    pub revision: u64,
+    /// The permission of whoever gave `/iterate accept`: a review by someone with less
+    /// cannot take the acceptance back.
+    pub accepted_with: Option<Permission>,
+    /// When itergate last replied to each user (lowercase login) who lacks the permission
+    /// for state-changing commands: such replies are rate-limited per pull request.
+    pub unprivileged_replies: BTreeMap<String, DateTime<Utc>>,
+    /// Why an earlier state could not be read and was started afresh, shown in the comment.
+    pub lost_state: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,18 +106,46 @@ pub enum StateError {
     NoState,
     #[error("state version `{0}` is not supported (this itergate reads v1)")]
     UnsupportedVersion(String),
+    #[error("the state was written by a newer itergate (state `{0}`; this itergate reads v1)")]
+    NewerVersion(String),
     #[error("the state is not valid base64: {0}")]
     Base64(String),
     #[error("the state is not valid: {0}")]
     Json(String),
 }
 
-/// The sticky comment among `comments`: the first authored by `bot_login` that starts with
-/// the marker. Comments by anyone else are never trusted, whatever they contain.
+/// The sticky comment among `comments`. Only comments authored by `bot_login` that start
+/// with the marker and hold a state are candidates; comments by anyone else are never
+/// trusted, whatever they contain. Every workflow of a repository that uses `GITHUB_TOKEN`
+/// comments as the same bot, so a candidate may not be itergate's:
+/// - a comment with the marker but no state at all is not one itergate wrote (it always
+///   writes a state), so it is neither read nor overwritten;
+/// - among candidates whose state parses, the one chosen is the one itergate wrote most often
+///   (highest `revision`; on a tie the oldest, the one itergate created first);
+/// - only when no state parses is the first candidate chosen, so that its problem (an edit,
+///   a newer version) is reported, and a newer version's state is left alone.
+///
+/// In Actions mode any workflow with the token could still write a state that parses; only
+/// the App's MAC can tell itergate's own state from such a copy.
 pub fn find_sticky<'c>(comments: &'c [Comment], bot_login: &str) -> Option<&'c Comment> {
-    comments
+    let mut candidates = comments
         .iter()
-        .find(|c| c.author.is(bot_login) && c.body.trim_start().starts_with(MARKER))
+        .filter(|c| {
+            c.author.is(bot_login)
+                && c.body.trim_start().starts_with(MARKER)
+                && c.body.contains(STATE_OPEN)
+        })
+        .peekable();
+    let first = *candidates.peek()?;
+    let mut best: Option<(&Comment, u64)> = None;
+    for comment in candidates {
+        if let Ok(state) = parse_state(&comment.body) {
+            if best.is_none_or(|(_, revision)| state.revision > revision) {
+                best = Some((comment, state.revision));
+            }
+        }
+    }
+    Some(best.map_or(first, |(comment, _)| comment))
 }
 
 /// Reads the state of a sticky comment's body.
@@ -112,9 +161,16 @@ pub fn parse_state(body: &str) -> Result<StickyState, StateError> {
     let rest = &inner[start + STATE_OPEN.len()..];
     let (version, payload) = rest.split_once(' ').ok_or(StateError::NoState)?;
     if version != STATE_VERSION {
-        return Err(StateError::UnsupportedVersion(
-            version.chars().take(20).collect(),
-        ));
+        let shown: String = version.chars().take(20).collect();
+        let newer = version
+            .strip_prefix('v')
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n > u64::from(STATE_VERSION_NUMBER));
+        return Err(if newer {
+            StateError::NewerVersion(shown)
+        } else {
+            StateError::UnsupportedVersion(shown)
+        });
     }
     let json = STANDARD
         .decode(payload.trim())
@@ -132,7 +188,9 @@ pub struct Loaded {
 }
 
 /// Finds the bot's sticky comment and reads its state; no comment means a fresh state, and
-/// an unreadable state is reported in `problem` and replaced by a fresh one.
+/// an unreadable state is reported in `problem` (and logged) and replaced by a fresh one
+/// that remembers, in `lost_state`, why. Callers must not write over a
+/// [`StateError::NewerVersion`].
 pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
     let Some(comment) = find_sticky(comments, bot_login) else {
         return Loaded::default();
@@ -145,10 +203,14 @@ pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
         },
         Err(problem) => {
             tracing::warn!(comment = comment.id.0, %problem, "unreadable itergate state");
+            let state = StickyState {
+                lost_state: Some(problem.to_string()),
+                ..StickyState::default()
+            };
             Loaded {
                 comment: Some(comment.id),
                 problem: Some(problem),
-                state: StickyState::default(),
+                state,
             }
         }
     }
