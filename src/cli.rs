@@ -96,7 +96,7 @@ pub enum Command {
     ///   itergate run --rescore    # the environment changed: run the checks again
     Run(RunArgs),
     /// The current branch's decision from its recorded history; runs nothing.
-    Status,
+    Status(DecisionOutput),
     /// Print the current revision prompt for the branch (for an agent to act on).
     Prompt,
     /// Install, remove or run the git pre-push hook.
@@ -211,6 +211,27 @@ pub struct RunArgs {
     /// (after fixing the environment, or to re-check a flaky result).
     #[arg(long)]
     pub rescore: bool,
+    #[command(flatten)]
+    pub output: DecisionOutput,
+}
+
+/// How a decision is reported to a program driving itergate.
+#[derive(Debug, Clone, Args)]
+pub struct DecisionOutput {
+    /// `json`: the Decision Report (camelCase, as `decide --format json`) on stdout; the
+    /// terminal summary still goes to stderr unless -q.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Exit with the recommendation's status: 0 accept, 10 iterate, 20 escalate, 30 abort
+    /// (errors keep theirs: 1, 2, 3), so a loop can branch without parsing text.
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     init_tracing(cli.global.verbose, cli.global.quiet);
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(itergate::app::Failure::Decided(code)) => ExitCode::from(code),
         Err(failure) => {
             eprintln!(
                 "itergate: error: {}",

@@ -325,3 +325,41 @@ fn a_scratch_worktree_left_by_a_killed_run_is_pruned_by_the_next() {
     assert!(!listed(p).contains("itergate-wt-"), "{}", listed(p));
     assert!(!abandoned.exists(), "the abandoned checkout is deleted");
 }
+
+#[test]
+fn run_and_status_speak_json_and_exit_by_recommendation() {
+    let dir = repo();
+    let p = dir.path();
+    // The feature branch adds a warning the base does not have: iterate.
+    let o = itergate(p, &["-q", "run", "--format", "json", "--exit-code"]);
+    assert_eq!(
+        o.status.code(),
+        Some(10),
+        "iterate exits 10: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).trim().is_empty(),
+        "-q prints only errors: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json report");
+    let decision = &report["iterationDecision"];
+    assert_eq!(
+        decision["assessment"]["recommendation"], "iterate",
+        "{report}"
+    );
+    assert!(decision["triggers"].is_array(), "{report}");
+    // status reads the same decision, runs nothing.
+    let o = itergate(p, &["status", "--format", "json", "--exit-code"]);
+    assert_eq!(o.status.code(), Some(10));
+    let again: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json report");
+    assert_eq!(
+        again["iterationDecision"]["assessment"],
+        report["iterationDecision"]["assessment"]
+    );
+    // Without --exit-code a decision is not an error.
+    let o = itergate(p, &["status"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Decision: ITERATE"));
+}

@@ -34,6 +34,9 @@ pub enum Failure {
     /// failure, not the work's. Nothing was recorded.
     #[error("{0}")]
     Check(String),
+    /// Not an error: `--exit-code` asked for the recommendation as the exit status.
+    #[error("")]
+    Decided(u8),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -43,6 +46,7 @@ impl Failure {
         match self {
             Failure::User(_) => 2,
             Failure::Check(_) => 3,
+            Failure::Decided(code) => *code,
             Failure::Blocked(_) | Failure::Internal(_) => 1,
         }
     }

@@ -119,7 +119,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         if !quiet {
             eprintln!();
         }
-        report::report(env, repo, &history, &evaluation)?;
+        report::report(env, repo, &history, &evaluation, quiet)?;
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             let why = decision
                 .stopping_reason

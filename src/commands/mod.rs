@@ -32,7 +32,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Score(args) => score::score(&env, &args, cli.global.quiet),
         Command::Init(args) => score::init(&env, &args),
         Command::Run(args) => run::run(&env, &args, cli.global.quiet),
-        Command::Status => run::status(&env),
+        Command::Status(output) => run::status(&env, &output),
         Command::Prompt => run::prompt(&env),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),

@@ -39,11 +39,14 @@ pub fn report(
     repo: &Repository,
     history: &[IterationRecord],
     evaluation: &Evaluation,
+    quiet: bool,
 ) -> Result<Option<PathBuf>, Failure> {
     let decision = &evaluation.decision;
-    let view = decision_view(history, evaluation);
-    let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
-    eprint!("{summary}");
+    if !quiet {
+        let view = decision_view(history, evaluation);
+        let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
+        eprint!("{summary}");
+    }
     let path = prompt_path(repo);
     if decision.recommendation() != Recommendation::Iterate {
         match std::fs::remove_file(&path) {
@@ -58,6 +61,8 @@ pub fn report(
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     std::fs::write(&path, prompt).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("Revision prompt: {}", path.display());
+    if !quiet {
+        eprintln!("Revision prompt: {}", path.display());
+    }
     Ok(Some(path))
 }

@@ -3,8 +3,8 @@
 use git2::Repository;
 
 use crate::app::local::{self as task, RecordOptions, Task};
-use crate::cli::{NotesCommand, RunArgs};
-use crate::engine::Evaluation;
+use crate::cli::{DecisionOutput, NotesCommand, OutputFormat, RunArgs};
+use crate::engine::{DecisionReport, Evaluation, Recommendation};
 use crate::git;
 use crate::history::notes;
 use crate::model::IterationRecord;
@@ -59,8 +59,39 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
     let history = task.history(env, &store)?;
     let base = task::stored_base(env, &store, &task)?;
     let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
-    report::report(env, store.repository(), &history, &evaluation)?;
+    report::report(env, store.repository(), &history, &evaluation, quiet)?;
+    deliver(&evaluation, &args.output)
+}
+
+/// The machine-readable report and exit status a program asked for.
+pub fn deliver(evaluation: &Evaluation, output: &DecisionOutput) -> Result<(), Failure> {
+    if output.format == OutputFormat::Json {
+        let report = DecisionReport {
+            iteration_decision: evaluation.decision.clone(),
+        };
+        print(
+            &(serde_json::to_string_pretty(&report).map_err(|e| Failure::Internal(e.into()))?
+                + "\n"),
+        )?;
+    }
+    if output.exit_code {
+        let code = exit_code(evaluation.decision.recommendation());
+        if code != 0 {
+            return Err(Failure::Decided(code));
+        }
+    }
     Ok(())
+}
+
+/// `--exit-code`: one status per recommendation, apart from itergate's own error statuses
+/// (1, 2, 3).
+pub fn exit_code(recommendation: Recommendation) -> u8 {
+    match recommendation {
+        Recommendation::Accept => 0,
+        Recommendation::Iterate => 10,
+        Recommendation::Escalate => 20,
+        Recommendation::Abort => 30,
+    }
 }
 
 /// The current branch's recorded history and the decision on it; scores nothing.
@@ -83,10 +114,13 @@ fn nothing_recorded(name: &str) -> Failure {
     ))
 }
 
-pub fn status(env: &Env) -> Result<(), Failure> {
+pub fn status(env: &Env, output: &DecisionOutput) -> Result<(), Failure> {
     let (history, evaluation) = recorded_decision(env)?;
-    let view = crate::summary::decision_view(&history, &evaluation);
-    print(&env.renderer()?.render("decision.txt.j2", &view)?)
+    if output.format == OutputFormat::Text {
+        let view = crate::summary::decision_view(&history, &evaluation);
+        print(&env.renderer()?.render("decision.txt.j2", &view)?)?;
+    }
+    deliver(&evaluation, output)
 }
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {
