@@ -363,3 +363,65 @@ fn run_and_status_speak_json_and_exit_by_recommendation() {
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("Decision: ITERATE"));
 }
+
+/// `itergate score` of a non-HEAD commit with one slow check, stopped by `signal` once the
+/// check runs: the exit status, how long it took, and what is left.
+fn interrupted_by(signal: i32) -> (Option<i32>, std::time::Duration, String, bool) {
+    let dir = repo();
+    let p = dir.path();
+    let marks = tempfile::tempdir().expect("tempdir");
+    let started = marks.path().join("started");
+    let finished = marks.path().join("finished");
+    std::fs::write(
+        p.join(".itergate.yml"),
+        format!(
+            "checks:\n  slow:\n    run: touch {}; sleep 20; touch {}\n",
+            started.display(),
+            finished.display()
+        ),
+    )
+    .expect("write");
+    git(p, &["commit", "-q", "-am", "a slow check"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["score", "--rev", "HEAD~1", "-q"])
+        .current_dir(p)
+        .spawn()
+        .expect("itergate runs");
+    let begun = std::time::Instant::now();
+    while !started.exists() {
+        assert!(begun.elapsed().as_secs() < 20, "the check never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = i32::try_from(child.id()).expect("pid");
+    unsafe {
+        libc::kill(pid, signal);
+    }
+    let status = child.wait().expect("wait");
+    let took = begun.elapsed();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = Command::new("git")
+        .args(["worktree", "list", "--porcelain"])
+        .current_dir(p)
+        .output()
+        .expect("git");
+    (
+        status.code(),
+        took,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        finished.exists(),
+    )
+}
+
+#[test]
+fn ctrl_c_and_sigterm_stop_the_checks_and_leave_no_worktree() {
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let (status, took, worktrees, finished) = interrupted_by(signal);
+        assert_eq!(status, Some(code), "signal {signal}");
+        assert!(
+            took.as_secs() < 10,
+            "stopped at once, not after the check: {took:?}"
+        );
+        assert!(!worktrees.contains("itergate-wt-"), "{worktrees}");
+        assert!(!finished, "the check's process group was stopped too");
+    }
+}

@@ -34,6 +34,9 @@ pub enum Failure {
     /// failure, not the work's. Nothing was recorded.
     #[error("{0}")]
     Check(String),
+    /// Ctrl-C or SIGTERM stopped the checks; nothing was recorded (exit 128 + signal).
+    #[error("interrupted: the checks were stopped and nothing was recorded")]
+    Interrupted(i32),
     /// Not an error: `--exit-code` asked for the recommendation as the exit status.
     #[error("")]
     Decided(u8),
@@ -47,6 +50,7 @@ impl Failure {
             Failure::User(_) => 2,
             Failure::Check(_) => 3,
             Failure::Decided(code) => *code,
+            Failure::Interrupted(signal) => u8::try_from(128 + signal).unwrap_or(130),
             Failure::Blocked(_) | Failure::Internal(_) => 1,
         }
     }

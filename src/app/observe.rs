@@ -80,7 +80,11 @@ pub fn observe(
             label: request.label,
         },
         &checks,
-    )?;
+    )
+    .map_err(|e| match e.downcast_ref::<checks::Interrupted>() {
+        Some(interrupted) => Failure::Interrupted(interrupted.signal),
+        None => Failure::Internal(e),
+    })?;
     let mut outcomes = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
     for result in results {

@@ -52,6 +52,8 @@ fn pre_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     }
     match score_push(env, remote, quiet) {
         Err(Failure::Blocked(message)) => Err(Failure::Blocked(message)),
+        // The person stopped it: the push stops too.
+        Err(Failure::Interrupted(signal)) => Err(Failure::Interrupted(signal)),
         Err(error) => fail(env.config.hook.on_error, &error),
         Ok(()) => Ok(()),
     }

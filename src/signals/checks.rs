@@ -183,6 +183,7 @@ pub fn run_all(
         .build()?;
     let display = Display::new(options.progress, options.label);
     let root = options.root;
+    let groups = ProcessGroups::default();
     let outputs = runtime.block_on(async {
         let tasks: Vec<_> = checks
             .iter()
@@ -193,19 +194,35 @@ pub fn run_all(
                 let root = root.to_path_buf();
                 let env = options.env.to_vec();
                 let policy = options.env_policy;
+                let groups = groups.clone();
                 tokio::spawn(async move {
                     let started = Instant::now();
-                    let out = execute(&root, &check, policy, &env).await;
+                    let out = execute(&root, &check, policy, &env, &groups).await;
                     (name, check, out, started.elapsed(), bar)
                 })
             })
             .collect();
-        let mut done = Vec::new();
-        for task in tasks {
-            done.push(task.await);
+        let all = async {
+            let mut done = Vec::new();
+            for task in tasks {
+                done.push(task.await);
+            }
+            done
+        };
+        tokio::select! {
+            done = all => Ok(done),
+            signal = interrupted() => Err(signal),
         }
-        done
     });
+    let outputs = match outputs {
+        Ok(outputs) => outputs,
+        Err(signal) => {
+            // Stop every check's whole process group before anything is cleaned up.
+            groups.kill_all();
+            drop(runtime);
+            return Err(Interrupted { signal }.into());
+        }
+    };
     let mut results = Vec::new();
     for joined in outputs {
         let (name, check, out, elapsed, bar) =
@@ -225,6 +242,54 @@ pub fn run_all(
         }));
     }
     Ok(results)
+}
+
+/// The run was interrupted (Ctrl-C, SIGTERM): the checks were stopped, nothing is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interrupted by signal {signal}: the checks were stopped")]
+pub struct Interrupted {
+    pub signal: i32,
+}
+
+/// The process groups of the checks running now, so an interrupt can stop them all.
+#[derive(Clone, Default)]
+struct ProcessGroups(std::sync::Arc<std::sync::Mutex<Vec<i32>>>);
+
+impl ProcessGroups {
+    fn add(&self, pid: Option<u32>) {
+        if let (Some(pid), Ok(mut groups)) =
+            (pid.and_then(|p| i32::try_from(p).ok()), self.0.lock())
+        {
+            groups.push(pid);
+        }
+    }
+
+    fn kill_all(&self) {
+        if let Ok(groups) = self.0.lock() {
+            for pid in groups.iter() {
+                // Each check leads its own process group (pgid = pid).
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// Resolves when the process is asked to stop: SIGINT (Ctrl-C) or SIGTERM.
+async fn interrupted() -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // No handler could be installed: never resolve, the default action applies.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+    }
 }
 
 /// What running the command produced.
@@ -258,6 +323,7 @@ async fn execute(
     check: &Check,
     policy: EnvPolicy,
     env: &[(String, String)],
+    groups: &ProcessGroups,
 ) -> Execution {
     let Some(run) = &check.run else {
         return Execution::NotRun;
@@ -296,6 +362,7 @@ async fn execute(
         }
     };
     let pid = child.id();
+    groups.add(pid);
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let read_out = async move {
