@@ -63,17 +63,29 @@ fn findings_round_trip_through_the_prompts_yaml_with_only_tags_neutralised() {
             None,
         ),
         issue(
-            "unexpected <node> in the tree",
-            None,
-            Some("close the <ul>"),
-        ),
-        issue(
             "error[E0308]: mismatched types\n --> src/lib.rs:5:9",
             None,
             None,
         ),
+        // A control character makes the serialiser choose a double-quoted scalar, in which
+        // a backslash starts an escape: `<\table>` would be a TAB, `<\node>` a newline.
+        issue(
+            "expected `Vec<table>`,\tfound `Option<T>`\u{7}",
+            Some("src/lib.rs:5:9\u{7}"),
+            Some("close the <ul>\u{1b}"),
+        ),
+        issue(
+            "unexpected <node>\u{7} in the tree",
+            None,
+            Some("close the <ul>"),
+        ),
         issue(
             r"unknown escape <\lambda> and \n and \t and \u00e9",
+            None,
+            None,
+        ),
+        issue(
+            "unknown escape <\\lambda>\u{7} and <x0> <u0041>",
             None,
             None,
         ),
@@ -104,8 +116,12 @@ fn findings_round_trip_through_the_prompts_yaml_with_only_tags_neutralised() {
         r"expected `Vec<\table>`, found `Option<\T>`"
     );
     assert_eq!(
-        parsed[2].finding,
+        parsed[1].finding,
         "error[E0308]: mismatched types\n --\\> src/lib.rs:5:9"
+    );
+    assert_eq!(
+        parsed[2].finding,
+        "expected `Vec<\\table>`,\tfound `Option<\\T>`\u{7}"
     );
     assert_eq!(prompt.matches("</checker_issues>").count(), 1, "{prompt}");
     assert!(

@@ -550,7 +550,10 @@ impl CloneKey {
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut key))
             .context("reading random bytes for this clone's notes key")?;
-        let scratch = dir.join(format!("{KEY_FILE}.{}.tmp", std::process::id()));
+        // Unique per process and call: threads of one process create keys concurrently too.
+        static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let scratch = dir.join(format!("{KEY_FILE}.{}-{serial}.tmp", std::process::id()));
         let written = {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
