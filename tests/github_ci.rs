@@ -399,6 +399,36 @@ async fn a_502_then_success_posts_exactly_one_comment() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sticky_comment_whose_answer_was_lost_is_not_posted_twice() {
+    let server = FakeGithub::start().await;
+    // GitHub creates the comment, then the answer is lost.
+    server.fail_next(
+        "issues/create-comment",
+        Fault::Lost(Box::new(Fault::BadGateway)),
+        1,
+    );
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    let out = run_ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+        None,
+        &[],
+        &[("ITERGATE_GITHUB_RETRY_BASE_MS", "10")],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(bot_comments(&server).len(), 1);
+    assert_eq!(
+        server.count("issues/create-comment"),
+        1,
+        "looked, not re-sent"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limited_call_waits_and_succeeds() {
     let server = FakeGithub::start().await;
     server.fail_next(

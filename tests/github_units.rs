@@ -9,7 +9,8 @@ use itergate::github::checks::{
     check_run_bodies, cut_output, Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec,
     CheckState, OUTPUT_LIMIT_CHARS,
 };
-use itergate::github::retry::{classify, RetryPolicy, Verdict};
+use itergate::github::forge::{marked_reply, reply_marker, reply_marker_of};
+use itergate::github::retry::{classify, classify_answer, RetryPolicy, Verdict};
 use itergate::github::{ForgeSettings, RepoName};
 use itergate::model::CommitSha;
 
@@ -80,6 +81,50 @@ fn client_errors_are_not_retried_but_rate_limits_are() {
         classify(&policy, 429, &secondary_without_time, NOW, 1),
         Verdict::RetryAfter(Duration::from_millis(policy.secondary_rate_limit_wait_ms))
     );
+}
+
+#[test]
+fn a_403_that_names_a_secondary_rate_limit_is_retried_without_headers() {
+    let policy = RetryPolicy::default();
+    let none = HeaderMap::new();
+    let secondary = br#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}"#;
+    assert_eq!(
+        classify_answer(&policy, 403, &none, secondary, NOW, 1),
+        Verdict::RetryAfter(Duration::from_secs(60))
+    );
+    assert_eq!(
+        classify_answer(&policy, 403, &none, secondary, NOW, 2),
+        Verdict::RetryAfter(Duration::from_secs(120)),
+        "longer on each repeat"
+    );
+    let abuse = br#"{"message":"You have triggered an abuse detection mechanism."}"#;
+    assert!(matches!(
+        classify_answer(&policy, 403, &none, abuse, NOW, 1),
+        Verdict::RetryAfter(_)
+    ));
+    let forbidden = br#"{"message":"Resource not accessible by integration"}"#;
+    assert_eq!(
+        classify_answer(&policy, 403, &none, forbidden, NOW, 1),
+        Verdict::GiveUp(None)
+    );
+}
+
+#[test]
+fn reply_markers_cannot_end_their_comment() {
+    assert_eq!(
+        reply_marker("comment-12"),
+        "<!-- itergate:reply comment_12 -->"
+    );
+    assert_eq!(
+        reply_marker("x --> <b>"),
+        "<!-- itergate:reply x______b_ -->"
+    );
+    let body = marked_reply("escalation:4", "Calling @team");
+    assert_eq!(
+        reply_marker_of(&body),
+        Some("<!-- itergate:reply escalation:4 -->")
+    );
+    assert_eq!(reply_marker_of("no marker"), None);
 }
 
 #[test]

@@ -15,8 +15,9 @@
 //! (an artifact's zip) is refused while it streams in, never held whole.
 //!
 //! Settings come from the environment of a GitHub Actions job ([`ForgeSettings::from_env`]):
-//! `GITHUB_API_URL` (default `https://api.github.com`), `GITHUB_TOKEN`. The token is kept in
-//! a `SecretString` and never logged.
+//! `GITHUB_API_URL` (default `https://api.github.com`), `GITHUB_TOKEN`, and optionally
+//! `ITERGATE_GITHUB_RETRY_BASE_MS` (the first backoff). The token is kept in a `SecretString`
+//! and never logged.
 
 mod ops;
 
@@ -99,10 +100,15 @@ impl ForgeSettings {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let in_actions = non_empty("GITHUB_ACTIONS").is_some_and(|v| v == "true");
+        let mut retry = RetryPolicy::default();
+        if let Some(ms) = non_empty("ITERGATE_GITHUB_RETRY_BASE_MS").and_then(|v| v.parse().ok()) {
+            retry.base_delay_ms = ms;
+        }
         ForgeSettings {
             api_url: non_empty("GITHUB_API_URL").unwrap_or_else(|| DEFAULT_API_URL.into()),
             token: non_empty("GITHUB_TOKEN").map(SecretString::from),
             bot_login: in_actions.then(|| ACTIONS_BOT_LOGIN.to_string()),
+            retry,
             ..ForgeSettings::default()
         }
     }
