@@ -23,6 +23,8 @@ pub struct PromptView {
     pub why: String,
     pub issues_block: String,
     pub info_count: usize,
+    /// BLOCKER/WARNING issues past [`MAX_PROMPT_ISSUES`], counted but not listed.
+    pub omitted_count: usize,
     pub previous_count: Option<usize>,
     pub strategy: Option<&'static str>,
     pub guidance: Vec<String>,
@@ -30,12 +32,19 @@ pub struct PromptView {
     pub spans: Vec<String>,
 }
 
+/// Issues listed in a revision prompt: enough to act on, never a prompt of megabytes.
+pub const MAX_PROMPT_ISSUES: usize = 50;
+
 pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView {
-    let revision: Vec<&CheckerIssue> = record
+    let mut revision: Vec<&CheckerIssue> = record
         .issues
         .iter()
         .filter(|i| i.severity.counts_for_revision())
         .collect();
+    // BLOCKERs first; past the cap the rest are counted, not listed.
+    revision.sort_by_key(|i| i.severity);
+    let omitted_count = revision.len().saturating_sub(MAX_PROMPT_ISSUES);
+    revision.truncate(MAX_PROMPT_ISSUES);
     let yaml = issues_yaml(&revision);
     let strategy = decision.strategy.as_ref();
     let spans = strategy
@@ -71,6 +80,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .unwrap_or_default(),
         issues_block: fence_with_info(&yaml, "yaml"),
         info_count: record.count(Severity::Info),
+        omitted_count,
         previous_count: decision.revision.previous_count,
         strategy: strategy.map(|s| s.kind.as_str()),
         guidance,

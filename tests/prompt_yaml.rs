@@ -129,3 +129,39 @@ fn findings_round_trip_through_the_prompts_yaml_with_only_tags_neutralised() {
         "{prompt}"
     );
 }
+
+#[test]
+fn a_prompt_lists_at_most_fifty_issues_blockers_first() {
+    use itergate::model::{CheckerIssue, Severity};
+    let mut record = itergate::model::IterationRecord::new(1, chrono::Utc::now());
+    for i in 0..120 {
+        record.issues.push(CheckerIssue {
+            dimension: "code_quality".into(),
+            severity: if i % 2 == 0 {
+                Severity::Warning
+            } else {
+                Severity::Blocker
+            },
+            finding: format!("finding {i}"),
+            affected_field: Some(format!("src/a.rs:{i}")),
+            suggested_fix: None,
+        });
+    }
+    let decision = itergate::engine::decide(&itergate::engine::DecideInput {
+        task_id: "t",
+        config: &itergate::config::Config::default(),
+        history: std::slice::from_ref(&record),
+        feedback: &Default::default(),
+        baseline: None,
+        now: chrono::Utc::now(),
+    })
+    .expect("decision");
+    let view = itergate::prompt::prompt_view(&record, &decision);
+    assert_eq!(view.omitted_count, 70);
+    assert_eq!(
+        view.issues_block.matches("severity: BLOCKER").count(),
+        50,
+        "BLOCKERs first"
+    );
+    assert!(!view.issues_block.contains("WARNING"));
+}

@@ -250,6 +250,7 @@ fn a_non_head_commit_is_scored_in_a_worktree() {
 #[test]
 fn init_writes_a_config_we_accept() {
     let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
     std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").expect("write");
     let o = itergate(dir.path(), &["init"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -224,9 +224,22 @@ impl Handler<'_> {
             .map(|_| ())
     }
 
-    async fn reply(&self, pr: PrNumber, body: &str) -> Result<(), ForgeError> {
+    /// Posts a reply once: it carries a hidden marker made from `key` (what it answers), and
+    /// a reply with that marker already on the PR (a re-run, a retried job) is not posted
+    /// again.
+    async fn reply(
+        &self,
+        pr: PrNumber,
+        comments: &[Comment],
+        key: &str,
+        body: &str,
+    ) -> Result<(), ForgeError> {
+        if crate::github::forge::has_reply(comments, &self.bot_login, key) {
+            return Ok(());
+        }
+        let body = crate::github::forge::marked_reply(key, body);
         self.forge
-            .create_comment(&self.repo, pr, body)
+            .create_comment(&self.repo, pr, &body)
             .await
             .map(|_| ())
     }
@@ -344,7 +357,8 @@ impl Handler<'_> {
                 .renderer
                 .render("escalation.md.j2", &view)
                 .map_err(HandlerError::Render)?;
-            self.reply(pr, &text).await?;
+            self.reply(pr, comments, &format!("escalation-{iteration}"), &text)
+                .await?;
             actions.push("called a human".into());
             // Only now that the label and the call are done is the call recorded.
             state.escalation_notified_at = Some(iteration);

@@ -18,7 +18,7 @@ use crate::config::Permission;
 use crate::github::commands::{self, Command, MAX_COMMANDS_PER_COMMENT};
 use crate::github::events::CommentEvent;
 use crate::github::forge::ForgeError;
-use crate::github::sticky::StickyState;
+use crate::github::sticky::{self, StickyState};
 use crate::github::types::Reaction;
 
 /// The shortest time between two replies to the same user without the permission.
@@ -97,7 +97,10 @@ impl Handler<'_> {
                 {
                     reply.refused_author.push(command.name());
                 }
-                command => actions.push(apply(&mut state, &command, &commenter)),
+                command => {
+                    actions.push(apply(&mut state, &command, &commenter));
+                    sticky::bound_feedback(&mut state.feedback);
+                }
             }
         }
         state.last_command_comment = Some(event.comment_id);
@@ -108,7 +111,8 @@ impl Handler<'_> {
         };
         let answer = self.answer(&event, &commenter, &reply, &mut state, &mut actions)?;
         if let Some(text) = &answer.text {
-            self.reply(event.pr, text).await?;
+            let key = format!("comment-{}", event.comment_id);
+            self.reply(event.pr, &comments, &key, text).await?;
         }
         let outcome = if actions.is_empty() && !answer.state_changed {
             Outcome::default()
