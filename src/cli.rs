@@ -12,6 +12,7 @@ const AFTER_HELP: &str = "\
 Examples:
   itergate run                                        score HEAD as the next iteration and decide
   itergate hook install                               do that on every git push
+  itergate accept good enough for the release         a person accepts the branch's latest iteration
   itergate decide --history examples/history.yml      decide from a recorded history
   itergate analytics --history examples/history.yml   quality over iterations, as a chart
   itergate analytics --history h.json --format csv    export for a spreadsheet
@@ -99,6 +100,24 @@ pub enum Command {
     Status(DecisionOutput),
     /// Print the current revision prompt for the branch (for an agent to act on).
     Prompt,
+    /// A person accepts the branch's latest recorded iteration as it is, remaining issues
+    /// included (as `/iterate accept` on a pull request). A new commit clears it.
+    ///
+    /// Recorded in git notes with the branch's history (it travels with `itergate notes
+    /// push`), with your `git config user.name`.
+    Accept(ReasonArgs),
+    /// Call a human on the branch's latest recorded iteration (as `/iterate escalate`). A new
+    /// commit clears it.
+    Escalate(ReasonArgs),
+    /// Change the approach: the guidance reaches the revision prompt and the revision count
+    /// starts again after the latest recorded iteration (as `/iterate adjust`).
+    Adjust(TextArgs),
+    /// Feedback for the next iteration, quoted in the revision prompt as explicit feedback
+    /// (as `/iterate <feedback>`). A new commit answers it.
+    Feedback(TextArgs),
+    /// Allow up to N iterations on the branch instead of `iteration_limits.max` (as
+    /// `/iterate budget N`). It stays until another `itergate budget`.
+    Budget(BudgetArgs),
     /// Install, remove or run the git pre-push hook.
     #[command(subcommand)]
     Hook(HookCommand),
@@ -196,6 +215,39 @@ pub enum NotesCommand {
         #[arg(default_value = "origin")]
         remote: String,
     },
+}
+
+/// `itergate accept [reason]`, `itergate escalate [reason]`.
+#[derive(Debug, Args)]
+pub struct ReasonArgs {
+    /// The branch to decide on (default: the current branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// Why (optional; the words may be given unquoted).
+    #[arg(value_name = "REASON", trailing_var_arg = true)]
+    pub reason: Vec<String>,
+}
+
+/// `itergate adjust <guidance>`, `itergate feedback <text>`.
+#[derive(Debug, Args)]
+pub struct TextArgs {
+    /// The branch to decide on (default: the current branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The words (they may be given unquoted).
+    #[arg(value_name = "TEXT", required = true, trailing_var_arg = true)]
+    pub text: Vec<String>,
+}
+
+/// `itergate budget <n>`.
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// The branch to decide on (default: the current branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The most iterations the branch may take.
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub iterations: u32,
 }
 
 #[derive(Debug, Args)]

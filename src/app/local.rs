@@ -12,14 +12,22 @@
 //! Iterations: the first-parent commits since the merge-base with the base branch. On the
 //! base branch itself (or with no base branch) the task is HEAD alone, judged against its
 //! first parent: the last change, not the whole history.
+//!
+//! What people decided (`itergate accept`, `escalate`, `adjust`, `feedback`, `budget`) is
+//! read with the history and means what the pull request's `/iterate` commands mean
+//! ([`Task::feedback`]): a decision is filed under the iteration it was given at; each newer
+//! recorded iteration clears acceptance, escalation and feedback messages, as a new commit
+//! of a pull request does; `adjust` restarts the revision count after its iteration; a
+//! budget stays. Anyone's decisions count, a fetched teammate's too
+//! ([`crate::history::notes`]).
 
 use chrono::Utc;
 use git2::{Oid, Repository, StatusOptions};
 use sha2::{Digest, Sha256};
 
-use crate::engine::Feedback;
+use crate::engine::{Feedback, Surface};
 use crate::git;
-use crate::history::notes::{Note, NotesStore};
+use crate::history::notes::{HumanAction, HumanDecision, Note, NotesStore};
 use crate::history::History;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
@@ -111,6 +119,37 @@ impl Task {
             }
         }
         Ok(History::by_position(records))
+    }
+
+    /// What people decided on this task, as the engine reads it, given its recorded
+    /// `history`. The decisions of each commit up to the latest recorded one are applied in
+    /// order; each recorded iteration first clears what was said about the one before
+    /// (acceptance, escalation, messages), as a new iteration of a pull request does.
+    /// Decisions filed under commits after the latest recorded one wait for its record.
+    pub fn feedback(&self, store: &NotesStore, history: &History) -> Result<Feedback, Failure> {
+        let recorded: std::collections::HashSet<&str> =
+            history.iter().map(|r| r.commit.0.as_str()).collect();
+        let mut feedback = Feedback {
+            surface: Surface::Local,
+            ..Feedback::default()
+        };
+        let is_recorded = |c: &Oid| recorded.contains(c.to_string().as_str());
+        let Some(last) = self.commits.iter().rposition(is_recorded) else {
+            return Ok(feedback);
+        };
+        for (index, commit) in self.commits[..=last].iter().enumerate() {
+            if is_recorded(commit) {
+                feedback.messages.clear();
+                feedback.rejections.clear();
+                feedback.accepted = false;
+                feedback.escalation = None;
+            }
+            let iteration = u32::try_from(index + 1).unwrap_or(u32::MAX);
+            for decision in store.read_decisions(*commit)? {
+                apply_decision(&mut feedback, &decision, iteration);
+            }
+        }
+        Ok(feedback)
     }
 
     /// `commit` judged against this task's base from cached observations only.
@@ -373,18 +412,47 @@ pub fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
         .is_ok_and(|s| s.is_empty())
 }
 
-/// The decision on a task's history, with the trajectory behind it.
+/// One person's decision given at `iteration`, with the meaning of the pull request's
+/// command of the same name; the words of feedback and guidance name their author, so the
+/// revision prompt says whose words they are. A later escalation takes back an earlier
+/// accept, and the other way round.
+fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: u32) {
+    let signed = |text: &str| format!("{} (local): {text}", decision.by);
+    match &decision.action {
+        HumanAction::Accept { .. } => {
+            feedback.accepted = true;
+            feedback.escalation = None;
+        }
+        HumanAction::Escalate { reason } => {
+            feedback.accepted = false;
+            feedback.escalation = Some(reason.clone().unwrap_or_default());
+        }
+        HumanAction::Adjust { guidance } => {
+            feedback.accepted = false;
+            feedback.escalation = None;
+            feedback.restart_after = Some(iteration);
+            feedback.messages.push(signed(guidance));
+        }
+        HumanAction::Feedback { text } => feedback.messages.push(signed(text)),
+        HumanAction::Budget { iterations } => feedback.max_iterations = Some(*iterations),
+    }
+    crate::github::sticky::bound_feedback(feedback);
+}
+
+/// The decision on a task's history and what people decided about it, with the trajectory
+/// behind it.
 pub fn evaluate_task(
     env: &Env,
     task: &Task,
-    history: &[IterationRecord],
+    history: &History,
+    feedback: &Feedback,
     baseline: Option<&IterationRecord>,
 ) -> Result<Evaluation, Failure> {
     evaluate(&EvaluateInput {
         task_id: &task.name,
         config: &env.config,
         history,
-        feedback: &Feedback::default(),
+        feedback,
         baseline,
         now: Utc::now(),
     })

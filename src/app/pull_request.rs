@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use crate::config::Config;
-use crate::engine::{Decision, Recommendation};
+use crate::engine::{Decision, Feedback, Recommendation, Surface};
 use crate::github::checks::{
     Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState,
 };
@@ -268,11 +268,16 @@ impl Handler<'_> {
     }
 
     fn evaluate(&self, state: &StickyState, base: Option<&IterationRecord>) -> Option<Evaluation> {
+        // People decide here with `/iterate` comments: the next steps say so.
+        let feedback = Feedback {
+            surface: Surface::PullRequest,
+            ..state.feedback.clone()
+        };
         evaluate(&EvaluateInput {
             task_id: "pull request",
             config: self.config,
             history: &state.records,
-            feedback: &state.feedback,
+            feedback: &feedback,
             baseline: base,
             now: self.now,
         })

@@ -19,6 +19,10 @@ use super::{user, Env, Failure};
 
 const HOW_TO_PROCEED: &str =
     "To push anyway: `git push --no-verify`, or `ITERGATE_SKIP=1 git push`.";
+/// Said when a blocked branch was escalated: a person can decide here, as on a pull request.
+const HOW_TO_DECIDE: &str = "A person decides: `itergate accept [reason]` (or `itergate \
+adjust <guidance>`, `itergate budget <n>`; `--branch NAME` for a branch not checked out), \
+then push again.";
 
 pub fn hook(env: &Env, command: HookCommand, quiet: bool) -> Result<(), Failure> {
     match command {
@@ -94,6 +98,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         rescore: false,
     };
     let mut blocked = Vec::new();
+    let mut escalated = false;
     for update in &updates {
         let kind = githook::classify(repo, update)?;
         let name = task_name(update);
@@ -115,14 +120,16 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             task::record_commit(env, &store, &task, commit, options)?;
         }
         let history = task.history(env, &store)?;
+        let feedback = task.feedback(&store, &history)?;
         let base = task::stored_base(env, &store, &task)?;
-        let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
+        let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
         let decision = &evaluation.decision;
         if !quiet {
             eprintln!();
         }
         report::report(env, repo, &history, &evaluation, quiet)?;
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
+            escalated |= decision.recommendation() == crate::engine::Recommendation::Escalate;
             let why = decision
                 .stopping_reason
                 .as_ref()
@@ -137,8 +144,13 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
     if blocked.is_empty() {
         return Ok(());
     }
+    let decide = if escalated {
+        format!("{HOW_TO_DECIDE}\n")
+    } else {
+        String::new()
+    };
     Err(Failure::Blocked(format!(
-        "push blocked by hook.gate `{}`:\n  {}\n{HOW_TO_PROCEED}",
+        "push blocked by hook.gate `{}`:\n  {}\n{decide}{HOW_TO_PROCEED}",
         gate_name(env.config.hook.gate),
         blocked.join("\n  ")
     )))

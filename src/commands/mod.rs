@@ -3,6 +3,7 @@
 
 mod ci;
 mod decide;
+mod decisions;
 mod hook;
 mod report;
 mod run;
@@ -34,6 +35,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Run(args) => run::run(&env, &args, cli.global.quiet),
         Command::Status(output) => run::status(&env, &output),
         Command::Prompt => run::prompt(&env),
+        Command::Accept(args) => decisions::accept(&env, &args, cli.global.quiet),
+        Command::Escalate(args) => decisions::escalate(&env, &args, cli.global.quiet),
+        Command::Adjust(args) => decisions::adjust(&env, &args, cli.global.quiet),
+        Command::Feedback(args) => decisions::feedback(&env, &args, cli.global.quiet),
+        Command::Budget(args) => decisions::budget(&env, &args, cli.global.quiet),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
         Command::Completions { shell } => {

@@ -15,7 +15,11 @@ use super::report;
 use super::{user, Env, Failure};
 
 /// The task of `branch` (default: the current branch, or HEAD when detached).
-fn current_task(env: &Env, repo: &Repository, branch: Option<&str>) -> Result<Task, Failure> {
+pub(super) fn current_task(
+    env: &Env,
+    repo: &Repository,
+    branch: Option<&str>,
+) -> Result<Task, Failure> {
     let (name, rev) = match branch {
         Some(b) => (b.to_string(), b.to_string()),
         None => match git::head_branch(repo)? {
@@ -57,8 +61,9 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
         );
     }
     let history = task.history(env, &store)?;
+    let feedback = task.feedback(&store, &history)?;
     let base = task::stored_base(env, &store, &task)?;
-    let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
+    let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
     report::report(env, store.repository(), &history, &evaluation, quiet)?;
     deliver(&evaluation, &args.output)
 }
@@ -99,16 +104,17 @@ fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Evaluation), Fa
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
-    let history = task.history(env, &store)?.into_records();
+    let history = task.history(env, &store)?;
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }
+    let feedback = task.feedback(&store, &history)?;
     let base = task::stored_base(env, &store, &task)?;
-    let evaluation = task::evaluate_task(env, &task, &history, base.as_ref())?;
-    Ok((history, evaluation))
+    let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
+    Ok((history.into_records(), evaluation))
 }
 
-fn nothing_recorded(name: &str) -> Failure {
+pub(super) fn nothing_recorded(name: &str) -> Failure {
     user(format!(
         "no iteration of `{name}` is recorded yet; run `itergate run` (or push with the hook installed)"
     ))

@@ -33,7 +33,23 @@ use stopping::{Outcome, StopContext};
 use strategy::StrategyInput;
 use trajectory::Trajectory;
 
-/// What people said about the task (PR comments, reviews), already parsed.
+/// Where people give their decisions on a task, so that next steps name a command they can
+/// type there: `itergate accept` on a local branch, `/iterate accept` on a pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Surface {
+    /// A branch in a clone: `itergate accept`, `itergate adjust` ... (recorded in git notes).
+    Local,
+    /// A pull request: `/iterate` comments (recorded in the sticky comment).
+    #[default]
+    PullRequest,
+}
+
+/// What people said about the task (PR comments and reviews, or `itergate accept` and the
+/// other local decision commands), already parsed.
+///
+/// The [`Surface`] travels with the feedback (it says where the feedback is given) rather
+/// than as a field of [`DecideInput`]: it is never stored, and callers that have no people
+/// deciding (a history file, benchmarks, tests) keep `Feedback::default()`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Feedback {
@@ -49,6 +65,9 @@ pub struct Feedback {
     pub max_iterations: Option<u32>,
     /// `/iterate adjust` after this iteration: the revision loop counts from the next one.
     pub restart_after: Option<u32>,
+    /// Where the feedback is given: words the next steps. Not part of any stored state.
+    #[serde(skip)]
+    pub surface: Surface,
 }
 
 /// Everything `decide` looks at.
@@ -133,6 +152,7 @@ pub fn evaluate(input: &DecideInput) -> Result<Evaluation, EngineError> {
         latest,
         best: best.map(|b| b.iteration),
         budget: &budget.budget,
+        surface: input.feedback.surface,
     });
     let decision = Decision {
         task_id: input.task_id.to_string(),

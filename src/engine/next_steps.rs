@@ -1,8 +1,11 @@
-//! Next steps: short imperative lines a person or an agent can act on.
+//! Next steps: short imperative lines a person or an agent can act on. A step that asks a
+//! person to decide names the command of the surface they are on: `itergate accept` at the
+//! terminal, `/iterate accept` in a pull request comment.
 
 use crate::model::{IterationRecord, Severity};
 
 use super::decision::{Budget, Modification, Recommendation, Strategy};
+use super::Surface;
 
 /// Issues listed one by one before the rest are summarised.
 const MAX_LISTED_ISSUES: usize = 5;
@@ -13,6 +16,7 @@ pub struct Context<'a> {
     pub latest: &'a IterationRecord,
     pub best: Option<u32>,
     pub budget: &'a Budget,
+    pub surface: Surface,
 }
 
 pub fn build(ctx: &Context) -> Vec<String> {
@@ -31,7 +35,7 @@ pub fn build(ctx: &Context) -> Vec<String> {
             if let Some(best) = ctx.best.filter(|b| *b != ctx.latest.iteration) {
                 steps.push(format!("Review iteration {best}, the best output so far"));
             }
-            steps.push("A human decides: `/iterate accept` to proceed with the remaining issues, or `/iterate adjust <guidance>` to change the approach".into());
+            steps.push(human_decides(ctx.surface).into());
         }
         Recommendation::Iterate => {
             steps.extend(modification_steps(ctx.strategy));
@@ -40,6 +44,13 @@ pub fn build(ctx: &Context) -> Vec<String> {
     }
     steps.extend(ctx.budget.warnings.iter().map(|w| format!("Budget: {w}")));
     steps
+}
+
+fn human_decides(surface: Surface) -> &'static str {
+    match surface {
+        Surface::Local => "A human decides: `itergate accept [reason]` to proceed with the remaining issues, or `itergate adjust <guidance>` to change the approach",
+        Surface::PullRequest => "A human decides: `/iterate accept` to proceed with the remaining issues, or `/iterate adjust <guidance>` to change the approach",
+    }
 }
 
 fn modification_steps(strategy: Option<&Strategy>) -> Vec<String> {

@@ -163,7 +163,12 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
         return Some(ctx.stop(
             Recommendation::Accept,
             StopCode::AcceptedByHuman,
-            "Accepted by a maintainer (`/iterate accept`)".into(),
+            match ctx.feedback.surface {
+                super::Surface::Local => "Accepted by a person (`itergate accept`)".into(),
+                super::Surface::PullRequest => {
+                    "Accepted by a maintainer (`/iterate accept`)".into()
+                }
+            },
         ));
     }
     let reason = ctx.feedback.escalation.as_ref()?;

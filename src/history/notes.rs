@@ -32,6 +32,10 @@
 //! - **unreadable** (not JSON, not a record): skipped with one warning naming the object
 //!   and the notes ref, so one bad note never breaks a command or the hook.
 //!
+//! A third kind of note holds what people decided on a branch (`itergate accept`,
+//! `escalate`, `adjust`, `feedback`, `budget`): see [`decisions`] for where it lives and
+//! why everyone's decisions count, not only this clone's.
+//!
 //! The cost of trusting nobody else: a second clone (or a CI runner) observes a tree
 //! again the first time it meets it, even when a teammate already pushed its note.
 //!
@@ -61,8 +65,15 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::git::{git_command, run_git};
+
+mod decisions;
+
 use crate::model::IterationRecord;
 use crate::signals::observation::Observation;
+pub use decisions::{
+    decisions_key, parse_decisions, union as union_decisions, HumanAction, HumanDecision,
+    DECISIONS_KIND,
+};
 
 /// Where records live unless configured otherwise.
 pub const DEFAULT_NOTES_REF: &str = "refs/notes/itergate";
@@ -121,6 +132,13 @@ pub enum Note<'a> {
         observation: &'a Observation,
         fingerprint: &'a str,
     },
+    /// What people decided while `commit` was the branch's latest iteration: the whole log,
+    /// filed under [`decisions_key`]`(commit)` (use [`NotesStore::append_decision`] to add
+    /// one without losing a concurrent writer's).
+    Decisions {
+        commit: Oid,
+        decisions: &'a [HumanDecision],
+    },
 }
 
 impl Note<'_> {
@@ -157,6 +175,10 @@ impl Note<'_> {
                 };
                 Ok((tree, note_json(&envelope)?))
             }
+            Note::Decisions { commit, decisions } => Ok((
+                decisions_key(commit),
+                decisions::envelope_json(commit, decisions)?,
+            )),
         }
     }
 }
@@ -232,11 +254,52 @@ impl<'r> NotesStore<'r> {
             .iter()
             .map(|note| note.object_and_text(&key))
             .collect::<Result<Vec<_>>>()?;
+        self.write_texts(&|_| Ok(notes.clone()))
+    }
+
+    /// Adds `decision` to the log of `commit` (see [`decisions`]). The log is read again
+    /// under the notes lock and on every retry, so a decision written meanwhile by another
+    /// process is kept. A log that cannot be read is not overwritten: the error says how to
+    /// remove it.
+    pub fn append_decision(&self, commit: Oid, decision: &HumanDecision) -> Result<()> {
+        let key = self.writing_key()?;
+        let object = decisions_key(commit);
+        self.write_texts(&|current| {
+            let mut log = match current {
+                Some(tree) => match find_note(self.repo, tree, &object.to_string())? {
+                    Some(blob) => {
+                        let blob = self.repo.find_blob(blob)?;
+                        decisions::parse_keyed(object, blob.content())
+                            .map(|(_, log)| log)
+                            .with_context(|| {
+                                format!(
+                                    "the {} decisions note of {commit} (object {object}) cannot be read; \
+                                     remove it with `git notes --ref {} remove {object}`",
+                                    self.notes_ref, self.notes_ref
+                                )
+                            })?
+                    }
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            log.push(decision.clone());
+            let note = Note::Decisions {
+                commit,
+                decisions: &log,
+            };
+            Ok(vec![note.object_and_text(&key)?])
+        })
+    }
+
+    /// Writes the notes `make` builds from the current notes tree (`None`: no notes yet),
+    /// under the notes lock, retrying on a lost race; remembers what was written.
+    fn write_texts(&self, make: &NotesFromTree<'_>) -> Result<()> {
         let signature = self.signature()?;
         // Concurrent itergate writers queue up instead of repeatedly building notes commits
         // that lose the race; without the lock the compare-and-swap still keeps every note.
-        crate::lock::with_lock(self.repo.commondir(), "notes", LOCK_WAIT, || {
-            self.write_with_retries(&notes, &signature)
+        let notes = crate::lock::with_lock(self.repo.commondir(), "notes", LOCK_WAIT, || {
+            self.write_with_retries(make, &signature)
         })?;
         let mut written = self.written.borrow_mut();
         for (object, text) in &notes {
@@ -248,21 +311,22 @@ impl<'r> NotesStore<'r> {
         Ok(())
     }
 
-    fn write_with_retries(&self, notes: &[(Oid, String)], signature: &Signature<'_>) -> Result<()> {
-        let commit = notes.first().map(|n| n.0).unwrap_or_else(Oid::zero);
+    fn write_with_retries(
+        &self,
+        make: &NotesFromTree<'_>,
+        signature: &Signature<'_>,
+    ) -> Result<Vec<(Oid, String)>> {
         for attempt in 1..=MAX_WRITE_ATTEMPTS {
-            match self.try_write(notes, signature) {
-                Ok(WriteOutcome::Written) => return Ok(()),
+            match self.try_write(make, signature) {
+                Ok(WriteOutcome::Written(notes)) => return Ok(notes),
                 Ok(WriteOutcome::Raced) => std::thread::sleep(backoff(attempt)),
                 Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!("writing the {} note of {commit}", self.notes_ref)
-                    })
+                    return Err(e).with_context(|| format!("writing a {} note", self.notes_ref))
                 }
             }
         }
         bail!(
-            "writing the {} note of {commit}: the ref kept changing under {MAX_WRITE_ATTEMPTS} attempts",
+            "writing a {} note: the ref kept changing under {MAX_WRITE_ATTEMPTS} attempts",
             self.notes_ref
         )
     }
@@ -271,7 +335,7 @@ impl<'r> NotesStore<'r> {
     /// then a compare-and-swap of the ref.
     fn try_write(
         &self,
-        notes: &[(Oid, String)],
+        make: &NotesFromTree<'_>,
         signature: &Signature<'_>,
     ) -> Result<WriteOutcome> {
         let current =
@@ -282,10 +346,15 @@ impl<'r> NotesStore<'r> {
                 Err(e) if e.code() == ErrorCode::NotFound => None,
                 Err(e) => return Err(e).with_context(|| format!("reading {}", self.notes_ref)),
             };
+        let current_tree = current.as_ref().map(Commit::tree).transpose()?;
+        let notes = make(current_tree.as_ref())?;
+        let Some(&(first, _)) = notes.first() else {
+            return Ok(WriteOutcome::Written(notes));
+        };
         let built = self
-            .build_notes_commit(current.as_ref(), notes, signature)
-            .context("building the notes commit")?;
-        let message = format!("itergate: note for {}", notes[0].0);
+            .build_notes_commit(current.as_ref(), &notes, signature)
+            .with_context(|| format!("building the notes commit for the note of {first}"))?;
+        let message = format!("itergate: note for {first}");
         // The expected old value is checked under the ref lock; the zero id means "must not
         // exist yet" (libgit2's non-forced create checks existence before locking, so two
         // first writers could both succeed).
@@ -294,7 +363,7 @@ impl<'r> NotesStore<'r> {
             self.repo
                 .reference_matching(&self.notes_ref, built, true, expected, &message);
         match swapped {
-            Ok(_) => Ok(WriteOutcome::Written),
+            Ok(_) => Ok(WriteOutcome::Written(notes)),
             Err(e) if is_contention(&e) => Ok(WriteOutcome::Raced),
             Err(e) => Err(e).with_context(|| format!("updating {}", self.notes_ref)),
         }
@@ -437,6 +506,32 @@ impl<'r> NotesStore<'r> {
         };
         find_note(self.repo, tree, &object.to_string())
             .with_context(|| format!("looking up the {} note of {object}", self.notes_ref))
+    }
+
+    /// What people decided while `commit` was a branch's latest iteration, oldest first
+    /// (see [`decisions`]). An unreadable log is skipped, reported once: one bad note must
+    /// not break a branch.
+    pub fn read_decisions(&self, commit: Oid) -> Result<Vec<HumanDecision>> {
+        let object = decisions_key(commit);
+        let Some(blob) = self.note_blob(object)? else {
+            return Ok(Vec::new());
+        };
+        let content = self.repo.find_blob(blob)?;
+        match decisions::parse_keyed(object, content.content()) {
+            Ok((_, log)) => Ok(log),
+            Err(error) => {
+                if self.warned.borrow_mut().insert(object) {
+                    let cause: String = error.to_string().chars().take(200).collect();
+                    tracing::debug!(%commit, %object, %blob, %error, "unreadable decisions note");
+                    eprintln!(
+                        "itergate: warning: skipping the decisions of {commit} (the {} note of {object}): \
+                         not an itergate decisions note ({cause}); remove it with `git notes --ref {} remove {object}`",
+                        self.notes_ref, self.notes_ref
+                    );
+                }
+                Ok(Vec::new())
+            }
+        }
     }
 
     /// The stored records of a task's commits, in the order given; commits without a
@@ -646,9 +741,13 @@ fn is_contention(error: &git2::Error) -> bool {
 }
 
 enum WriteOutcome {
-    Written,
+    /// The ref moved to a notes commit with these notes (object, text).
+    Written(Vec<(Oid, String)>),
     Raced,
 }
+
+/// Builds the notes to write from the notes tree they will be written on.
+type NotesFromTree<'a> = dyn Fn(Option<&Tree<'_>>) -> Result<Vec<(Oid, String)>> + 'a;
 
 /// The note blob named `name` (a hex id, or what is left of it below a fanout directory):
 /// a flat entry, or one inside the fanout directory of its first two digits.
@@ -769,8 +868,9 @@ pub fn push_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<()> 
 /// force-updated, so the local notes are never overwritten), then `git notes --ref <ref>
 /// merge -s ours <ref>-remote`. A fast-forward just moves the local ref; notes for
 /// different commits are unioned; when both sides scored the same commit the local record
-/// is kept (a textual union of two JSON documents would be neither). Returns whether the
-/// remote had any notes.
+/// is kept (a textual union of two JSON documents would be neither). When both sides hold a
+/// different decisions log of the same commit, the local log first becomes the union of the
+/// two, so keeping "ours" loses no one's decision. Returns whether the remote had any notes.
 pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<bool> {
     let notes_ref = full_notes_ref(notes_ref);
     let scratch = remote_scratch_ref(&notes_ref);
@@ -787,6 +887,8 @@ pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<boo
     .with_context(|| format!("fetching {notes_ref} from {remote}"))?;
     let mut merge = git_command(repo_dir);
     let repo = crate::git::open(repo_dir)?;
+    union_fetched_decisions(&repo, &notes_ref, &scratch)
+        .with_context(|| format!("merging the decisions in {scratch} into {notes_ref}"))?;
     if repo.signature().is_err() {
         merge.args([
             "-c",
@@ -803,6 +905,65 @@ pub fn fetch_notes(repo_dir: &Path, remote: &str, notes_ref: &str) -> Result<boo
     crate::lock::with_lock(repo.commondir(), "notes", LOCK_WAIT, || run_git(&mut merge))
         .with_context(|| format!("merging {scratch} into {notes_ref}"))?;
     Ok(true)
+}
+
+/// Makes every decisions log that both `notes_ref` and the fetched `scratch` ref hold, in
+/// different versions, the union of the two in `notes_ref` (see [`fetch_notes`]).
+fn union_fetched_decisions(repo: &Repository, notes_ref: &str, scratch: &str) -> Result<()> {
+    let theirs = match repo.find_reference(scratch) {
+        Ok(reference) => reference.peel_to_tree()?,
+        Err(e) if e.code() == ErrorCode::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let store = NotesStore::open(repo, Some(notes_ref))?;
+    let Some(ours) = &store.tree else {
+        return Ok(());
+    };
+    let mut differing: Vec<(Oid, Oid, Oid)> = Vec::new();
+    let mut lookup_error = None;
+    theirs.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+        if entry.kind() != Some(ObjectType::Blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        let name = format!(
+            "{}{}",
+            root.replace('/', ""),
+            entry.name().unwrap_or_default()
+        );
+        let Ok(object) = Oid::from_str(&name) else {
+            return git2::TreeWalkResult::Ok;
+        };
+        match find_note(repo, ours, &name) {
+            Ok(Some(blob)) if blob != entry.id() => differing.push((object, blob, entry.id())),
+            Ok(_) => {}
+            Err(e) => {
+                lookup_error = Some(e);
+                return git2::TreeWalkResult::Abort;
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    if let Some(error) = lookup_error {
+        return Err(error);
+    }
+    let mut merged = Vec::new();
+    for (object, our_blob, their_blob) in differing {
+        let parse = |blob: Oid| -> Result<_> {
+            decisions::parse_keyed(object, repo.find_blob(blob)?.content())
+        };
+        // Records and observations (and unreadable logs) are left to the merge.
+        if let (Ok((commit, ours)), Ok((_, theirs))) = (parse(our_blob), parse(their_blob)) {
+            merged.push((commit, union_decisions(&ours, &theirs)));
+        }
+    }
+    let notes: Vec<Note> = merged
+        .iter()
+        .map(|(commit, decisions)| Note::Decisions {
+            commit: *commit,
+            decisions,
+        })
+        .collect();
+    store.write(&notes)
 }
 
 /// Fetch-and-merge, then push: afterwards local and remote hold the union of both.
