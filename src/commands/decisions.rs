@@ -119,11 +119,11 @@ fn decide(
     store.append_decision(commit, &decision)?;
     if !quiet {
         eprintln!(
-            "itergate: {}: {} on iteration {} ({}) by {}",
+            "itergate: {}, iteration {} ({}): {} by {}",
             task.name,
-            what_was_done(&decision.action),
             latest.iteration,
             short(commit),
+            what_was_done(&decision.action),
             decision.by
         );
         if commit != task.tip && !matches!(decision.action, HumanAction::Budget { .. }) {

@@ -175,10 +175,13 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
     Some(ctx.stop(
         Recommendation::Escalate,
         StopCode::EscalatedByHuman,
-        if reason.is_empty() {
-            "Escalated by a maintainer".into()
-        } else {
-            format!("Escalated by a maintainer: {reason}")
+        match (ctx.feedback.surface, reason.is_empty()) {
+            (super::Surface::Local, true) => "Escalated by a person (`itergate escalate`)".into(),
+            (super::Surface::Local, false) => {
+                format!("Escalated by a person (`itergate escalate`): {reason}")
+            }
+            (super::Surface::PullRequest, true) => "Escalated by a maintainer".into(),
+            (super::Surface::PullRequest, false) => format!("Escalated by a maintainer: {reason}"),
         },
     ))
 }
