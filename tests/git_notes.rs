@@ -765,3 +765,88 @@ fn notes_sync_through_a_remote_unions_both_sides() {
     let empty_url = empty_remote.to_str().expect("utf-8");
     assert!(!notes::fetch_notes(&alice.path, empty_url, "itergate").expect("nothing to fetch"));
 }
+
+// ---- decisions ------------------------------------------------------------------------
+
+fn decision(action: notes::HumanAction, by: &str, second: u32) -> notes::HumanDecision {
+    notes::HumanDecision {
+        action,
+        by: by.to_owned(),
+        email: None,
+        at: Utc
+            .with_ymd_and_hms(2026, 1, 2, 12, 0, second)
+            .single()
+            .expect("valid time"),
+    }
+}
+
+#[test]
+fn decisions_are_a_note_beside_the_record_that_rewriting_the_record_keeps() {
+    let repo = TestRepo::new();
+    let c1 = repo.commit_file("a.txt", "1\n", "one");
+    let r = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&r, None).expect("store");
+    write_record(&store, oid(&c1), &record(1, &c1, "", 0.5), "fp");
+    let accept = decision(notes::HumanAction::Accept { reason: None }, "Ada", 1);
+    store.append_decision(oid(&c1), &accept).expect("append");
+    // Judged again (another base or configuration): the record note is replaced.
+    write_record(&store, oid(&c1), &record(1, &c1, "", 0.7), "fp2");
+
+    let r = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&r, None).expect("reopen");
+    assert_eq!(store.read_decisions(oid(&c1)).expect("read"), vec![accept]);
+    let stored = store.read_record(oid(&c1)).expect("read").expect("record");
+    assert_eq!(stored.record.scores.tests_passing, Some(0.7));
+    // Filed under the documented key, with the commit it is about.
+    let key = notes::decisions_key(oid(&c1));
+    let text = repo.git(&["notes", "--ref", "itergate", "show", &key.to_string()]);
+    let (commit, log) = notes::parse_decisions(text.as_bytes()).expect("a decisions note");
+    assert_eq!((commit, log.len()), (oid(&c1), 1));
+    assert!(text.contains("\"kind\":\"decisions\""), "{text}");
+}
+
+#[test]
+fn concurrent_decisions_on_one_commit_are_all_kept() {
+    const THREADS: u32 = 8;
+    let repo = TestRepo::new();
+    let c1 = repo.commit_file("a.txt", "1\n", "one");
+    std::thread::scope(|scope| {
+        for i in 0..THREADS {
+            let path = repo.path.clone();
+            let commit = oid(&c1);
+            scope.spawn(move || {
+                let r = Repository::open(&path).expect("open");
+                let store = NotesStore::open(&r, None).expect("store");
+                let text = format!("note {i}");
+                let d = decision(notes::HumanAction::Feedback { text }, "Ada", i);
+                store.append_decision(commit, &d).expect("append");
+            });
+        }
+    });
+    let r = Repository::open(&repo.path).expect("open");
+    let store = NotesStore::open(&r, None).expect("store");
+    let log = store.read_decisions(oid(&c1)).expect("read");
+    assert_eq!(log.len(), THREADS as usize, "{log:?}");
+}
+
+#[test]
+fn a_union_of_decision_logs_keeps_each_decision_once_oldest_first() {
+    let accept = decision(notes::HumanAction::Accept { reason: None }, "Ada", 3);
+    let budget = decision(notes::HumanAction::Budget { iterations: 20 }, "Grace", 2);
+    let escalate = decision(
+        notes::HumanAction::Escalate {
+            reason: Some("wait".into()),
+        },
+        "Ada",
+        1,
+    );
+    let ours = vec![escalate.clone(), accept.clone()];
+    let theirs = vec![escalate.clone(), budget.clone()];
+    let union = notes::union_decisions(&ours, &theirs);
+    assert_eq!(union, vec![escalate, budget, accept]);
+    assert_eq!(
+        notes::union_decisions(&theirs, &ours),
+        union,
+        "both clones agree"
+    );
+}
