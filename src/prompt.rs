@@ -4,6 +4,18 @@
 //!
 //! Every piece of untrusted text (findings, test output, comments) is neutralised so it
 //! cannot close the sections, and fenced so it cannot close a code block.
+//!
+//! Failing tests with one cause (the same panic location, or the same message, which is how
+//! one missing import shows in every test module that imports it) are listed as one item
+//! with a count and the first few test ids: forty BLOCKERs with one cause are one problem to
+//! an agent. Grouping is a view of the record, not a change to it: the record keeps one
+//! issue per failing test, so matching with the base's failures stays by test id and the
+//! revision loop's count (BLOCKER+WARNING issues) still falls as tests are fixed one by one.
+//! Grouped in the record, fixing 39 of 40 tests with one cause would count as no progress
+//! and stall the loop.
+//!
+//! The prompt says what the iteration changed (files and a diff stat, from the caller,
+//! which has the repository), so an agent looks at its own change before the tests.
 
 use serde::Serialize;
 
@@ -30,7 +42,30 @@ pub struct PromptView {
     pub guidance: Vec<String>,
     pub feedback: Vec<String>,
     pub spans: Vec<String>,
+    /// The iteration's change as a fenced `git diff --stat`, when the caller knows it.
+    pub changes: Option<String>,
 }
+
+/// One item of the prompt's issue list: an issue, or failing tests with one cause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptIssue {
+    pub dimension: String,
+    pub severity: Severity,
+    pub finding: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub affected_field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested_fix: Option<String>,
+    /// How many failing tests this item stands for, when more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+    /// The first few of them ([`MAX_GROUP_TEST_IDS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<String>,
+}
+
+/// Test ids an item of grouped failures names; the count says how many there are.
+pub const MAX_GROUP_TEST_IDS: usize = 5;
 
 /// Issues listed in a revision prompt: enough to act on, never a prompt of megabytes.
 pub const MAX_PROMPT_ISSUES: usize = 50;
@@ -43,9 +78,10 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
         .collect();
     // BLOCKERs first; past the cap the rest are counted, not listed.
     revision.sort_by_key(|i| i.severity);
-    let omitted_count = revision.len().saturating_sub(MAX_PROMPT_ISSUES);
-    revision.truncate(MAX_PROMPT_ISSUES);
-    let yaml = issues_yaml(&revision);
+    let mut items = group_issues(&revision);
+    let omitted_count = items.len().saturating_sub(MAX_PROMPT_ISSUES);
+    items.truncate(MAX_PROMPT_ISSUES);
+    let yaml = prompt_issues_yaml(&items);
     let strategy = decision.strategy.as_ref();
     let spans = strategy
         .into_iter()
@@ -96,7 +132,161 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .map(|t| fence_with_info(&neutralise_tags(&t.details), "text"))
             .collect(),
         spans,
+        changes: None,
     }
+}
+
+/// A failing test's finding (`test ID failed: MESSAGE`) split into id and message.
+fn failed_test(issue: &CheckerIssue) -> Option<(&str, &str)> {
+    if issue.dimension != "tests" || issue.severity != Severity::Blocker {
+        return None;
+    }
+    let rest = issue.finding.strip_prefix("test ")?;
+    ["failed", "errored"].iter().find_map(|verb| {
+        let marker = format!(" {verb}: ");
+        match rest.split_once(&marker) {
+            Some((id, message)) => Some((id, message)),
+            None => rest.strip_suffix(&format!(" {verb}")).map(|id| (id, "")),
+        }
+    })
+}
+
+/// Groups failing tests with one cause (same place of failure, or same message); every
+/// other issue is its own item. Order: the first member of each group, as listed.
+pub fn group_issues(issues: &[&CheckerIssue]) -> Vec<PromptIssue> {
+    struct Group<'a> {
+        first: &'a CheckerIssue,
+        place: Option<&'a str>,
+        messages: Vec<&'a str>,
+        ids: Vec<&'a str>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for issue in issues {
+        let Some((id, message)) = failed_test(issue) else {
+            groups.push(Group {
+                first: issue,
+                place: None,
+                messages: Vec::new(),
+                ids: Vec::new(),
+            });
+            continue;
+        };
+        // A location is a place in the code; a finding without one names the test instead.
+        let place = issue.affected_field.as_deref().filter(|at| *at != id);
+        let same = groups.iter_mut().find(|g| {
+            !g.ids.is_empty()
+                && (place.is_some() && g.place == place
+                    || !message.is_empty() && g.messages.contains(&message))
+        });
+        match same {
+            Some(group) => {
+                group.ids.push(id);
+                if !group.messages.contains(&message) {
+                    group.messages.push(message);
+                }
+            }
+            None => groups.push(Group {
+                first: issue,
+                place,
+                messages: vec![message],
+                ids: vec![id],
+            }),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let mut item = PromptIssue {
+                dimension: g.first.dimension.clone(),
+                severity: g.first.severity,
+                finding: g.first.finding.clone(),
+                affected_field: g.first.affected_field.clone(),
+                suggested_fix: g.first.suggested_fix.clone(),
+                count: None,
+                tests: Vec::new(),
+            };
+            if g.ids.len() > 1 {
+                let message = g.messages.first().copied().unwrap_or("");
+                let how = if g.messages.len() == 1 {
+                    "with one cause"
+                } else {
+                    "at one place; the first says"
+                };
+                item.finding = format!("{} tests failed {how}: {message}", g.ids.len());
+                item.count = Some(g.ids.len());
+                item.tests = g
+                    .ids
+                    .iter()
+                    .take(MAX_GROUP_TEST_IDS)
+                    .map(|id| id.to_string())
+                    .collect();
+            }
+            item
+        })
+        .collect()
+}
+
+/// The prompt's items as YAML, neutralised like [`issues_yaml`].
+pub fn prompt_issues_yaml(items: &[PromptIssue]) -> String {
+    if items.is_empty() {
+        return "[]\n".to_string();
+    }
+    let neutral: Vec<PromptIssue> = items
+        .iter()
+        .map(|item| PromptIssue {
+            dimension: neutralise_tags(&item.dimension),
+            severity: item.severity,
+            finding: neutralise_tags(&item.finding),
+            affected_field: item.affected_field.as_deref().map(neutralise_tags),
+            suggested_fix: item.suggested_fix.as_deref().map(neutralise_tags),
+            count: item.count,
+            tests: item.tests.iter().map(|t| neutralise_tags(t)).collect(),
+        })
+        .collect();
+    serde_yaml::to_string(&neutral)
+        .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
+}
+
+/// `git diff --stat`-like lines for the files an iteration changed, fenced for the prompt
+/// (paths are untrusted text): one line per file with added and deleted lines, then totals.
+pub fn changes_block(files: &[FileChange], files_changed: usize) -> Option<String> {
+    if files.is_empty() {
+        return None;
+    }
+    let width = files
+        .iter()
+        .map(|f| f.path.len())
+        .max()
+        .unwrap_or(0)
+        .min(60);
+    let mut text = String::new();
+    let (mut added, mut deleted) = (0usize, 0usize);
+    for f in files {
+        added += f.added;
+        deleted += f.deleted;
+        text.push_str(&format!(
+            " {:<width$} | +{} -{}\n",
+            neutralise_tags(&f.path),
+            f.added,
+            f.deleted
+        ));
+    }
+    let more = files_changed.saturating_sub(files.len());
+    if more > 0 {
+        text.push_str(&format!(" ... and {more} more file(s)\n"));
+    }
+    text.push_str(&format!(
+        " {files_changed} file(s) changed, {added} insertion(s)(+), {deleted} deletion(s)(-)"
+    ));
+    Some(crate::markup::fence_with_info(&text, "text"))
+}
+
+/// One file of an iteration's change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    pub added: usize,
+    pub deleted: usize,
 }
 
 /// The issues as YAML, every text field neutralised *before* serialising: the backslash

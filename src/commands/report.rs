@@ -9,7 +9,7 @@ use git2::Repository;
 
 use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::model::IterationRecord;
-use crate::prompt::prompt_view;
+use crate::prompt::{changes_block, prompt_view, FileChange};
 use crate::summary::decision_view;
 
 use super::{Env, Failure};
@@ -27,9 +27,64 @@ pub fn render_prompt(
     let Some(latest) = history.last() else {
         return Ok(String::new());
     };
-    Ok(env
-        .renderer()?
-        .render("revision-prompt.md.j2", &prompt_view(latest, decision))?)
+    let mut view = prompt_view(latest, decision);
+    let previous = history.len().checked_sub(2).and_then(|i| history.get(i));
+    view.changes = git2::Repository::discover(&env.root)
+        .ok()
+        .and_then(|repo| iteration_changes(&repo, latest, previous));
+    Ok(env.renderer()?.render("revision-prompt.md.j2", &view)?)
+}
+
+/// Files listed in a prompt's diff stat; the totals count them all.
+const MAX_CHANGED_FILES_LISTED: usize = 30;
+
+/// The iteration's change, fenced: its commit against the previous iteration's, or against
+/// its first parent for the first iteration. `None` when a commit is not in this clone (a
+/// history read from elsewhere) or nothing changed.
+fn iteration_changes(
+    repo: &Repository,
+    latest: &IterationRecord,
+    previous: Option<&IterationRecord>,
+) -> Option<String> {
+    let commit = repo
+        .find_commit(git2::Oid::from_str(&latest.commit.0).ok()?)
+        .ok()?;
+    let old = match previous {
+        Some(p) => Some(
+            repo.find_commit(git2::Oid::from_str(&p.commit.0).ok()?)
+                .ok()?
+                .tree()
+                .ok()?,
+        ),
+        None => commit.parent(0).ok().and_then(|p| p.tree().ok()),
+    };
+    let diff = repo
+        .diff_tree_to_tree(old.as_ref(), Some(&commit.tree().ok()?), None)
+        .ok()?;
+    let files_changed = diff.stats().ok()?.files_changed();
+    let mut files = Vec::new();
+    for index in 0..diff.deltas().len().min(MAX_CHANGED_FILES_LISTED) {
+        let delta = diff.get_delta(index)?;
+        let path = delta
+            .new_file()
+            .path()
+            .or_else(|| delta.old_file().path())?
+            .to_string_lossy()
+            .into_owned();
+        let (added, deleted) = match git2::Patch::from_diff(&diff, index) {
+            Ok(Some(patch)) => patch
+                .line_stats()
+                .map(|(_, added, deleted)| (added, deleted))
+                .unwrap_or((0, 0)),
+            _ => (0, 0), // binary
+        };
+        files.push(FileChange {
+            path,
+            added,
+            deleted,
+        });
+    }
+    changes_block(&files, files_changed)
 }
 
 /// Prints the summary (stderr) and writes the revision prompt, or removes a stale one;

@@ -43,22 +43,28 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
         (Some(f), Some(l)) => format!("{f}:{l}"),
         _ => case.id.clone(),
     };
-    let detail = match case.message.as_deref() {
+    // The message's lines (a failed `assert_eq!` says what was compared on the lines
+    // after its first); text from the output only gives its first line.
+    let detail: String = match case.message.as_deref() {
         // pytest's placeholder: what failed to import is in the body's `E   ` lines.
-        Some("collection failure") | None => case
-            .output
-            .as_deref()
-            .and_then(last_pytest_error)
-            .or(case.message.as_deref())
-            .or(case.output.as_deref())
-            .unwrap_or(""),
-        Some(message) => message,
+        Some("collection failure") | None => first_nonblank(
+            case.output
+                .as_deref()
+                .and_then(last_pytest_error)
+                .or(case.message.as_deref())
+                .or(case.output.as_deref())
+                .unwrap_or(""),
+        )
+        .to_string(),
+        Some(message) => message
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.trim().is_empty())
+            .take(MAX_FINDING_LINES)
+            .collect::<Vec<_>>()
+            .join("\n"),
     };
-    let first = detail
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
+    let first = detail.trim();
     let (severity, verb) = match case.outcome {
         TestOutcome::Skipped => (Severity::Info, "was skipped"),
         TestOutcome::Errored => (Severity::Blocker, "errored"),
@@ -86,6 +92,16 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
         issue,
         hallucinated.then_some(TriggerType::HallucinationDetected),
     )
+}
+
+/// Lines of a test's message a finding keeps.
+const MAX_FINDING_LINES: usize = 12;
+
+fn first_nonblank(text: &str) -> &str {
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 /// Hallucination when a build error says a name, module or crate does not exist.

@@ -776,8 +776,9 @@ fn unnamed_failures(t: &TestSummary) -> u64 {
 /// agents, and one 100 MB test name must not become a 100 MB record, prompt and comment.
 pub const MAX_ISSUE_TEXT_BYTES: usize = 4 * 1024;
 
-/// `issue` with each text cut to [`MAX_ISSUE_TEXT_BYTES`] (at a character boundary, with
-/// a note saying how much was cut).
+/// `issue` with each text cut to about [`MAX_ISSUE_TEXT_BYTES`]: its middle, with a note
+/// saying how much was cut, so the start (what failed) and the end (the `right:` value, the
+/// last error) both stay.
 fn bounded(mut issue: CheckerIssue) -> CheckerIssue {
     issue.finding = truncate_text(issue.finding);
     issue.affected_field = issue.affected_field.map(truncate_text);
@@ -789,11 +790,7 @@ fn truncate_text(text: String) -> String {
     if text.len() <= MAX_ISSUE_TEXT_BYTES {
         return text;
     }
-    let mut end = MAX_ISSUE_TEXT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} more bytes cut)", &text[..end], text.len() - end)
+    super::report::cut_middle(&text, MAX_ISSUE_TEXT_BYTES)
 }
 
 fn trigger(kind: TriggerType, source: &str, severity: f64, details: String) -> Trigger {

@@ -26,7 +26,7 @@ fn junit_from_cargo_nextest() {
     let wrong = problem(&t, "rproj::tests::adds_wrongly");
     assert_eq!(
         wrong.message.as_deref(),
-        Some("assertion `left == right` failed: one plus one")
+        Some("assertion `left == right` failed: one plus one\nleft: 2\nright: 3")
     );
     assert_eq!(
         (wrong.file.as_deref(), wrong.line),
@@ -194,10 +194,10 @@ fn junit_from_maven_surefire_with_a_bare_testsuite_root() {
 }
 
 #[test]
-fn junit_output_keeps_only_the_last_4_kib() {
+fn junit_output_cuts_the_middle_of_long_text_and_keeps_both_ends() {
     let noise = "x".repeat(10_000);
     let xml = format!(
-        "<testsuite><testcase name=\"t\"><failure message=\"m\">{noise}THE END</failure></testcase></testsuite>"
+        "<testsuite><testcase name=\"t\"><failure message=\"m\">THE START{noise}THE END</failure></testcase></testsuite>"
     );
     let report = parse(
         ReportFormat::Junit,
@@ -209,8 +209,15 @@ fn junit_output_keeps_only_the_last_4_kib() {
         panic!("{report:?}");
     };
     let output = t.problems[0].output.clone().unwrap_or_default();
-    assert_eq!(output.len(), 4096);
-    assert!(output.ends_with("THE END"));
+    assert!(output.len() <= 4096 + 48, "{}", output.len());
+    assert!(output.starts_with("THE START"), "{output}");
+    assert!(output.ends_with("THE END"), "{output}");
+    let kept = output.len() - output.lines().nth(1).map_or(0, |note| note.len() + 2);
+    let cut = 10_000 + "THE START".len() + "THE END".len() - kept;
+    assert!(
+        output.contains(&format!("\n… [{cut} bytes cut] …\n")),
+        "{output}"
+    );
     assert_eq!(t.problems[0].id, "t");
 }
 
@@ -291,7 +298,7 @@ fn libtest_plain_cargo_test_with_several_binaries() {
     let wrong = problem(&t, "tests::adds_wrongly");
     assert_eq!(
         wrong.message.as_deref(),
-        Some("assertion `left == right` failed: one plus one")
+        Some("assertion `left == right` failed: one plus one\nleft: 2\nright: 3")
     );
     assert_eq!(
         (wrong.file.as_deref(), wrong.line),

@@ -9,7 +9,9 @@
 //! attributes are stable across runs, unlike timings or suite uuids.
 //! The message is the `message` attribute (else `type`, else the first line of the
 //! body), except that a Rust panic header (nextest's `thread 'x' panicked at ...`) gives
-//! way to the panic's own message; the output is the tail of the failure body plus `<system-out>`/`<system-err>`.
+//! way to the panic's own message (with an assertion's `left:`/`right:` values); the output
+//! is the failure body, then `<system-out>`/`<system-err>`, each bounded on its own (the
+//! middle of a long one is cut, never its end).
 //! `file`/`line` come from the attributes (pytest xunit1, jest-junit with
 //! `addFileAttribute`), else from a Rust panic or pytest traceback in the body.
 //! A suite's `failures`/`errors` attributes are reconciled with its cases: failures it
@@ -49,7 +51,12 @@ struct OpenCase {
     line: Option<u32>,
     outcome: Option<TestOutcome>,
     message: Option<String>,
+    /// The failure's own text (nextest: the panic), bounded apart from what the test
+    /// printed so a long `<system-out>` cannot push it out.
+    body: TailBuf,
     output: TailBuf,
+    /// Whether the text being captured is the failure's body.
+    capturing_body: bool,
     /// The `<testcase>` tag's attributes, undecoded.
     raw_attributes: Vec<u8>,
     /// Depth of the child whose text is being captured (failure body, system-out, ...).
@@ -104,7 +111,11 @@ impl XmlHandler for JunitHandler {
     }
 
     fn text(&mut self, text: &str) {
-        self.case.output.push(text);
+        if self.case.capturing_body {
+            self.case.body.push(text);
+        } else {
+            self.case.output.push(text);
+        }
     }
 }
 
@@ -146,6 +157,7 @@ impl JunitHandler {
         case.outcome = None;
         case.message = None;
         case.output.clear();
+        case.body.clear();
         case.capture_depth = None;
         // Most cases pass and need none of their attributes: keep the raw bytes and
         // decode them only for a case that turns out not to pass.
@@ -188,6 +200,7 @@ impl JunitHandler {
             b"skipped" => TestOutcome::Skipped,
             b"system-out" | b"system-err" => {
                 self.case.output.separate();
+                self.case.capturing_body = false;
                 self.case.capture_depth = Some(depth);
                 return Ok(());
             }
@@ -213,7 +226,8 @@ impl JunitHandler {
         if case.message.is_none() {
             case.message = message.or(kind).filter(|m| !m.trim().is_empty());
         }
-        case.output.separate();
+        case.body.separate();
+        case.capturing_body = true;
         case.capture_depth = Some(depth);
         Ok(())
     }
@@ -234,16 +248,21 @@ impl JunitHandler {
             format!("{}::{}", case.classname, case.name)
         };
         let mut found = TestCase::new(id, outcome);
-        let hint = failure_location(case.output.as_str());
+        let body = case.body.contents();
+        let text = format!("{body}\n{}", case.output.contents());
+        let hint = failure_location(&text);
         let panic_message = case
             .message
             .as_deref()
             .filter(|m| m.contains("panicked at"))
-            .and_then(|_| rust_panic_message(case.output.as_str()));
+            .and_then(|_| rust_panic_message(&text));
         found.message = panic_message
             .or_else(|| case.message.take())
-            .or_else(|| first_line(case.output.as_str()));
-        found.output = case.output.take();
+            .or_else(|| first_line(&text));
+        found.output = match (case.body.take(), case.output.take()) {
+            (Some(body), Some(printed)) => Some(format!("{body}\n{printed}")),
+            (body, printed) => body.or(printed),
+        };
         // A location in the failure text (the failing assert) is more precise than the
         // testcase's own attributes (the test's definition), when it is in the same file.
         let hint = hint.filter(|(file, _)| {

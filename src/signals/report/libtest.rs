@@ -3,8 +3,9 @@
 //!
 //! `test NAME ... ok|FAILED|ignored[, reason]` lines count the tests; the id is NAME (the
 //! test path, stable across runs; `- should panic` is dropped). The `---- NAME stdout ----`
-//! section after `failures:` is attached to the failing case as output, and the panic in
-//! it gives message, file and line. Terse output (`cargo test -q`: `..F.i`) has no per-test
+//! section after `failures:` is attached to the failing case as output (the end of what
+//! the test printed, then its panic, each bounded on its own), and the panic gives message
+//! (with an assertion's `left:`/`right:` values), file and line. Terse output (`cargo test -q`: `..F.i`) has no per-test
 //! lines, so each binary's `test result: ... N passed; N failed; N ignored` line tops the
 //! counts up, and the `failures:` list names the failing tests.
 //!
@@ -17,7 +18,9 @@ use std::io::BufRead;
 
 use super::error::Position;
 use super::input::{for_each_line, Ctx, Input};
-use super::text::{lossy, parse_u64, rust_panic_location, rust_panic_message, TailBuf};
+use super::text::{
+    lossy, parse_u64, rust_panic_location, rust_panic_message, tail, TailBuf, OUTPUT_HEAD_BYTES,
+};
 use super::types::{TestCase, TestOutcome, TestSummary};
 use super::ParseError;
 
@@ -49,7 +52,7 @@ struct LibtestState {
     binaries_seen: u64,
     /// Index into `summary.problems` by test name, for attaching sections.
     failing: HashMap<String, usize>,
-    section: Option<(String, TailBuf)>,
+    section: Option<Section>,
     in_failure_list: bool,
     /// A `test x ... ` line whose result was printed later (interleaved output).
     awaiting_result: Option<String>,
@@ -59,13 +62,15 @@ impl LibtestState {
     fn line(&mut self, ctx: &Ctx, line_no: u64, line: &str) -> Result<(), ParseError> {
         if let Some(name) = section_header(line) {
             self.close_section();
-            self.section = Some((name.to_string(), TailBuf::default()));
+            self.section = Some(Section {
+                name: name.to_string(),
+                ..Section::default()
+            });
             return Ok(());
         }
-        if let Some((_, buf)) = self.section.as_mut() {
+        if let Some(section) = self.section.as_mut() {
             if line != "failures:" && !line.starts_with("test result: ") {
-                buf.push(line);
-                buf.push("\n");
+                section.push(line);
                 return Ok(());
             }
             self.close_section();
@@ -169,23 +174,23 @@ impl LibtestState {
     }
 
     fn close_section(&mut self) {
-        let Some((name, mut buf)) = self.section.take() else {
+        let Some(mut section) = self.section.take() else {
             return;
         };
         let Some(case) = self
             .failing
-            .get(&name)
+            .get(&section.name)
             .and_then(|&i| self.summary.problems.get_mut(i))
         else {
             return; // `successes:` output of a passing test
         };
-        let text = buf.as_str().to_string();
+        let text = section.panic.contents();
         if let Some((file, line)) = rust_panic_location(&text) {
             case.file = Some(file);
             case.line = Some(line);
         }
         case.message = rust_panic_message(&text).or(case.message.take());
-        case.output = buf.take();
+        case.output = section.take();
     }
 
     fn end_binary(&mut self, ctx: &Ctx, line_no: u64, rest: &str) -> Result<(), ParseError> {
@@ -256,6 +261,52 @@ impl LibtestState {
         }
         Ok(self.summary)
     }
+}
+
+/// A failing test's `---- NAME stdout ----` section: what it printed, then its panic, each
+/// bounded on its own so that a test printing megabytes keeps its panic message and values.
+#[derive(Default)]
+struct Section {
+    name: String,
+    printed: TailBuf,
+    panic: TailBuf,
+    panicked: bool,
+}
+
+impl Section {
+    fn push(&mut self, line: &str) {
+        if !self.panicked && line.contains("panicked at ") {
+            self.panicked = true;
+        }
+        let buf = if self.panicked {
+            &mut self.panic
+        } else {
+            &mut self.printed
+        };
+        buf.push(line);
+        buf.push("\n");
+    }
+
+    /// The end of what the test printed, then its panic.
+    fn take(&mut self) -> Option<String> {
+        let printed = self
+            .printed
+            .take()
+            .map(|p| tail_lines(&p, OUTPUT_HEAD_BYTES).to_string());
+        match (printed, self.panic.take()) {
+            (Some(p), Some(panic)) => Some(format!("{p}\n{panic}")),
+            (p, panic) => panic.or(p),
+        }
+    }
+}
+
+/// The whole lines of the last at most `cap` bytes of `text`.
+fn tail_lines(text: &str, cap: usize) -> &str {
+    let end = tail(text, cap);
+    if end.len() == text.len() {
+        return end;
+    }
+    end.split_once('\n').map_or(end, |(_, rest)| rest)
 }
 
 fn section_header(line: &str) -> Option<&str> {

@@ -54,6 +54,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use error::ParseError;
+pub use text::{cut_middle, OUTPUT_HEAD_BYTES};
 pub use types::{
     ComplexitySummary, CoverageSummary, FileLines, FunctionComplexity, LintFinding, LintLevel,
     LintSummary, Report, TestCase, TestOutcome, TestSummary,

@@ -1,52 +1,127 @@
-//! Small text helpers the parsers share: a bounded tail buffer for captured output, strict
+//! Small text helpers the parsers share: a bounded buffer for captured output that cuts
+//! the middle, never the end, strict
 //! number parsing (no panics, no silent overflow), and recognising where a Rust panic or a
 //! pytest assertion happened.
 
 use super::types::OUTPUT_CAP_BYTES;
 
-/// Keeps the last [`OUTPUT_CAP_BYTES`] of everything pushed into it, without growing past
-/// twice that, so capturing the output of a million passing tests costs nothing.
+/// Keeps the first [`OUTPUT_HEAD_BYTES`] and the last bytes of everything pushed into it,
+/// [`OUTPUT_CAP_BYTES`] in all, and counts what it cut between them, so capturing the
+/// output of a million passing tests costs nothing and a long failure keeps both its start
+/// (the panic and the assertion message) and its end (the `right:` value, the last error).
 #[derive(Debug, Default)]
 pub(crate) struct TailBuf {
-    text: String,
+    head: String,
+    /// Everything after `head`, kept to at most twice the tail's share before trimming.
+    rest: String,
+    cut_bytes: usize,
 }
+
+/// What the start of a long output keeps; the rest of [`OUTPUT_CAP_BYTES`] is its end.
+pub const OUTPUT_HEAD_BYTES: usize = OUTPUT_CAP_BYTES / 4;
+const OUTPUT_TAIL_BYTES: usize = OUTPUT_CAP_BYTES - OUTPUT_HEAD_BYTES;
 
 impl TailBuf {
     pub(crate) fn clear(&mut self) {
-        self.text.clear();
+        self.head.clear();
+        self.rest.clear();
+        self.cut_bytes = 0;
     }
 
-    pub(crate) fn push(&mut self, piece: &str) {
-        if piece.len() >= OUTPUT_CAP_BYTES {
-            self.text.clear();
-            self.text.push_str(tail(piece, OUTPUT_CAP_BYTES));
+    pub(crate) fn push(&mut self, mut piece: &str) {
+        // The head fills first; once anything went past it, it is closed.
+        if self.rest.is_empty() && self.cut_bytes == 0 && self.head.len() < OUTPUT_HEAD_BYTES {
+            let room = floor_boundary(piece, OUTPUT_HEAD_BYTES - self.head.len());
+            let (first, later) = piece.split_at(room);
+            self.head.push_str(first);
+            piece = later;
+            if piece.is_empty() {
+                return;
+            }
+        }
+        if piece.len() >= OUTPUT_TAIL_BYTES {
+            let kept = tail(piece, OUTPUT_TAIL_BYTES);
+            self.cut_bytes += self.rest.len() + piece.len() - kept.len();
+            self.rest.clear();
+            self.rest.push_str(kept);
             return;
         }
-        self.text.push_str(piece);
-        if self.text.len() > 2 * OUTPUT_CAP_BYTES {
-            let keep_from = self.text.len() - tail(&self.text, OUTPUT_CAP_BYTES).len();
-            self.text.drain(..keep_from);
+        self.rest.push_str(piece);
+        if self.rest.len() > 2 * OUTPUT_TAIL_BYTES {
+            let keep_from = self.rest.len() - tail(&self.rest, OUTPUT_TAIL_BYTES).len();
+            self.cut_bytes += keep_from;
+            self.rest.drain(..keep_from);
         }
     }
 
     /// Starts a new section (e.g. system-out after a failure body) on its own line.
     pub(crate) fn separate(&mut self) {
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            self.text.push('\n');
+        let last = if self.rest.is_empty() {
+            &self.head
+        } else {
+            &self.rest
+        };
+        if !last.is_empty() && !last.ends_with('\n') {
+            self.push("\n");
         }
     }
 
-    /// The captured tail, trimmed, or `None` if nothing but whitespace was captured.
+    /// The captured text, its middle cut if it was too long, trimmed; `None` if nothing
+    /// but whitespace was captured.
     pub(crate) fn take(&mut self) -> Option<String> {
-        let trimmed = tail(self.text.trim(), OUTPUT_CAP_BYTES);
-        let out = (!trimmed.is_empty()).then(|| trimmed.to_string());
-        self.text.clear();
+        let text = self.contents();
+        let trimmed = text.trim();
+        let out =
+            (!trimmed.is_empty()).then(|| cut_middle(trimmed, OUTPUT_CAP_BYTES + CUT_NOTE_ROOM));
+        self.clear();
         out
     }
 
-    pub(crate) fn as_str(&self) -> &str {
-        &self.text
+    /// The captured text: start, a note saying how much was cut, end.
+    pub(crate) fn contents(&self) -> String {
+        let (rest, more_cut) = if self.rest.len() > OUTPUT_TAIL_BYTES {
+            let kept = tail(&self.rest, OUTPUT_TAIL_BYTES);
+            (kept, self.rest.len() - kept.len())
+        } else {
+            (self.rest.as_str(), 0)
+        };
+        let cut = self.cut_bytes + more_cut;
+        if cut == 0 {
+            format!("{}{rest}", self.head)
+        } else {
+            format!("{}{}{rest}", self.head, cut_note(cut))
+        }
     }
+}
+
+/// Room left for the note [`cut_middle`] puts where it cut.
+const CUT_NOTE_ROOM: usize = 48;
+
+fn cut_note(bytes: usize) -> String {
+    format!("\n… [{bytes} bytes cut] …\n")
+}
+
+/// `text` if it is at most `cap` bytes long, else its start and its end with a note in
+/// between saying how many bytes were cut: the middle of a long output is what matters
+/// least (the cause is stated first, the final error last).
+pub fn cut_middle(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
+        return text.to_string();
+    }
+    let budget = cap.saturating_sub(CUT_NOTE_ROOM);
+    let head = &text[..floor_boundary(text, budget / 4)];
+    let end = tail(text, budget - head.len());
+    let cut = text.len() - head.len() - end.len();
+    format!("{head}{}{end}", cut_note(cut))
+}
+
+/// The largest character boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The last at most `cap` bytes of `s`, cut at a character boundary.
@@ -119,7 +194,10 @@ fn pytest_location(text: &str) -> Option<(String, u32)> {
     })
 }
 
-/// The message a Rust panic printed: the line after `panicked at file:line:col:`.
+/// The message a Rust panic printed: the lines after `panicked at file:line:col:` up to
+/// the `note:` or backtrace that follows, so a failed `assert_eq!` keeps its own message
+/// and its `left:` and `right:` values (each line trimmed; at most
+/// [`MAX_PANIC_MESSAGE_LINES`] lines).
 pub(crate) fn rust_panic_message(text: &str) -> Option<String> {
     let after = text.split_once("panicked at ")?.1;
     let (head, rest) = after.split_once('\n').unwrap_or((after, ""));
@@ -128,9 +206,22 @@ pub(crate) fn rust_panic_message(text: &str) -> Option<String> {
         let end = quoted.rfind("', ")?;
         return quoted.get(..end).map(str::to_string);
     }
-    let message = rest.lines().next()?.trim();
-    (!message.is_empty()).then(|| message.to_string())
+    let lines: Vec<&str> = rest
+        .lines()
+        .map(str::trim)
+        .take_while(|l| {
+            !l.is_empty()
+                && !l.starts_with("note: ")
+                && !l.starts_with("stack backtrace:")
+                && !l.starts_with("thread '")
+        })
+        .take(MAX_PANIC_MESSAGE_LINES)
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
+
+/// Lines of a panic message kept: an assertion with its values, not a dumped document.
+pub const MAX_PANIC_MESSAGE_LINES: usize = 12;
 
 /// Decodes bytes as UTF-8, replacing invalid sequences (for free-form captured output).
 pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Longest `TestCase::output` kept: the tail of the failure text, where the cause usually is.
+/// Longest `TestCase::output` kept (plus a note where the middle was cut): the start of the
+/// failure text (the panic, the assertion message) and its end (the last error).
 pub const OUTPUT_CAP_BYTES: usize = 4 * 1024;
 
 /// One parsed report.
@@ -98,7 +99,7 @@ pub struct TestCase {
     pub id: String,
     pub outcome: TestOutcome,
     pub message: Option<String>,
-    /// Tail of the failure text and captured output, at most [`OUTPUT_CAP_BYTES`].
+    /// The failure text and captured output, its middle cut past [`OUTPUT_CAP_BYTES`].
     pub output: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,

@@ -1,0 +1,179 @@
+//! What a revision prompt says about failing tests, from real `cargo test` output
+//! (`tests/fixtures/reports/libtest/cargo-test-assertions.txt`): a failed `assert_eq!` keeps
+//! its message and both values; a 20 KB value loses its middle, never its end; 40 tests
+//! that fail at one place are one item with a count; the record keeps every failure, so the
+//! revision loop's count still measures progress.
+
+use std::path::Path;
+
+use itergate::config::Config;
+use itergate::engine::{decide, DecideInput, Decision, Feedback};
+use itergate::history::file::load_history;
+use itergate::model::{CheckerIssue, IterationRecord};
+use itergate::render::Renderer;
+use itergate::signals::classify::test_issue;
+use itergate::signals::report::{parse_file, ParseOptions, Report, ReportFormat};
+
+const NOW: &str = "2026-11-02T11:00:00Z";
+
+fn fixture_issues() -> Vec<CheckerIssue> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reports/libtest/cargo-test-assertions.txt");
+    let report = parse_file(ReportFormat::Libtest, &path, &ParseOptions::default())
+        .expect("the fixture parses");
+    let Report::Tests(tests) = report else {
+        panic!("a test report: {report:?}");
+    };
+    assert_eq!((tests.passed, tests.failed), (0, 42));
+    tests.failures().map(|case| test_issue(case).0).collect()
+}
+
+fn history_with(issue_sets: Vec<Vec<CheckerIssue>>) -> Vec<IterationRecord> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/histories");
+    let template = load_history(&dir.join("improving.yml")).expect("fixture");
+    issue_sets
+        .into_iter()
+        .zip(template)
+        .map(|(issues, mut record)| {
+            record.issues = issues;
+            record
+        })
+        .collect()
+}
+
+fn decision(history: &[IterationRecord]) -> Decision {
+    decide(&DecideInput {
+        task_id: "fix/ports",
+        config: &Config::default(),
+        history,
+        feedback: &Feedback::default(),
+        baseline: None,
+        now: NOW.parse().expect("time"),
+    })
+    .expect("decision")
+}
+
+fn prompt(history: &[IterationRecord], changes: Option<String>) -> String {
+    let latest = history.last().expect("a record");
+    let mut view = itergate::prompt::prompt_view(latest, &decision(history));
+    view.changes = changes;
+    Renderer::new(None, false)
+        .expect("templates")
+        .render("revision-prompt.md.j2", &view)
+        .expect("prompt renders")
+}
+
+#[test]
+fn a_failed_assert_eq_keeps_its_message_and_both_values() {
+    let issues = fixture_issues();
+    let ranges = issues
+        .iter()
+        .find(|i| i.finding.contains("renders_ranges_with_a_space"))
+        .expect("the range test");
+    assert_eq!(
+        ranges.finding,
+        "test tests::renders_ranges_with_a_space failed: assertion `left == right` failed: \
+         display of a range\nleft: \">0.0.9,<=2.5.3\"\nright: \">0.0.9, <=2.5.3\""
+    );
+    assert_eq!(ranges.affected_field.as_deref(), Some("src/lib.rs:15"));
+    let text = prompt(&history_with(vec![issues]), None);
+    assert!(text.contains(r#"left: ">0.0.9,<=2.5.3""#), "{text}");
+    assert!(text.contains(r#"right: ">0.0.9, <=2.5.3""#), "{text}");
+}
+
+#[test]
+fn a_huge_value_loses_its_middle_not_its_end() {
+    let issues = fixture_issues();
+    let huge = issues
+        .iter()
+        .find(|i| i.finding.contains("huge_values_keep_both_sides"))
+        .expect("the huge test");
+    assert!(
+        huge.finding
+            .contains("assertion `left == right` failed: mismatch"),
+        "{}",
+        huge.finding
+    );
+    assert!(huge.finding.contains("bytes cut] …"), "{}", huge.finding);
+    assert!(huge.finding.ends_with("right: \"x\""), "{}", huge.finding);
+    assert!(huge.finding.len() <= 4096 + 48, "{}", huge.finding.len());
+    assert_eq!(huge.affected_field.as_deref(), Some("src/lib.rs:24"));
+}
+
+#[test]
+fn forty_failures_at_one_place_are_one_item_with_a_count() {
+    let issues = fixture_issues();
+    let text = prompt(&history_with(vec![issues.clone()]), None);
+    assert_eq!(
+        text.matches("40 tests failed with one cause").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("count: 40"), "{text}");
+    for id in ["ports::p01", "ports::p05"] {
+        assert!(text.contains(&format!("- {id}\n")), "{id}: {text}");
+    }
+    assert!(
+        !text.contains("ports::p06"),
+        "only the first five ids: {text}"
+    );
+    // The record keeps all 42: the revision loop counts them.
+    let d = decision(&history_with(vec![issues]));
+    assert_eq!(d.revision.blockers, 42);
+}
+
+#[test]
+fn fixing_some_of_one_causes_failures_is_progress_not_a_stall() {
+    let all = fixture_issues();
+    let fewer: Vec<CheckerIssue> = all
+        .iter()
+        .filter(|i| !i.finding.contains("ports::p0"))
+        .cloned()
+        .collect();
+    assert_eq!(fewer.len(), 33);
+    let history = history_with(vec![all, fewer]);
+    let d = decision(&history);
+    assert_eq!(d.revision.previous_count, Some(42));
+    assert_eq!(d.revision.blockers, 33);
+    let reason = d.stopping_reason.map(|r| r.summary).unwrap_or_default();
+    assert!(!reason.contains("stalled"), "{reason}");
+    // In the prompt, the 31 left of the group are still one item.
+    let text = prompt(&history, None);
+    assert!(text.contains("31 tests failed with one cause"), "{text}");
+}
+
+#[test]
+fn prompt_with_grouped_failures_assertion_values_and_a_cut_middle() {
+    let issues = fixture_issues();
+    let changes = itergate::prompt::changes_block(
+        &[itergate::prompt::FileChange {
+            path: "src/lib.rs".into(),
+            added: 3,
+            deleted: 1,
+        }],
+        1,
+    );
+    let text = prompt(&history_with(vec![issues]), changes);
+    insta::assert_snapshot!("prompt_failures", text);
+}
+
+#[test]
+fn output_with_backtick_runs_stays_inside_a_longer_fence() {
+    let mut issues = fixture_issues();
+    issues[0].finding = "test t failed: expected\n```\nfn a() {}\n```\nand ```` too".into();
+    let text = prompt(&history_with(vec![issues]), None);
+    let open = text.find("`````yaml\n").expect("a fence of five backticks");
+    let body = &text[open + "`````yaml\n".len()..];
+    let close = body.find("\n`````\n").expect("the fence closes");
+    assert!(body[..close].contains("```` too"), "{text}");
+    // Nothing inside closes it early: no line of five backticks before its end.
+    assert!(
+        !body[..close].lines().any(|l| l.trim() == "`````"),
+        "{text}"
+    );
+    let fenced = itergate::markup::fence("a ``` b\n```` c");
+    assert!(
+        fenced.starts_with("`````\n") && fenced.ends_with("\n`````"),
+        "{fenced}"
+    );
+}
