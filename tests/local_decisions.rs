@@ -107,6 +107,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
         out.contains("`itergate accept [reason]`") && !out.contains("/iterate"),
         "the next step names the local command: {out}"
     );
+    insta::assert_snapshot!("local_escalation_status", status(&repo));
     let out = ok(&repo.path, &["hook", "install"]);
     assert!(out.contains("installed"), "{out}");
     let blocked = push(&repo);
@@ -131,6 +132,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             && out.contains("Accepted by a person (`itergate accept`)"),
         "{out}"
     );
+    insta::assert_snapshot!("local_accept_status", status(&repo));
     let pushed = push(&repo);
     assert!(
         pushed.status.success(),
