@@ -2,6 +2,14 @@
 //! that commit) or read reports an earlier step wrote, and turn what they said into an
 //! [`Observation`] that does not depend on where they ran.
 //!
+//! Checks may change the checkout they run in (a formatter, `ruff` with `fix = true`): the
+//! tracked files' status before and after the checks is compared, and files that changed
+//! are kept in the observation as a [`CheckResult::TrackedFilesChanged`] outcome (a
+//! WARNING when scored), since the results then describe the rewritten files rather than
+//! the commit. It is cached with the rest: the same checks on the same tree rewrite the same
+//! files, and the fix (a read-only mode for the check) changes the checks' fingerprint, so
+//! the tree is observed again.
+//!
 //! A check the environment kept from running is a [`Failure::Check`] naming the check, its
 //! command and the end of its output: nothing is observed, recorded or cached, so fixing the
 //! environment and running again scores the tree.
@@ -21,13 +29,13 @@ use crate::config::{Check, Config, Visibility};
 use crate::git::TempWorktree;
 use crate::signals::checks::{self, Progress, RunOptions};
 use crate::signals::detect;
-use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
+use crate::signals::observation::{CheckOutcome, CheckResult, Observation, WORK_TREE_OUTCOME};
 use crate::signals::report::{self, ParseOptions, ReportFormat};
 
 use super::{user, Env, Failure};
 
 /// Bumped when what an observation holds or means changes, so older cache entries miss.
-const OBSERVATION_SCHEMA: u32 = 2;
+const OBSERVATION_SCHEMA: u32 = 3;
 
 /// What a cached observation depends on besides the tree: the checks and itergate.
 pub fn fingerprint(config: &Config) -> String {
@@ -70,6 +78,7 @@ pub fn observe(
         None => Vec::new(),
     };
     let checks = checks_for(env, &root);
+    let tracked_before = tracked_changes(&root);
     let started = Instant::now();
     let results = checks::run_all(
         &RunOptions {
@@ -99,13 +108,76 @@ pub fn observe(
             errors.join("\n")
         )));
     }
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    if let Some(changed) = tracked_before.and_then(|before| rewritten_files(&root, &before)) {
+        let ran: Vec<String> = checks
+            .iter()
+            .filter(|(_, c)| c.run.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
+        if request.in_place && request.progress != Progress::Quiet {
+            eprintln!(
+                "itergate: warning: tracked files in your work tree changed while the checks ran ({}): {}",
+                ran.join(", "),
+                changed.join(", ")
+            );
+        }
+        outcomes.push(CheckOutcome {
+            name: WORK_TREE_OUTCOME.to_string(),
+            visibility: Visibility::Full,
+            void_on_violation: false,
+            result: CheckResult::TrackedFilesChanged {
+                files: changed,
+                checks: ran,
+            },
+        });
+    }
     let mut observation = Observation {
         checks: outcomes,
-        execution_time_ms: Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        execution_time_ms: Some(elapsed_ms),
     };
     observation.normalise(&root);
     write_private_diagnostics(repo, request.commit, &observation)?;
     Ok(observation)
+}
+
+/// Tracked files that differ from the index or HEAD in the checkout at `root`, each with a
+/// hash of its content (`None` when deleted); `None` when the status cannot be read.
+fn tracked_changes(root: &Path) -> Option<BTreeMap<String, Option<Oid>>> {
+    let repo = Repository::open(root).ok()?;
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_untracked(false)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut options)).ok()?;
+    let changes = statuses
+        .iter()
+        .filter(|entry| entry.status() != git2::Status::CURRENT)
+        .filter_map(|entry| {
+            let path = entry.path()?.to_string();
+            let hash = Oid::hash_file(git2::ObjectType::Blob, root.join(&path)).ok();
+            Some((path, hash))
+        })
+        .collect();
+    Some(changes)
+}
+
+/// Tracked files whose content changed since `before` (the checks rewrote them).
+fn rewritten_files(root: &Path, before: &BTreeMap<String, Option<Oid>>) -> Option<Vec<String>> {
+    let after = tracked_changes(root)?;
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|(path, hash)| before.get(*path) != Some(hash))
+        .map(|(path, _)| path.clone())
+        .chain(
+            before
+                .keys()
+                .filter(|path| !after.contains_key(*path))
+                .cloned(),
+        )
+        .collect();
+    (!changed.is_empty()).then_some(changed)
 }
 
 /// The environment of checks in a scratch worktree: build directories of their own.

@@ -573,6 +573,9 @@ impl Display {
                 format!("build failed ({} errors)", diagnostics.len())
             }
             Ok(CheckResult::TimedOut { seconds, .. }) => format!("timed out after {seconds}s"),
+            Ok(CheckResult::TrackedFilesChanged { files, .. }) => {
+                format!("changed {} tracked file(s)", files.len())
+            }
         };
         let line = format!(
             "check {name}{}: {verdict} in {:.1}s",

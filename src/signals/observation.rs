@@ -59,7 +59,18 @@ pub enum CheckResult {
     },
     /// The command did not finish in time and was stopped.
     TimedOut { seconds: u64, tail: String },
+    /// Not a check: tracked files changed while the checks ran (a formatter or `ruff` with
+    /// `fix = true`), so their results describe the rewritten files, not the commit. Kept
+    /// as the outcome named [`WORK_TREE_OUTCOME`]; `checks` are those that ran (checks run
+    /// concurrently, so which of them wrote is not known unless only one ran a command).
+    TrackedFilesChanged {
+        files: Vec<String>,
+        checks: Vec<String>,
+    },
 }
+
+/// The name of the outcome that says tracked files changed while the checks ran.
+pub const WORK_TREE_OUTCOME: &str = "itergate:work-tree";
 
 /// A check the environment kept from running: not the work's result, never recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +127,9 @@ impl Observation {
                         locate_diagnostic(&paths, d);
                     }
                 }
-                CheckResult::Exited { .. } | CheckResult::TimedOut { .. } => {}
+                CheckResult::Exited { .. }
+                | CheckResult::TimedOut { .. }
+                | CheckResult::TrackedFilesChanged { .. } => {}
             }
         }
     }

@@ -104,6 +104,9 @@ impl Accumulator {
     ) {
         let holdout = check.visibility == Visibility::AggregateOnly;
         match &check.result {
+            CheckResult::TrackedFilesChanged { files, checks } => {
+                self.issues.push(tracked_files_changed(files, checks));
+            }
             CheckResult::Exited { exit_code, tail } => {
                 if *exit_code == 0 {
                     return;
@@ -791,6 +794,50 @@ fn truncate_text(text: String) -> String {
         return text;
     }
     super::report::cut_middle(&text, MAX_ISSUE_TEXT_BYTES)
+}
+
+/// Files listed in the warning about files the checks rewrote; the rest are counted.
+const MAX_REWRITTEN_FILES_LISTED: usize = 10;
+
+/// The WARNING for checks that changed tracked files while they ran.
+fn tracked_files_changed(files: &[String], checks: &[String]) -> CheckerIssue {
+    let names = checks
+        .iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let who = match checks.len() {
+        0 => "the checks".to_string(),
+        1 => format!("check {names}"),
+        _ => format!("one of the checks {names} (they ran concurrently)"),
+    };
+    let mut listed = files
+        .iter()
+        .take(MAX_REWRITTEN_FILES_LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > MAX_REWRITTEN_FILES_LISTED {
+        listed.push_str(&format!(
+            " and {} more",
+            files.len() - MAX_REWRITTEN_FILES_LISTED
+        ));
+    }
+    CheckerIssue {
+        dimension: "checks".into(),
+        severity: Severity::Warning,
+        finding: format!(
+            "{who} changed tracked files while running: {listed}; the results describe the \
+             changed files, not the commit (when the checks ran in the work tree, the \
+             changes are there now: see `git diff`)"
+        ),
+        affected_field: files.first().cloned(),
+        suggested_fix: Some(
+            "give the check a read-only mode, e.g. `ruff check --no-fix` or \
+             `cargo fmt --check`, so it reports what it would change"
+                .into(),
+        ),
+    }
 }
 
 fn trigger(kind: TriggerType, source: &str, severity: f64, details: String) -> Trigger {
