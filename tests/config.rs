@@ -176,3 +176,41 @@ fn scope_and_lint_score_and_marker_globs() {
     let e = err("scoring: { scope: branch }\n");
     assert!(e.message.contains("expected `change` or `whole`"), "{e}");
 }
+
+#[test]
+fn a_check_takes_one_report_or_a_list_and_names_each_outcome() {
+    let yaml = r#"
+checks:
+  tests:
+    run: pytest
+    report:
+      - { format: junit, path: junit.xml }
+      - { format: cobertura, path: coverage.xml }
+      - { format: junit, path: more.xml }
+  lint:
+    run: ruff check
+    report: { format: ruff-json, from: stdout }
+"#;
+    let config = Config::from_yaml(yaml, Path::new(".itergate.yml")).expect("parses");
+    let tests = &config.checks["tests"];
+    assert_eq!(tests.report.len(), 3);
+    assert_eq!(
+        tests.report_names("tests"),
+        ["tests", "tests.cobertura", "tests.junit.3"]
+    );
+    let lint = &config.checks["lint"];
+    assert_eq!(lint.report.len(), 1);
+    assert_eq!(lint.report_names("lint"), ["lint"]);
+    let source = itergate::config::report_of(&config.checks, "tests.cobertura").expect("found");
+    assert_eq!(source.format.name(), "cobertura");
+    // One report is written back as a mapping, as before lists were accepted.
+    let written = serde_yaml::to_string(lint).expect("serialises");
+    assert!(
+        written.contains("report:\n  format: ruff-json"),
+        "{written}"
+    );
+
+    let bad = err("checks:\n  t:\n    run: x\n    report:\n      - { format: junit }\n      - { format: junit-xml }\n");
+    assert_eq!(bad.key.as_deref(), Some("checks.t.report[1].format"));
+    assert_eq!(bad.line, Some(6));
+}

@@ -426,3 +426,33 @@ fn ctrl_c_and_sigterm_stop_the_checks_and_leave_no_worktree() {
         assert!(!finished, "the check's process group was stopped too");
     }
 }
+
+#[test]
+fn one_check_writes_two_reports_and_both_are_scored() {
+    let dir = repo();
+    let p = dir.path();
+    let config = r#"
+checks:
+  tests:
+    run: sh checks/tests.sh; status=$?; sh checks/coverage.sh; exit $status
+    report:
+      - { format: junit, path: out/junit.xml }
+      - { format: lcov, path: out/lcov.info }
+"#;
+    std::fs::write(p.join(".itergate.yml"), config).expect("write");
+    git(p, &["commit", "-q", "-am", "one check, two reports"]);
+    let o = itergate(p, &["score", "--format", "json", "-q"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json record");
+    // The JUnit report: the failing test is the base's debt.
+    assert_eq!(r["scores"]["tests_passing"], 1.0);
+    assert_eq!(r["base_debt"]["failing_tests"], 1);
+    // The LCOV report of the same run: patch coverage of the change's lines.
+    assert_eq!(r["scores"]["coverage"], 0.5);
+    assert_eq!(r["metrics"]["coverage.project"], 0.6);
+    assert!(
+        r["issues"].to_string().contains("src/calc.py:3-4"),
+        "{}",
+        r["issues"]
+    );
+}

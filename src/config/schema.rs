@@ -379,6 +379,47 @@ where
     name.parse().map_err(serde::de::Error::custom)
 }
 
+/// A check's reports: one (`report: {format: junit, ...}`) or several (`report: [...]`, a
+/// command that writes JUnit and coverage in one run). One is written back as a mapping, so
+/// a configuration's fingerprint does not change with this type.
+fn one_or_many_reports<'de, D>(deserializer: D) -> Result<Vec<ReportSource>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct OneOrMany;
+    impl<'de> serde::de::Visitor<'de> for OneOrMany {
+        type Value = Vec<ReportSource>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a report (`{format: ..., path: ...}`) or a list of reports")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            ReportSource::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                .map(|one| vec![one])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+    }
+    deserializer.deserialize_any(OneOrMany)
+}
+
+fn serialize_reports<S: serde::Serializer>(
+    reports: &[ReportSource],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match reports {
+        [one] => one.serialize(serializer),
+        many => many.serialize(serializer),
+    }
+}
+
 /// A named command whose report feeds one or more scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -386,8 +427,17 @@ pub struct Check {
     /// Shell command; absent when the check only ingests a report an earlier step wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<ReportSource>,
+    /// The reports the command writes (none: its exit status is the signal). Each is read
+    /// into an outcome of its own: the first is named like the check, each further one
+    /// `<check>.<format>` (`tests.cobertura`), with `.<n>` (its place in the list, from 1)
+    /// added when the check has two reports of that format; see [`Check::report_names`].
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many_reports",
+        serialize_with = "serialize_reports"
+    )]
+    pub report: Vec<ReportSource>,
     /// Seconds before the command is stopped.
     #[serde(default = "default_check_timeout_s")]
     pub timeout: u64,
@@ -399,6 +449,47 @@ pub struct Check {
     pub visibility: Visibility,
     #[serde(default)]
     pub void_on_violation: bool,
+}
+
+impl Check {
+    /// The name of each report's outcome, in the order of `report`: `name` for the first,
+    /// `name.<format>` for each further one (`name.<format>.<n>` when the format repeats).
+    pub fn report_names(&self, name: &str) -> Vec<String> {
+        self.report
+            .iter()
+            .enumerate()
+            .map(|(index, source)| {
+                if index == 0 {
+                    return name.to_string();
+                }
+                let format = source.format.name();
+                let repeats = self
+                    .report
+                    .iter()
+                    .filter(|r| r.format == source.format)
+                    .count();
+                if repeats > 1 {
+                    format!("{name}.{format}.{}", index + 1)
+                } else {
+                    format!("{name}.{format}")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The report an outcome named `outcome` was read from, if it came from a configured check.
+pub fn report_of<'c>(
+    checks: &'c BTreeMap<String, Check>,
+    outcome: &str,
+) -> Option<&'c ReportSource> {
+    if let Some(check) = checks.get(outcome) {
+        return check.report.first();
+    }
+    checks.iter().find_map(|(name, check)| {
+        let index = check.report_names(name).iter().position(|n| n == outcome)?;
+        check.report.get(index)
+    })
 }
 
 fn default_check_timeout_s() -> u64 {

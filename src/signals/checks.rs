@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use tokio::io::AsyncReadExt;
 
-use crate::config::Check;
+use crate::config::{Check, ReportSource};
 
 use super::diagnostics;
 use super::observation::{CheckError, CheckOutcome, CheckResult};
-use super::report::{self, ParseOptions, ReportFormat};
+use super::report::{self, ParseOptions};
 
 /// Bytes of output kept for error messages.
 const TAIL_BYTES: usize = 2048;
@@ -227,19 +227,31 @@ pub fn run_all(
     for joined in outputs {
         let (name, check, out, elapsed, bar) =
             joined.map_err(|e| anyhow::anyhow!("a check task failed: {e}"))?;
-        let result = read_report(root, &check, out).map_err(|(message, tail)| CheckError {
-            check: name.clone(),
-            command: check.run.clone(),
-            message,
-            tail,
-        });
-        display.finish(bar, &name, &result, elapsed);
-        results.push(result.map(|result| CheckOutcome {
-            name,
-            visibility: check.visibility,
-            void_on_violation: check.void_on_violation,
-            result,
-        }));
+        let names = check.report_names(&name);
+        let read: Vec<Result<CheckResult, CheckError>> = read_reports(root, &check, out)
+            .into_iter()
+            .map(|result| {
+                result.map_err(|(message, tail)| CheckError {
+                    check: name.clone(),
+                    command: check.run.clone(),
+                    message,
+                    tail,
+                })
+            })
+            .collect();
+        // The progress line tells the first problem, else the first result.
+        if let Some(shown) = read.iter().find(|r| r.is_err()).or(read.first()) {
+            display.finish(bar, &name, shown, elapsed);
+        }
+        for (index, result) in read.into_iter().enumerate() {
+            let outcome_name = names.get(index).cloned().unwrap_or_else(|| name.clone());
+            results.push(result.map(|result| CheckOutcome {
+                name: outcome_name,
+                visibility: check.visibility,
+                void_on_violation: check.void_on_violation,
+                result,
+            }));
+        }
     }
     Ok(results)
 }
@@ -309,8 +321,8 @@ enum Execution {
     },
 }
 
-fn report_path(root: &Path, check: &Check) -> Option<PathBuf> {
-    let path = check.report.as_ref()?.path.as_ref()?;
+fn report_path(root: &Path, check: &Check, source: &ReportSource) -> Option<PathBuf> {
+    let path = source.path.as_ref()?;
     let base = match &check.workdir {
         Some(dir) => root.join(dir),
         None => root.to_path_buf(),
@@ -328,7 +340,11 @@ async fn execute(
     let Some(run) = &check.run else {
         return Execution::NotRun;
     };
-    if let Some(path) = report_path(root, check) {
+    for path in check
+        .report
+        .iter()
+        .filter_map(|r| report_path(root, check, r))
+    {
         // A stale report must never pass for this run's.
         let _ = std::fs::remove_file(path);
     }
@@ -430,19 +446,21 @@ fn tail(stdout: &[u8], stderr: &[u8]) -> String {
 /// Exit statuses of `sh` for a command it could not find (127) or execute (126).
 const SHELL_NOT_FOUND: [i32; 2] = [126, 127];
 
-/// The check's result, or why the environment kept it from producing one (message, tail).
-fn read_report(
+/// The check's results, one per report (one when it has none), or why the environment kept
+/// it from producing one (message, tail). A build that failed before writing its reports is
+/// one result: the reports it did not write are not read.
+fn read_reports(
     root: &Path,
     check: &Check,
     out: Execution,
-) -> Result<CheckResult, (String, String)> {
+) -> Vec<Result<CheckResult, (String, String)>> {
     let (exit_code, stdout, stderr) = match out {
-        Execution::Broken { message } => return Err((message, String::new())),
+        Execution::Broken { message } => return vec![Err((message, String::new()))],
         Execution::TimedOut { seconds } => {
-            return Ok(CheckResult::TimedOut {
+            return vec![Ok(CheckResult::TimedOut {
                 seconds,
                 tail: String::new(),
-            })
+            })]
         }
         Execution::NotRun => (None, Vec::new(), Vec::new()),
         Execution::Finished {
@@ -453,15 +471,15 @@ fn read_report(
     };
     let tail = tail(&stdout, &stderr);
     if let Some(code) = exit_code.filter(|c| SHELL_NOT_FOUND.contains(c)) {
-        return Err((
+        return vec![Err((
             format!("the command was not found or is not executable (exit status {code})"),
             tail,
-        ));
+        ))];
     }
-    let Some(source) = &check.report else {
+    if check.report.is_empty() {
         // No report: the exit status is the signal, and a failing build's output names
         // its errors.
-        return match exit_code {
+        return vec![match exit_code {
             Some(code) => Ok(
                 build_failure(Some(code), &stdout, &stderr, tail.clone()).unwrap_or(
                     CheckResult::Exited {
@@ -471,28 +489,46 @@ fn read_report(
                 ),
             ),
             None => Err(("the check has neither `run` nor `report`".into(), tail)),
+        }];
+    }
+    let mut results = Vec::with_capacity(check.report.len());
+    let mut build_failed = false;
+    for source in &check.report {
+        let result = match read_one(root, check, source, &stdout) {
+            Ok(report) => Ok(CheckResult::Report { report, exit_code }),
+            Err(error) => match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
+                Some(_) if build_failed => continue,
+                Some(failed) => {
+                    build_failed = true;
+                    Ok(failed)
+                }
+                None => Err((error, tail.clone())),
+            },
         };
-    };
-    let format: ReportFormat = source.format;
+        results.push(result);
+    }
+    results
+}
+
+/// One report of a check, from its file or from the command's standard output.
+fn read_one(
+    root: &Path,
+    check: &Check,
+    source: &ReportSource,
+    stdout: &[u8],
+) -> Result<report::Report, String> {
     // Every file's lines: which of them the change touched depends on the base.
     let keep_all = |_: &str| true;
     let opts = ParseOptions {
         keep_lines_for: Some(&keep_all),
     };
-    let parsed = match report_path(root, check) {
+    match report_path(root, check, source) {
         Some(path) if path.exists() => {
-            report::parse_file(format, &path, &opts).map_err(|e| e.to_string())
+            report::parse_file(source.format, &path, &opts).map_err(|e| e.to_string())
         }
         Some(path) => Err(format!("the report {} was not written", path.display())),
-        None => report::parse(format, stdout.as_slice(), "standard output", &opts)
+        None => report::parse(source.format, stdout, "standard output", &opts)
             .map_err(|e| e.to_string()),
-    };
-    match parsed {
-        Ok(report) => Ok(CheckResult::Report { report, exit_code }),
-        Err(error) => match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
-            Some(failed) => Ok(failed),
-            None => Err((error, tail)),
-        },
     }
 }
 

@@ -734,11 +734,7 @@ fn dedupe(issues: Vec<CheckerIssue>) -> Vec<CheckerIssue> {
 }
 
 fn check_is_tests(config: &Config, name: &str) -> bool {
-    let format = config
-        .checks
-        .get(name)
-        .and_then(|c| c.report.as_ref())
-        .map(|r| r.format);
+    let format = crate::config::report_of(&config.checks, name).map(|r| r.format);
     match format {
         Some(f) => f.kind() == super::report::ReportKind::Tests,
         None => name.contains("test"),

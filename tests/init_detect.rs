@@ -1,0 +1,108 @@
+//! `itergate init` measures what the toolchain can: a Python project that configures ruff
+//! and can import pytest-cov gets one pytest check writing JUnit and Cobertura, and a ruff
+//! check that never fixes; what is missing is named with the command that installs it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use itergate::config::Config;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+}
+
+/// PATH without any directory holding `ruff`, so the test says what a newcomer sees.
+fn path_without_ruff() -> String {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<_> = std::env::split_paths(&path)
+        .filter(|d| !d.join("ruff").exists())
+        .collect();
+    std::env::join_paths(kept)
+        .expect("PATH joins")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn init(dir: &Path, python_path: Option<&Path>) -> (Output, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_itergate"));
+    command
+        .arg("init")
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("PATH", path_without_ruff());
+    if let Some(extra) = python_path {
+        command.env("PYTHONPATH", extra);
+    }
+    let o = command.output().expect("itergate runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.join(".itergate.yml")).expect("written");
+    (o, text)
+}
+
+fn python_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"x\"\n\n[tool.ruff]\nfix = true\n",
+    )
+    .expect("write");
+    dir
+}
+
+#[test]
+fn a_python_project_with_ruff_and_pytest_cov_gets_both_reports_from_one_run() {
+    let dir = python_project();
+    // pytest-cov importable: a stand-in package on PYTHONPATH (the real one is not needed
+    // to decide what to write).
+    let site = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(site.path().join("pytest_cov")).expect("mkdir");
+    std::fs::write(site.path().join("pytest_cov/__init__.py"), "").expect("write");
+    let (o, text) = init(dir.path(), Some(site.path()));
+    let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
+    let tests = &config.checks["tests"];
+    let formats: Vec<&str> = tests.report.iter().map(|r| r.format.name()).collect();
+    assert_eq!(formats, ["junit", "cobertura"], "{text}");
+    let run = tests.run.as_deref().unwrap_or_default();
+    assert!(
+        run.contains("--junitxml=") && run.contains("--cov-report=xml:"),
+        "{run}"
+    );
+    let lint = &config.checks["lint"];
+    assert!(
+        lint.run
+            .as_deref()
+            .is_some_and(|r| r.starts_with("ruff check --no-fix")),
+        "{text}"
+    );
+    // ruff is configured but not installed: said in the file and on stderr.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for said in [&text[..], &stderr[..]] {
+        assert!(
+            said.contains("`ruff` is not on PATH") && said.contains("-m pip install ruff"),
+            "{said}"
+        );
+        assert!(!said.contains("pytest-cov is not importable"), "{said}");
+    }
+}
+
+#[test]
+fn without_pytest_cov_init_says_how_to_install_it() {
+    let dir = python_project();
+    let (o, text) = init(dir.path(), None);
+    let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
+    assert_eq!(config.checks["tests"].report.len(), 1);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    for said in [&text[..], &stderr[..]] {
+        assert!(
+            said.contains("pytest-cov is not importable")
+                && said.contains("-m pip install pytest-cov"),
+            "{said}"
+        );
+    }
+}
