@@ -214,3 +214,24 @@ checks:
     assert_eq!(bad.key.as_deref(), Some("checks.t.report[1].format"));
     assert_eq!(bad.line, Some(6));
 }
+
+#[test]
+fn every_error_of_a_file_is_reported_in_one_run() {
+    let e = err("stopping_criteria:\n  quality_treshold: { value: 0.9 }\ncheck:\n  x: 1\nrevision:\n  max_iterations: three\n");
+    let all: Vec<(Option<usize>, Option<&str>)> = std::iter::once(&e)
+        .chain(&e.more)
+        .map(|e| (e.line, e.key.as_deref()))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            (Some(2), Some("stopping_criteria.quality_treshold")),
+            (Some(3), Some("check")),
+            (Some(6), Some("revision.max_iterations")),
+        ],
+        "{e}"
+    );
+    let text = e.to_string();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.contains("did you mean `quality_threshold`?"), "{text}");
+}

@@ -1,9 +1,9 @@
 //! `.itergate.yml`: where it is found, how it is read, and what a bad one says.
 //!
 //! The file is optional; without one every default applies. A file that does not parse,
-//! names an unknown key or holds a bad value is refused with one error naming the file,
-//! the line and column, the key path and what was expected (plus a "did you mean" for a
-//! near-miss key). Defaults are documented in `config/default.itergate.yml`.
+//! names an unknown key or holds a bad value is refused with errors naming the file, the
+//! line and column, the key path and what was expected (plus a "did you mean" for a
+//! near-miss key): all of a file's errors in one run, one per line. Defaults are documented in `config/default.itergate.yml`.
 
 mod schema;
 mod values;
@@ -29,6 +29,8 @@ pub struct ConfigError {
     /// Dotted key path, e.g. `stopping_criteria.quality_threshold.value`.
     pub key: Option<String>,
     pub message: String,
+    /// Further errors in the same file, found after setting this one's entry aside.
+    pub more: Vec<ConfigError>,
 }
 
 impl fmt::Display for ConfigError {
@@ -41,9 +43,16 @@ impl fmt::Display for ConfigError {
         if let Some(key) = &self.key {
             write!(f, "`{key}`: ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        for more in &self.more {
+            write!(f, "\n{more}")?;
+        }
+        Ok(())
     }
 }
+
+/// Errors collected from one file at most: enough for a bad file, bounded for a garbled one.
+const MAX_CONFIG_ERRORS: usize = 20;
 
 impl Config {
     /// Parses configuration text; `file` is only used to name the source in errors.
@@ -51,19 +60,34 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
-        let de = serde_yaml::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(de).map_err(|err| {
-            let key = Some(err.path().to_string()).filter(|p| p != ".");
-            let inner = err.into_inner();
-            let location = inner.location();
-            ConfigError {
-                file: file.to_path_buf(),
-                line: location.as_ref().map(|l| l.line()),
-                column: location.as_ref().map(|l| l.column()),
-                message: explain(&inner.to_string(), key.as_deref()),
-                key,
+        let mut first = match parse_once(text, file) {
+            Ok(config) => return Ok(config),
+            Err(e) => e,
+        };
+        // serde stops at the first error. To report the others in one run, the entry the
+        // error is in is blanked out (lines kept, so positions stay true) and the text
+        // parsed again; a `missing field` found then may be one the blanking caused, so
+        // those are left out, and a syntax error (no key) ends the search.
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let mut current = first.clone();
+        while first.more.len() + 1 < MAX_CONFIG_ERRORS {
+            let (Some(line), Some(_)) = (current.line, &current.key) else {
+                break;
+            };
+            if !blank_entry(&mut lines, line) {
+                break;
             }
-        })
+            match parse_once(&lines.join("\n"), file) {
+                Ok(_) => break,
+                Err(next) if next.message.starts_with("missing field") => break,
+                Err(next) if next.line == current.line && next.key == current.key => break,
+                Err(next) => {
+                    first.more.push(next.clone());
+                    current = next;
+                }
+            }
+        }
+        Err(first)
     }
 
     /// Reads a configuration file.
@@ -74,6 +98,7 @@ impl Config {
             column: None,
             key: None,
             message: format!("cannot read the file: {e}"),
+            more: Vec::new(),
         })?;
         Config::from_yaml(&text, path)
     }
@@ -89,6 +114,45 @@ impl Config {
         }
         Ok((Config::default(), None))
     }
+}
+
+/// One parse: the first error, with its place.
+fn parse_once(text: &str, file: &Path) -> Result<Config, ConfigError> {
+    let de = serde_yaml::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let key = Some(err.path().to_string()).filter(|p| p != ".");
+        let inner = err.into_inner();
+        let location = inner.location();
+        ConfigError {
+            file: file.to_path_buf(),
+            line: location.as_ref().map(|l| l.line()),
+            column: location.as_ref().map(|l| l.column()),
+            message: explain(&inner.to_string(), key.as_deref()),
+            key,
+            more: Vec::new(),
+        }
+    })
+}
+
+/// Blanks the entry on 1-based `line` (the line and the more indented lines after it);
+/// false when there is nothing to blank.
+fn blank_entry(lines: &mut [String], line: usize) -> bool {
+    let Some(index) = line.checked_sub(1).filter(|i| *i < lines.len()) else {
+        return false;
+    };
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    if lines[index].trim().is_empty() {
+        return false;
+    }
+    let own = indent(&lines[index]);
+    let mut end = index + 1;
+    while end < lines.len() && (lines[end].trim().is_empty() || indent(&lines[end]) > own) {
+        end += 1;
+    }
+    for l in &mut lines[index..end] {
+        l.clear();
+    }
+    true
 }
 
 /// Rewrites serde_yaml's message: drops its own position and key path (we print ours) and
