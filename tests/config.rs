@@ -219,7 +219,7 @@ checks:
 fn every_error_of_a_file_is_reported_in_one_run() {
     let e = err("stopping_criteria:\n  quality_treshold: { value: 0.9 }\ncheck:\n  x: 1\nrevision:\n  max_iterations: three\n");
     let all: Vec<(Option<usize>, Option<&str>)> = std::iter::once(&e)
-        .chain(&e.more)
+        .chain(e.more.iter())
         .map(|e| (e.line, e.key.as_deref()))
         .collect();
     assert_eq!(

@@ -29,8 +29,9 @@ pub struct ConfigError {
     /// Dotted key path, e.g. `stopping_criteria.quality_threshold.value`.
     pub key: Option<String>,
     pub message: String,
-    /// Further errors in the same file, found after setting this one's entry aside.
-    pub more: Vec<ConfigError>,
+    /// Further errors in the same file, found after setting this one's entry aside (a boxed
+    /// slice keeps the error small).
+    pub more: Box<[ConfigError]>,
 }
 
 impl fmt::Display for ConfigError {
@@ -70,7 +71,8 @@ impl Config {
         // those are left out, and a syntax error (no key) ends the search.
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         let mut current = first.clone();
-        while first.more.len() + 1 < MAX_CONFIG_ERRORS {
+        let mut more = Vec::new();
+        while more.len() + 1 < MAX_CONFIG_ERRORS {
             let (Some(line), Some(_)) = (current.line, &current.key) else {
                 break;
             };
@@ -82,11 +84,12 @@ impl Config {
                 Err(next) if next.message.starts_with("missing field") => break,
                 Err(next) if next.line == current.line && next.key == current.key => break,
                 Err(next) => {
-                    first.more.push(next.clone());
+                    more.push(next.clone());
                     current = next;
                 }
             }
         }
+        first.more = more.into_boxed_slice();
         Err(first)
     }
 
@@ -98,7 +101,7 @@ impl Config {
             column: None,
             key: None,
             message: format!("cannot read the file: {e}"),
-            more: Vec::new(),
+            more: Box::default(),
         })?;
         Config::from_yaml(&text, path)
     }
@@ -129,7 +132,7 @@ fn parse_once(text: &str, file: &Path) -> Result<Config, ConfigError> {
             column: location.as_ref().map(|l| l.column()),
             message: explain(&inner.to_string(), key.as_deref()),
             key,
-            more: Vec::new(),
+            more: Box::default(),
         }
     })
 }
