@@ -616,3 +616,35 @@ async fn a_failed_label_still_calls_the_reviewers_once_on_retry() {
     assert_eq!(replies(&server).len(), 1);
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_later_of_accept_and_escalate_wins() {
+    let server = FakeGithub::start().await;
+    let config = handler_config();
+    let t0: DateTime<Utc> = "2026-03-01T10:00:00Z".parse().expect("time");
+    let first = Input::Iteration {
+        pr: PrNumber(PR),
+        record: Box::new(record(1, &"a".repeat(40), t0)),
+        base: None,
+        self_reported: false,
+    };
+    handle(&server, &config, t0, first)
+        .await
+        .expect("iteration");
+    grant(&server, "maintainer", "maintain", "maintain");
+    let labelled = |server: &FakeGithub| {
+        server.with(|m| m.labels_on(PR).iter().any(|l| l == "needs-human-review"))
+    };
+    let input = comment(&server, "maintainer", "/iterate accept");
+    handle(&server, &config, t0, input).await.expect("accept");
+    assert!(!labelled(&server));
+    let input = comment(&server, "maintainer", "/iterate escalate the API changed");
+    handle(&server, &config, t0, input).await.expect("escalate");
+    assert!(labelled(&server), "the escalation after the accept counts");
+    let input = comment(&server, "maintainer", "/iterate accept");
+    handle(&server, &config, t0, input)
+        .await
+        .expect("accept again");
+    assert!(!labelled(&server), "and an accept after it counts again");
+    server.assert_no_violations();
+}

@@ -213,7 +213,10 @@ fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
             "approach adjusted; the revision count starts again".into()
         }
         Command::Escalate(reason) => {
+            // The later decision wins, as locally: an escalation takes back an accept.
             feedback.escalation = Some(reason.clone().unwrap_or_default());
+            feedback.accepted = false;
+            state.accepted_with = None;
             "escalated".into()
         }
         Command::Budget(n) => {
