@@ -896,3 +896,33 @@ fn budget_sums_saturate_instead_of_wrapping() {
         );
     }
 }
+
+#[test]
+fn next_steps_name_failures_with_one_cause_once() {
+    let mut r = rec(1, 0.5);
+    r.status = Status::Fail;
+    for i in 0..40 {
+        r.issues.push(itergate::model::CheckerIssue {
+            dimension: "tests".into(),
+            severity: Severity::Blocker,
+            finding: format!(
+                "test suite::case_{i:02} failed: called `Option::unwrap()` on a `None` value"
+            ),
+            affected_field: Some("src/parse.rs:17".into()),
+            suggested_fix: None,
+        });
+    }
+    let d = decide_default(&[r]);
+    let fixes: Vec<_> = d
+        .next_steps
+        .iter()
+        .filter(|s| s.starts_with("Fix tests"))
+        .collect();
+    assert_eq!(fixes.len(), 1, "{:?}", d.next_steps);
+    assert!(
+        fixes[0].contains("40 tests failed with one cause"),
+        "{}",
+        fixes[0]
+    );
+    assert!(fixes[0].contains("src/parse.rs:17"), "{}", fixes[0]);
+}

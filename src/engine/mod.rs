@@ -15,6 +15,7 @@
 pub mod assessment;
 pub mod budget;
 pub mod decision;
+pub mod grouping;
 mod next_steps;
 pub mod revision;
 pub mod stopping;

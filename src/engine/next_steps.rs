@@ -93,7 +93,9 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
         .filter(|i| i.severity.counts_for_revision())
         .collect();
     ordered.sort_by_key(|i| i.severity);
-    let mut steps: Vec<String> = ordered
+    // Failures with one cause are one step.
+    let items = super::grouping::group_issues(&ordered);
+    let mut steps: Vec<String> = items
         .iter()
         .take(MAX_LISTED_ISSUES)
         .map(|i| {
@@ -108,10 +110,10 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
             }
         })
         .collect();
-    if ordered.len() > MAX_LISTED_ISSUES {
+    if items.len() > MAX_LISTED_ISSUES {
         steps.push(format!(
             "... and {} more issues (see the revision prompt)",
-            ordered.len() - MAX_LISTED_ISSUES
+            items.len() - MAX_LISTED_ISSUES
         ));
     }
     steps
