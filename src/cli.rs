@@ -200,6 +200,11 @@ pub enum HookCommand {
         remote: String,
         /// Its URL.
         url: Option<String>,
+        /// `--format json`: one Decision Report per pushed branch on stdout, a line each.
+        /// `--exit-code`: exit with the most severe recommendation's status (10 iterate, 20
+        /// escalate, 30 abort), which git takes as "stop the push" unless all are accepted.
+        #[command(flatten)]
+        output: DecisionOutput,
     },
 }
 

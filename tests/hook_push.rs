@@ -887,3 +887,50 @@ fn a_malformed_note_is_skipped_with_one_warning() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("skipping"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_hook_speaks_json_and_exits_by_recommendation() {
+    let f = Fixture::new("warn");
+    let tip = f.repo.commit_file("results.txt", "3 1\n", "a failing test");
+    let zero = "0".repeat(tip.len());
+    let out = std::process::Command::new(BIN)
+        .args([
+            "-q",
+            "hook",
+            "pre-push",
+            "origin",
+            "--format",
+            "json",
+            "--exit-code",
+        ])
+        .current_dir(&f.repo.path)
+        .env("NO_COLOR", "1")
+        .env("PRE_COMMIT_TO_REF", &tip)
+        .env("PRE_COMMIT_FROM_REF", &zero)
+        .env("PRE_COMMIT_LOCAL_BRANCH", "refs/heads/feature")
+        .env("PRE_COMMIT_REMOTE_BRANCH", "refs/heads/feature")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(10), "iterate: {err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().next().expect("one report line");
+    let report: serde_json::Value = serde_json::from_str(line).expect("json");
+    assert_eq!(
+        report["iterationDecision"]["assessment"]["recommendation"],
+        "iterate"
+    );
+    // Without --exit-code the `warn` gate lets the push through.
+    let out = std::process::Command::new(BIN)
+        .args(["-q", "hook", "pre-push", "origin"])
+        .current_dir(&f.repo.path)
+        .env("PRE_COMMIT_TO_REF", &tip)
+        .env("PRE_COMMIT_FROM_REF", &zero)
+        .env("PRE_COMMIT_LOCAL_BRANCH", "refs/heads/feature")
+        .env("PRE_COMMIT_REMOTE_BRANCH", "refs/heads/feature")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

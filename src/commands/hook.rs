@@ -7,7 +7,7 @@
 
 use git2::Oid;
 
-use crate::cli::HookCommand;
+use crate::cli::{DecisionOutput, HookCommand, OutputFormat};
 use crate::config::{Gate, OnError, ScoreMode};
 use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
@@ -40,7 +40,7 @@ pub fn hook(env: &Env, command: HookCommand, quiet: bool) -> Result<(), Failure>
             eprintln!("itergate: {report}");
             Ok(())
         }
-        HookCommand::PrePush { remote, .. } => pre_push(env, &remote, quiet),
+        HookCommand::PrePush { remote, output, .. } => pre_push(env, &remote, &output, quiet),
     }
 }
 
@@ -49,13 +49,14 @@ pub fn skipped() -> bool {
     std::env::var("ITERGATE_SKIP").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
-fn pre_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
+fn pre_push(env: &Env, remote: &str, output: &DecisionOutput, quiet: bool) -> Result<(), Failure> {
     if skipped() {
         eprintln!("itergate: skipped (ITERGATE_SKIP is set)");
         return Ok(());
     }
-    match score_push(env, remote, quiet) {
+    match score_push(env, remote, output, quiet) {
         Err(Failure::Blocked(message)) => Err(Failure::Blocked(message)),
+        Err(Failure::Decided(code)) => Err(Failure::Decided(code)),
         // The person stopped it: the push stops too.
         Err(Failure::Interrupted(signal)) => Err(Failure::Interrupted(signal)),
         Err(error) => fail(env.config.hook.on_error, &error),
@@ -86,7 +87,12 @@ fn task_name(update: &PushUpdate) -> String {
     name.to_string()
 }
 
-fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
+fn score_push(
+    env: &Env,
+    remote: &str,
+    output: &DecisionOutput,
+    quiet: bool,
+) -> Result<(), Failure> {
     let mut updates = githook::read_push_updates(std::io::stdin().lock()).map_err(user)?;
     if updates.is_empty() {
         updates = pre_commit_update().map_err(user)?;
@@ -98,6 +104,7 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         rescore: false,
     };
     let mut blocked = Vec::new();
+    let mut worst = 0u8;
     let mut escalated = false;
     for update in &updates {
         let kind = githook::classify(repo, update)?;
@@ -128,6 +135,14 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
             eprintln!();
         }
         report::report(env, repo, &history, &evaluation, quiet)?;
+        if output.format == OutputFormat::Json {
+            let report = crate::engine::DecisionReport {
+                iteration_decision: decision.clone(),
+            };
+            let line = serde_json::to_string(&report).map_err(|e| Failure::Internal(e.into()))?;
+            super::decide::print(&format!("{line}\n"))?;
+        }
+        worst = worst.max(super::run::exit_code(decision.recommendation()));
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
             escalated |= decision.recommendation() == crate::engine::Recommendation::Escalate;
             let why = decision
@@ -142,7 +157,10 @@ fn score_push(env: &Env, remote: &str, quiet: bool) -> Result<(), Failure> {
         }
     }
     if blocked.is_empty() {
-        return Ok(());
+        return match worst {
+            code if output.exit_code && code != 0 => Err(Failure::Decided(code)),
+            _ => Ok(()),
+        };
     }
     let decide = if escalated {
         format!("{HOW_TO_DECIDE}\n")
