@@ -239,6 +239,50 @@ fn tree_path(path: &Path) -> String {
     }
 }
 
+/// The files `new` changed relative to `old` (or its first parent), with added and deleted
+/// lines: the first `max_files`, and how many there are. `None` when nothing changed or a
+/// commit is not in this repository.
+pub fn change_stat(
+    repo: &Repository,
+    old: Option<Oid>,
+    new: Oid,
+    max_files: usize,
+) -> Option<crate::model::Changes> {
+    let commit = repo.find_commit(new).ok()?;
+    let old_tree = match old {
+        Some(old) => Some(repo.find_commit(old).ok()?.tree().ok()?),
+        None => commit.parent(0).ok().and_then(|p| p.tree().ok()),
+    };
+    let diff = repo
+        .diff_tree_to_tree(old_tree.as_ref(), Some(&commit.tree().ok()?), None)
+        .ok()?;
+    let files_changed = diff.stats().ok()?.files_changed();
+    let mut files = Vec::new();
+    for index in 0..diff.deltas().len().min(max_files) {
+        let delta = diff.get_delta(index)?;
+        let path = delta
+            .new_file()
+            .path()
+            .or_else(|| delta.old_file().path())?;
+        let (added, deleted) = match git2::Patch::from_diff(&diff, index) {
+            Ok(Some(patch)) => patch
+                .line_stats()
+                .map(|(_, added, deleted)| (added, deleted))
+                .unwrap_or((0, 0)),
+            _ => (0, 0), // binary
+        };
+        files.push(crate::model::FileChange {
+            path: tree_path(path),
+            added,
+            deleted,
+        });
+    }
+    (!files.is_empty()).then_some(crate::model::Changes {
+        files,
+        files_changed,
+    })
+}
+
 /// A `git` command for the repository at `dir`, with the repository-locating environment
 /// of a surrounding hook removed so that it acts on `dir` and nothing else.
 pub fn git_command(dir: &Path) -> Command {

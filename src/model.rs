@@ -314,6 +314,25 @@ pub struct IterationRecord {
     /// What the base already fails: shown, never counted against the change.
     #[serde(default, skip_serializing_if = "BaseDebt::is_empty")]
     pub base_debt: BaseDebt,
+    /// The files the change touched, when the scorer had the repository and the reader may
+    /// not (a pull request published from an artifact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Changes>,
+}
+
+/// A `git diff --stat` of a change: the first files, and how many there are in all.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Changes {
+    pub files: Vec<FileChange>,
+    pub files_changed: usize,
+}
+
+/// One file of a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    pub path: String,
+    pub added: usize,
+    pub deleted: usize,
 }
 
 /// The base's own failures and findings that the change still has: its debt, not the
@@ -431,6 +450,7 @@ impl IterationRecord {
             triggers: Vec::new(),
             status: Status::Pass,
             base_debt: BaseDebt::default(),
+            changes: None,
         }
     }
 

@@ -112,7 +112,11 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .map(|t| fence_with_info(&neutralise_tags(&t.details), "text"))
             .collect(),
         spans,
-        changes: None,
+        // The scorer's stat when nobody computes a fresher one (a pull request's prompt).
+        changes: record
+            .changes
+            .as_ref()
+            .and_then(|c| changes_block(&c.files, c.files_changed)),
     }
 }
 
@@ -171,13 +175,7 @@ pub fn changes_block(files: &[FileChange], files_changed: usize) -> Option<Strin
     Some(crate::markup::fence_with_info(&text, "text"))
 }
 
-/// One file of an iteration's change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    pub path: String,
-    pub added: usize,
-    pub deleted: usize,
-}
+pub use crate::model::FileChange;
 
 /// The issues as YAML, every text field neutralised *before* serialising: the backslash
 /// that [`neutralise_tags`] inserts is then escaped by the serialiser, so the block parses

@@ -820,6 +820,16 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));
+    // The publisher has no checkout of the PR: the prompt's diff stat came with the record.
+    assert_eq!(
+        record["record"]["changes"]["files"][0]["path"], "results.txt",
+        "{record}"
+    );
+    assert!(
+        sticky(&server).contains("1 file(s) changed"),
+        "{}",
+        sticky(&server)
+    );
 
     // A record for another branch (or repository) of the same commit is refused.
     let mut forged = record.clone();

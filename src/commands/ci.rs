@@ -443,6 +443,9 @@ fn tree_templates(
     Ok(files)
 }
 
+/// Files a pull request's record lists in its diff stat; the total counts them all.
+const PR_CHANGED_FILES_LISTED: usize = 30;
+
 fn score_head(
     env: &Env,
     repo: &Repository,
@@ -472,7 +475,7 @@ fn score_head(
         label: None,
     };
     let observed = observe(env, repo, &request)?;
-    let record = judge(
+    let mut record = judge(
         &env.config,
         repo,
         &Judgement {
@@ -483,6 +486,9 @@ fn score_head(
             base_observed: base_observed.as_ref().map(|(_, o)| o),
         },
     )?;
+    // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat
+    // travels with the record.
+    record.changes = git::change_stat(repo, merge_base, head, PR_CHANGED_FILES_LISTED);
     let base_record = base_observed.map(|(mb, o)| whole_tree_record(&env.config, mb, &o));
     Ok((record, base_record))
 }

@@ -9,7 +9,7 @@ use git2::Repository;
 
 use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::model::IterationRecord;
-use crate::prompt::{changes_block, prompt_view, FileChange};
+use crate::prompt::{changes_block, prompt_view};
 use crate::summary::decision_view;
 
 use super::{Env, Failure};
@@ -46,45 +46,13 @@ fn iteration_changes(
     latest: &IterationRecord,
     previous: Option<&IterationRecord>,
 ) -> Option<String> {
-    let commit = repo
-        .find_commit(git2::Oid::from_str(&latest.commit.0).ok()?)
-        .ok()?;
+    let new = git2::Oid::from_str(&latest.commit.0).ok()?;
     let old = match previous {
-        Some(p) => Some(
-            repo.find_commit(git2::Oid::from_str(&p.commit.0).ok()?)
-                .ok()?
-                .tree()
-                .ok()?,
-        ),
-        None => commit.parent(0).ok().and_then(|p| p.tree().ok()),
+        Some(p) => Some(git2::Oid::from_str(&p.commit.0).ok()?),
+        None => None,
     };
-    let diff = repo
-        .diff_tree_to_tree(old.as_ref(), Some(&commit.tree().ok()?), None)
-        .ok()?;
-    let files_changed = diff.stats().ok()?.files_changed();
-    let mut files = Vec::new();
-    for index in 0..diff.deltas().len().min(MAX_CHANGED_FILES_LISTED) {
-        let delta = diff.get_delta(index)?;
-        let path = delta
-            .new_file()
-            .path()
-            .or_else(|| delta.old_file().path())?
-            .to_string_lossy()
-            .into_owned();
-        let (added, deleted) = match git2::Patch::from_diff(&diff, index) {
-            Ok(Some(patch)) => patch
-                .line_stats()
-                .map(|(_, added, deleted)| (added, deleted))
-                .unwrap_or((0, 0)),
-            _ => (0, 0), // binary
-        };
-        files.push(FileChange {
-            path,
-            added,
-            deleted,
-        });
-    }
-    changes_block(&files, files_changed)
+    let changes = crate::git::change_stat(repo, old, new, MAX_CHANGED_FILES_LISTED)?;
+    changes_block(&changes.files, changes.files_changed)
 }
 
 /// Prints the summary (stderr) and writes the revision prompt, or removes a stale one;
