@@ -1,25 +1,10 @@
 //! A person at a terminal: `itergate run` under tmux, stopped with Ctrl-C while a check runs.
 
-use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod gitrepo;
+use gitrepo::git;
+use std::time::{Duration, Instant};
 
 /// A tmux server of its own, killed with the test.
 struct Tmux {
