@@ -570,3 +570,41 @@ async fn the_fake_flags_unknown_routes_and_bodies_off_the_schema() {
     assert!(violations[2..].iter().any(|v| v.contains("bdy")));
     assert!(server.with(|m| m.comments.is_empty()));
 }
+
+#[tokio::test]
+async fn file_content_reads_a_file_at_a_ref_and_says_none_for_anything_else() {
+    let server = FakeGithub::start().await;
+    let (forge, _) = server.forge();
+    let base = "b".repeat(40);
+    server.with(|m| {
+        m.files.insert(
+            (base.clone(), ".github/itergate.yml".into()),
+            b"github:\n  label: needs-human\n".to_vec(),
+        );
+    });
+    let found = forge
+        .file_content(&repo(), &base, ".github/itergate.yml")
+        .await
+        .expect("read");
+    assert_eq!(
+        found.as_deref(),
+        Some(&b"github:\n  label: needs-human\n"[..])
+    );
+    // Another ref, or a path that is not there: nothing, not an error.
+    assert_eq!(
+        forge
+            .file_content(&repo(), "main", ".github/itergate.yml")
+            .await
+            .expect("read"),
+        None
+    );
+    assert_eq!(
+        forge
+            .file_content(&repo(), &base, ".itergate.yml")
+            .await
+            .expect("read"),
+        None
+    );
+    assert_eq!(server.count("repos/get-content"), 3);
+    server.assert_no_violations();
+}

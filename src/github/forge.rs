@@ -252,6 +252,16 @@ pub trait Forge: Send + Sync {
         file: &str,
     ) -> Result<Vec<u8>, ForgeError>;
 
+    /// The content of the file at `path` in `git_ref` (a commit sha, branch or tag), or
+    /// `None` when there is no such file (a directory, a symlink or a submodule is none
+    /// either). Files larger than GitHub's 1 MB contents limit are refused as too large.
+    async fn file_content(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, ForgeError>;
+
     /// `workflow_dispatch` of `workflow` (file name or id) on `git_ref`.
     async fn dispatch_workflow(
         &self,

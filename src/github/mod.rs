@@ -16,8 +16,8 @@
 //! - [`sticky`]: the one sticky PR comment: its hidden marker and its hidden state (the PR's
 //!   iteration history), trusted only in the bot's own comment; escaping and fencing of
 //!   untrusted text so it can never forge or break either.
-//! - [`commands`]: the `/iterate` grammar and permission levels; [`context_gap`]: an agent's
-//!   `CONTEXT_GAP_REPORT` reply.
+//! - [`commands`]: the `/iterate` grammar and permission levels (an agent's
+//!   `CONTEXT_GAP_REPORT` is read by [`crate::context::parse`]: it is not GitHub's).
 //! - [`events`]: normalized events from webhook payloads, deserialized tolerantly.
 //!
 //! A typical Actions run: `events::parse_event(name, payload)` →
@@ -29,11 +29,11 @@
 //!
 //! Tests: `tests/github_*.rs` against the fake GitHub of `tests/fake_github/`.
 
+pub mod app_auth;
 pub mod artifact;
 pub mod checks;
 pub mod client;
 pub mod commands;
-pub mod context_gap;
 pub mod events;
 pub mod forge;
 pub mod retry;

@@ -288,7 +288,14 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 "Invalid request (the fake's OpenAPI check)",
             ));
         }
-        if authorization != Some(format!("Bearer {TOKEN}").as_str()) {
+        if path == "/app" || path.starts_with("/app/") {
+            if let Some(problem) = model.jwt_problem(authorization) {
+                return respond(Answer::message(
+                    401,
+                    &format!("A JSON web token could not be decoded ({problem})"),
+                ));
+            }
+        } else if !model.token_valid(authorization, TOKEN) {
             return respond(Answer::message(401, "Bad credentials"));
         }
         model

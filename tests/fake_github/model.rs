@@ -70,6 +70,28 @@ pub struct FakeArtifact {
     pub expired: bool,
 }
 
+/// The GitHub App the fake knows: JWTs must verify against its public key.
+#[derive(Debug, Clone)]
+pub struct FakeApp {
+    pub id: u64,
+    pub slug: String,
+    pub public_key_pem: Vec<u8>,
+    /// How long a minted installation token lives (GitHub: an hour).
+    pub token_lifetime_secs: i64,
+    pub tokens: Vec<MintedToken>,
+    /// What `GET /app/hook/deliveries` lists (GitHub's delivery objects).
+    pub deliveries: Vec<Value>,
+    /// Delivery ids asked to be redelivered.
+    pub redelivered: Vec<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MintedToken {
+    pub token: String,
+    pub installation: u64,
+    pub expires_at: i64,
+}
+
 /// A request as the fake saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
@@ -125,6 +147,11 @@ pub struct Model {
     pub permissions: BTreeMap<String, (String, String)>,
     pub pulls: BTreeMap<u64, FakePull>,
     pub artifacts: Vec<FakeArtifact>,
+    /// `(ref, path)` → content, for `GET /repos/{owner}/{repo}/contents/{path}`.
+    pub files: BTreeMap<(String, String), Vec<u8>>,
+    pub app: Option<FakeApp>,
+    /// Workflow runs re-run (`POST .../actions/runs/{run_id}/rerun`).
+    pub reruns: Vec<u64>,
     pub dispatches: Vec<Value>,
     pub rerequested_suites: Vec<u64>,
     pub faults: BTreeMap<String, VecDeque<Fault>>,
@@ -154,6 +181,9 @@ impl Model {
             permissions: BTreeMap::new(),
             pulls: BTreeMap::new(),
             artifacts: Vec::new(),
+            files: BTreeMap::new(),
+            app: None,
+            reruns: Vec::new(),
             dispatches: Vec::new(),
             rerequested_suites: Vec::new(),
             faults: BTreeMap::new(),
@@ -234,7 +264,139 @@ impl Model {
                 self.dispatches.push(record);
                 Answer::empty(204)
             }
+            "repos/get-content" => {
+                let git_ref = query
+                    .iter()
+                    .find(|(k, _)| k == "ref")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| "main".into());
+                self.get_content(&git_ref, param(params, "path"))
+            }
+            "actions/re-run-workflow" => {
+                self.reruns.push(number("run_id"));
+                Answer::json(201, json!({}))
+            }
+            "apps/get-authenticated" => self.get_app(),
+            "apps/create-installation-access-token" => self.mint_token(number("installation_id")),
+            "apps/list-webhook-deliveries" => match &self.app {
+                Some(app) => Answer::json(200, Value::Array(app.deliveries.clone())),
+                None => Answer::message(404, "Not Found"),
+            },
+            "apps/redeliver-webhook-delivery" => match &mut self.app {
+                Some(app) => {
+                    app.redelivered.push(number("delivery_id"));
+                    Answer::json(202, json!({}))
+                }
+                None => Answer::message(404, "Not Found"),
+            },
             other => Answer::message(501, &format!("the fake does not implement {other}")),
+        }
+    }
+
+    fn get_content(&self, git_ref: &str, path: &str) -> Answer {
+        use base64::Engine as _;
+        let Some(bytes) = self.files.get(&(git_ref.to_string(), path.to_string())) else {
+            return Answer::message(404, "Not Found");
+        };
+        let name = path.rsplit('/').next().unwrap_or(path);
+        Answer::json(
+            200,
+            json!({
+                "type": "file", "encoding": "base64", "size": bytes.len(), "name": name,
+                "path": path, "sha": "0000000000000000000000000000000000000000",
+                "content": base64::engine::general_purpose::STANDARD.encode(bytes),
+                "url": "", "git_url": null, "html_url": null, "download_url": null,
+                "_links": { "self": "", "git": null, "html": null },
+            }),
+        )
+    }
+
+    fn get_app(&self) -> Answer {
+        let Some(app) = &self.app else {
+            return Answer::message(404, "Not Found");
+        };
+        Answer::json(
+            200,
+            json!({ "id": app.id, "slug": app.slug, "name": app.slug, "node_id": "A_1",
+                    "owner": self.user_json("octo-org", "Organization"),
+                    "permissions": { "issues": "write", "pull_requests": "write", "checks": "write" },
+                    "events": ["pull_request", "issue_comment"] }),
+        )
+    }
+
+    fn mint_token(&mut self, installation: u64) -> Answer {
+        let Some(app) = &mut self.app else {
+            return Answer::message(404, "Not Found");
+        };
+        let now = chrono::Utc::now().timestamp();
+        let token = format!("ghs_fake{}_{}", installation, app.tokens.len() + 1);
+        let expires_at = now + app.token_lifetime_secs;
+        app.tokens.push(MintedToken {
+            token: token.clone(),
+            installation,
+            expires_at,
+        });
+        let at = chrono::DateTime::from_timestamp(expires_at, 0).unwrap_or_default();
+        Answer::json(
+            201,
+            json!({ "token": token, "expires_at": at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "permissions": { "issues": "write" }, "repository_selection": "all" }),
+        )
+    }
+
+    /// Whether `authorization` carries the fake's token or an unexpired installation token.
+    pub fn token_valid(&self, authorization: Option<&str>, fixed: &str) -> bool {
+        let Some(token) = authorization.and_then(|a| a.strip_prefix("Bearer ")) else {
+            return false;
+        };
+        if token == fixed {
+            return true;
+        }
+        let now = chrono::Utc::now().timestamp();
+        self.app.as_ref().is_some_and(|app| {
+            app.tokens
+                .iter()
+                .any(|t| t.token == token && t.expires_at > now)
+        })
+    }
+
+    /// Why `authorization` is not a valid App JWT (RS256 under the App's key, issued by
+    /// the App's id, unexpired, at most 10 minutes long), if it is not.
+    pub fn jwt_problem(&self, authorization: Option<&str>) -> Option<String> {
+        let Some(app) = &self.app else {
+            return Some("the fake has no App".into());
+        };
+        let Some(token) = authorization.and_then(|a| a.strip_prefix("Bearer ")) else {
+            return Some("no bearer token".into());
+        };
+        let key = match jsonwebtoken::DecodingKey::from_rsa_pem(&app.public_key_pem) {
+            Ok(k) => k,
+            Err(e) => return Some(format!("the fake's public key: {e}")),
+        };
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        validation.set_required_spec_claims(&["exp"]);
+        // GitHub takes the App id as a number or a string.
+        #[derive(serde::Deserialize)]
+        struct Claims {
+            iat: i64,
+            exp: i64,
+            iss: Value,
+        }
+        match jsonwebtoken::decode::<Claims>(token, &key, &validation) {
+            Ok(data) if data.claims.exp - data.claims.iat > 600 => {
+                Some("the JWT lives longer than 10 minutes".into())
+            }
+            Ok(data)
+                if data.claims.iss != json!(app.id)
+                    && data.claims.iss != json!(app.id.to_string()) =>
+            {
+                Some(format!(
+                    "the JWT's issuer {} is not the App {}",
+                    data.claims.iss, app.id
+                ))
+            }
+            Ok(_) => None,
+            Err(e) => Some(format!("the JWT does not verify: {e}")),
         }
     }
 

@@ -140,11 +140,21 @@ impl Spec {
 }
 
 fn match_segments(template: &[String], actual: &[&str]) -> Option<BTreeMap<String, String>> {
+    // `{path}` (repository contents) is the last segment and takes the rest, slashes too.
+    let actual: Vec<String> = match template.last().map(String::as_str) {
+        Some("{path}") if actual.len() > template.len() => {
+            let split = template.len() - 1;
+            let mut joined: Vec<String> = actual[..split].iter().map(|s| s.to_string()).collect();
+            joined.push(actual[split..].join("/"));
+            joined
+        }
+        _ => actual.iter().map(|s| s.to_string()).collect(),
+    };
     if template.len() != actual.len() {
         return None;
     }
     let mut params = BTreeMap::new();
-    for (t, a) in template.iter().zip(actual) {
+    for (t, a) in template.iter().zip(&actual) {
         if let Some(name) = t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
             if a.is_empty() {
                 return None;

@@ -40,6 +40,17 @@ impl UserJson {
     }
 }
 
+/// `GET /repos/{owner}/{repo}/contents/{path}`: a file (a directory answers with a list).
+#[derive(Deserialize)]
+struct ContentJson {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    encoding: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct CommentJson {
     id: u64,
@@ -631,6 +642,60 @@ impl Forge for OctocrabForge {
                 message: format!("artifact `{artifact}` of run {run}: {e}"),
             }
         })
+    }
+
+    async fn file_content(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, ForgeError> {
+        let operation = "get repository content";
+        let encoded: Vec<String> = path.split('/').map(segment).collect();
+        let url = format!(
+            "{}/contents/{}?ref={}",
+            repo_path(repo),
+            encoded.join("/"),
+            segment(git_ref)
+        );
+        let answer: Value = match self
+            .send_json(call(operation, Method::GET, url, None))
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // A directory is answered with the list of its entries.
+        if answer.is_array() {
+            return Ok(None);
+        }
+        let content: ContentJson =
+            serde_json::from_value(answer).map_err(|e| ForgeError::Decode {
+                operation,
+                message: e.to_string(),
+            })?;
+        if content.kind != "file" {
+            return Ok(None);
+        }
+        match (content.encoding.as_deref(), content.content) {
+            (Some("base64"), Some(text)) => {
+                use base64::Engine as _;
+                let compact: String = text.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(compact)
+                    .map(Some)
+                    .map_err(|e| ForgeError::Decode {
+                        operation,
+                        message: format!("{path}: the content is not base64: {e}"),
+                    })
+            }
+            // GitHub leaves `content` empty and says `encoding: none` above 1 MB.
+            _ => Err(ForgeError::TooLarge {
+                operation,
+                limit_bytes: 1024 * 1024,
+            }),
+        }
     }
 
     async fn dispatch_workflow(
