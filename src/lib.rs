@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod comment;
 pub mod config;
+pub mod context;
 pub mod engine;
 pub mod git;
 pub mod github;

@@ -20,7 +20,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 /// Built-in templates: (name, source).
-pub const BUILTIN: [(&str, &str); 6] = [
+pub const BUILTIN: [(&str, &str); 7] = [
     (
         "decision.txt.j2",
         include_str!("../templates/decision.txt.j2"),
@@ -39,6 +39,10 @@ pub const BUILTIN: [(&str, &str); 6] = [
         include_str!("../templates/escalation.md.j2"),
     ),
     ("help.md.j2", include_str!("../templates/help.md.j2")),
+    (
+        "context-delivery.md.j2",
+        include_str!("../templates/context-delivery.md.j2"),
+    ),
 ];
 
 /// An override read from somewhere other than a directory (a git tree).

@@ -1,9 +1,9 @@
 //! The `/iterate` grammar: where a command counts, what each parses to, the errors people
-//! see, `CONTEXT_GAP_REPORT` replies and permission levels.
+//! see and permission levels; the parsers never panic on any comment, a
+//! `CONTEXT_GAP_REPORT` included (its format is tested in `tests/context.rs`).
 
-use itergate::github::commands::{
-    parse_comment, parse_context_gap_report, Command, CommandError, Permission,
-};
+use itergate::context::parse_gap_report;
+use itergate::github::commands::{parse_comment, Command, CommandError, Permission};
 use proptest::prelude::*;
 
 fn commands(body: &str) -> Vec<Result<Command, CommandError>> {
@@ -280,37 +280,11 @@ fn permission_levels_are_ordered_and_parsed_from_github_values() {
         .contains("admin, maintain, write, triage, read, none"));
 }
 
-#[test]
-fn context_gap_report_is_read_fenced_or_not() {
-    let body = "I need more context.\n\n```\nCONTEXT_GAP_REPORT\n------------------\nNEEDS: src/parser.rs:40-80 | REASON: the failing test calls it | ALTERNATIVE: I can stub it\nNEEDS: the retry policy | REASON: unclear which errors retry | ALTERNATIVE: <none — required>\nNEEDS: | REASON: nothing named\nREADY_TO_EXECUTE: false\n```\n";
-    let report = parse_context_gap_report(body).expect("report");
-    assert_eq!(report.ready_to_execute, Some(false));
-    assert_eq!(report.items.len(), 2);
-    assert_eq!(report.items[0].needs, "src/parser.rs:40-80");
-    assert_eq!(
-        report.items[0].reason.as_deref(),
-        Some("the failing test calls it")
-    );
-    assert_eq!(
-        report.items[0].alternative.as_deref(),
-        Some("I can stub it")
-    );
-    assert!(!report.items[0].required());
-    assert!(report.items[1].required());
-    assert_eq!(report.malformed, ["NEEDS: | REASON: nothing named"]);
-
-    let ready =
-        parse_context_gap_report("CONTEXT_GAP_REPORT\n------------------\nREADY_TO_EXECUTE: true")
-            .expect("report");
-    assert_eq!((ready.items.len(), ready.ready_to_execute), (0, Some(true)));
-    assert_eq!(parse_context_gap_report("no report here"), None);
-}
-
 proptest! {
     #[test]
     fn the_parser_never_panics(body in any::<String>()) {
         let _ = parse_comment(&body);
-        let _ = parse_context_gap_report(&body);
+        let _ = parse_gap_report(&body);
     }
 
     #[test]
@@ -332,7 +306,7 @@ proptest! {
                 prop_assert!((1..=100).contains(&n));
             }
         }
-        let _ = parse_context_gap_report(&body);
+        let _ = parse_gap_report(&body);
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub struct Config {
     pub hook: Hook,
     pub github: Github,
     pub templates: Templates,
+    pub context: Context,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -601,4 +602,38 @@ pub struct Templates {
     /// relative to the repository root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+}
+
+/// Minimum sufficient context: the revision prompt's size and the `CONTEXT_GAP_REPORT`
+/// rounds an agent may ask for more.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Context {
+    /// The revision prompt never exceeds this many bytes: issues past it are counted, not
+    /// listed, and long findings are cut (the agent can ask for the rest).
+    pub prompt_budget_bytes: usize,
+    /// The round that answers "Execute with the context available": gap reports before it
+    /// get a delivery (round 0 is the revision prompt).
+    pub max_rounds: u32,
+    /// The most one delivered item holds; the rest is cut at a line end.
+    pub item_max_bytes: usize,
+    /// The most one delivery holds (a pull request comment holds at most 65,536).
+    pub delivery_max_bytes: usize,
+    /// Files never delivered, as .gitignore patterns: without `/` a file name at any depth,
+    /// ending in `/` a directory at any depth, otherwise a path from the repository root.
+    pub deny: Vec<String>,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            prompt_budget_bytes: 12_000,
+            max_rounds: 3,
+            item_max_bytes: 16_000,
+            delivery_max_bytes: 48_000,
+            deny: [".env*", "*.pem", "*.key", ".git/"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
 }

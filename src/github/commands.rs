@@ -26,8 +26,6 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::markup::escape_markdown_excerpt;
 
-pub use super::context_gap::{parse_context_gap_report, ContextGapReport, GapItem};
-
 /// The command prefix.
 pub const TRIGGER: &str = "/iterate";
 /// The largest `/iterate budget`.
