@@ -118,6 +118,34 @@ pub enum Command {
     /// Allow up to N iterations on the branch instead of `iteration_limits.max` (as
     /// `/iterate budget N`). It stays until another `itergate budget`.
     Budget(BudgetArgs),
+    /// Answer an agent's CONTEXT_GAP_REPORT with a CONTEXT_DELIVERY of exactly what it asks
+    /// for, read at the branch's latest recorded iteration.
+    ///
+    /// The revision prompt is round 0. An agent that lacks something writes a report:
+    ///
+    ///   CONTEXT_GAP_REPORT
+    ///   ------------------
+    ///   NEEDS: src/parser.rs:40-80 | REASON: the failing test calls it | ALTERNATIVE: I can stub it
+    ///   NEEDS: check tests | REASON: which assertion failed | ALTERNATIVE: none — required
+    ///   READY_TO_EXECUTE: false
+    ///
+    /// A NEEDS item is a file (`path`, `path:START-END`), a directory (`dir/`) or glob (file
+    /// names only), or a concept: `check NAME` (its full failure output), `test ID` (its
+    /// assertion and source), `config`, `decision` (the reasoning) or `diff` (the
+    /// iteration's change). Files are read from the iteration's commit, never from the work
+    /// tree. Holdout checks (`aggregate_only`) and files matching `context.deny` are never
+    /// delivered. Malformed lines are listed by number, not guessed at.
+    ///
+    /// Rounds are counted per iteration in the branch's notes: rounds before
+    /// `context.max_rounds` (3) get a delivery; from then on the answer is "Execute with the
+    /// context available. Document any assumptions made in your result." An item marked
+    /// `none — required` that cannot be provided escalates the branch to a human.
+    ///
+    /// Examples:
+    ///   itergate context gap.txt              # answer the report in gap.txt
+    ///   agent-output | itergate context       # read it from standard input
+    ///   itergate context --format json gap.txt
+    Context(ContextArgs),
     /// Install, remove or run the git pre-push hook.
     #[command(subcommand)]
     Hook(HookCommand),
@@ -220,6 +248,22 @@ pub enum NotesCommand {
         #[arg(default_value = "origin")]
         remote: String,
     },
+}
+
+/// `itergate context [FILE|-]`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The text holding the CONTEXT_GAP_REPORT (an agent's whole answer will do); `-` or
+    /// nothing reads standard input.
+    #[arg(value_name = "FILE", default_value = "-")]
+    pub input: PathBuf,
+    /// The branch whose iteration the report is about (default: the current branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// `json`: the reply as JSON (items with content or the reason they were refused,
+    /// malformed lines, the round, whether a human was called).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
 }
 
 /// `itergate accept [reason]`, `itergate escalate [reason]`.

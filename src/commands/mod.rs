@@ -2,6 +2,7 @@
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
 mod ci;
+mod context;
 mod decide;
 mod decisions;
 mod hook;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Adjust(args) => decisions::adjust(&env, &args, cli.global.quiet),
         Command::Feedback(args) => decisions::feedback(&env, &args, cli.global.quiet),
         Command::Budget(args) => decisions::budget(&env, &args, cli.global.quiet),
+        Command::Context(args) => context::context(&env, &args, cli.global.quiet),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
         Command::Completions { shell } => {

@@ -66,10 +66,12 @@ use sha2::Sha256;
 
 use crate::git::{git_command, run_git};
 
+mod context;
 mod decisions;
 
 use crate::model::IterationRecord;
 use crate::signals::observation::Observation;
+pub use context::{context_key, context_use, ContextRound, CONTEXT_KIND};
 pub use decisions::{
     decisions_key, parse_decisions, union as union_decisions, HumanAction, HumanDecision,
     DECISIONS_KIND,
@@ -139,6 +141,12 @@ pub enum Note<'a> {
         commit: Oid,
         decisions: &'a [HumanDecision],
     },
+    /// The context rounds answered while `commit` was the branch's latest iteration, filed
+    /// under [`context_key`]`(commit)` (see [`context`]).
+    ContextRounds {
+        commit: Oid,
+        rounds: &'a [ContextRound],
+    },
 }
 
 impl Note<'_> {
@@ -179,6 +187,9 @@ impl Note<'_> {
                 decisions_key(commit),
                 decisions::envelope_json(commit, decisions)?,
             )),
+            Note::ContextRounds { commit, rounds } => {
+                Ok((context_key(commit), context::envelope_json(commit, rounds)?))
+            }
         }
     }
 }
@@ -290,6 +301,48 @@ impl<'r> NotesStore<'r> {
             };
             Ok(vec![note.object_and_text(&key)?])
         })
+    }
+
+    /// Adds `round` to the context log of `commit` (see [`context`]), read again under the
+    /// notes lock like [`Self::append_decision`]. An unreadable log starts afresh: it only
+    /// counts rounds.
+    pub fn append_context_round(&self, commit: Oid, round: &ContextRound) -> Result<()> {
+        let key = self.writing_key()?;
+        let object = context_key(commit);
+        self.write_texts(&|current| {
+            let mut log = match current {
+                Some(tree) => match find_note(self.repo, tree, &object.to_string())? {
+                    Some(blob) => {
+                        context::parse_keyed(object, self.repo.find_blob(blob)?.content())
+                            .unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                },
+                None => Vec::new(),
+            };
+            log.push(round.clone());
+            let note = Note::ContextRounds {
+                commit,
+                rounds: &log,
+            };
+            Ok(vec![note.object_and_text(&key)?])
+        })
+    }
+
+    /// The context rounds answered while `commit` was a branch's latest iteration, oldest
+    /// first; an unreadable log counts as none.
+    pub fn read_context_rounds(&self, commit: Oid) -> Result<Vec<ContextRound>> {
+        let object = context_key(commit);
+        let Some(blob) = self.note_blob(object)? else {
+            return Ok(Vec::new());
+        };
+        let content = self.repo.find_blob(blob)?;
+        Ok(
+            context::parse_keyed(object, content.content()).unwrap_or_else(|error| {
+                tracing::warn!(%commit, %object, %error, "unreadable context note");
+                Vec::new()
+            }),
+        )
     }
 
     /// Writes the notes `make` builds from the current notes tree (`None`: no notes yet),
