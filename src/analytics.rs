@@ -36,6 +36,10 @@ pub struct AnalyticsResult {
     /// The records with `quality`, `delta` and `cumulative` filled in.
     pub history: Vec<IterationRecord>,
     pub time_saved_estimate: Option<String>,
+    /// `CONTEXT_GAP_REPORT` rounds per iteration that used any, and whether the agent was
+    /// ready at round 0 (filled in by the mode that counts them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<crate::context::ContextUse>,
 }
 
 pub fn build(
@@ -77,6 +81,7 @@ pub fn build(
         baseline_comparison: baseline.map(|b| baseline_summary(config, b, &annotated)),
         history: annotated,
         time_saved_estimate: time_saved,
+        context: Vec::new(),
     }
 }
 
@@ -152,6 +157,8 @@ pub struct TextView {
     pub best_iteration: Option<u32>,
     pub baseline: Option<String>,
     pub breakdown: Vec<BreakdownLine>,
+    /// `2 rounds over 3 iterations; ready at round 0: 1 of 3`, when any report was answered.
+    pub context: Option<String>,
 }
 
 pub fn text_view(result: &AnalyticsResult) -> TextView {
@@ -213,7 +220,26 @@ pub fn text_view(result: &AnalyticsResult) -> TextView {
                 .map(|l| format!("best quality lift {l:+.2} over {} iterations", b.count))
         }),
         breakdown: breakdown(&result.history),
+        context: context_line(result),
     }
+}
+
+fn context_line(result: &AnalyticsResult) -> Option<String> {
+    if result.context.is_empty() {
+        return None;
+    }
+    let rounds: u32 = result.context.iter().map(|c| c.rounds).sum();
+    let ready = result.context.iter().filter(|c| c.ready_at_round_0).count();
+    let per: Vec<String> = result
+        .context
+        .iter()
+        .map(|c| format!("#{}: {}", c.iteration, c.rounds))
+        .collect();
+    Some(format!(
+        "{rounds} round(s) ({}); ready at round 0: {ready} of {} iteration(s) with a report",
+        per.join(", "),
+        result.context.len()
+    ))
 }
 
 fn breakdown(history: &[IterationRecord]) -> Vec<BreakdownLine> {
@@ -262,11 +288,14 @@ pub fn to_csv(result: &AnalyticsResult) -> anyhow::Result<String> {
         "tool_calls",
         "blockers",
         "warnings",
+        "context_rounds",
+        "ready_at_round_0",
     ])?;
     let num = |v: Option<f64>| v.map(|v| format!("{v:.4}")).unwrap_or_default();
     let int = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
     for r in &result.history {
         let c = r.cumulative.unwrap_or_default();
+        let context = result.context.iter().find(|u| u.iteration == r.iteration);
         writer.write_record([
             r.iteration.to_string(),
             r.timestamp.to_rfc3339(),
@@ -287,6 +316,8 @@ pub fn to_csv(result: &AnalyticsResult) -> anyhow::Result<String> {
             int(r.tool_calls),
             r.count(crate::model::Severity::Blocker).to_string(),
             r.count(crate::model::Severity::Warning).to_string(),
+            context.map_or(0, |u| u.rounds).to_string(),
+            context.is_some_and(|u| u.ready_at_round_0).to_string(),
         ])?;
     }
     let bytes = writer

@@ -16,6 +16,12 @@
 //!
 //! The prompt says what the iteration changed (files and a diff stat, from the caller,
 //! which has the repository), so an agent looks at its own change before the tests.
+//!
+//! It is the round-0 seed of minimum sufficient context ([`crate::context`]): the task in
+//! one to three sentences, the entry points (files and lines of the grouped issues),
+//! references rather than content, and a size budget (`context.prompt_budget_bytes`) it
+//! never exceeds ([`render_within_budget`]). What it leaves out, the agent asks for with a
+//! `CONTEXT_GAP_REPORT`.
 
 use serde::Serialize;
 
@@ -27,6 +33,8 @@ use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
 #[derive(Debug, Serialize)]
 pub struct PromptView {
     pub task: String,
+    /// What the decision asks, in one to three sentences (the seed's task).
+    pub task_sentences: String,
     pub iteration: u32,
     pub max_iterations: u32,
     pub progress_line: String,
@@ -43,6 +51,9 @@ pub struct PromptView {
     pub guidance: Vec<String>,
     pub feedback: Vec<String>,
     pub spans: Vec<String>,
+    /// Where to start: `file: line 12, 40 (3 issues)`, from the grouped BLOCKER/WARNING
+    /// items (references, never content).
+    pub entry_points: Vec<String>,
     /// The iteration's change as a fenced `git diff --stat`, when the caller knows it.
     pub changes: Option<String>,
 }
@@ -51,6 +62,102 @@ pub struct PromptView {
 pub const MAX_PROMPT_ISSUES: usize = 50;
 
 pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView {
+    view_with(record, decision, &Shrink::NONE)
+}
+
+/// How far a prompt is shrunk to fit its budget.
+#[derive(Debug, Clone, Copy)]
+struct Shrink {
+    /// Findings longer than this are cut (bytes).
+    finding_bytes: Option<usize>,
+    /// Items listed at most.
+    max_items: usize,
+    /// The diff stat stays.
+    changes: bool,
+}
+
+impl Shrink {
+    const NONE: Shrink = Shrink {
+        finding_bytes: None,
+        max_items: MAX_PROMPT_ISSUES,
+        changes: true,
+    };
+
+    /// Ever smaller prompts: findings cut, then fewer items, then no diff stat.
+    fn steps() -> impl Iterator<Item = Shrink> {
+        let cut = |bytes, max_items, changes| Shrink {
+            finding_bytes: Some(bytes),
+            max_items,
+            changes,
+        };
+        [
+            Shrink::NONE,
+            cut(600, MAX_PROMPT_ISSUES, true),
+            cut(240, MAX_PROMPT_ISSUES, true),
+            cut(240, 25, true),
+            cut(240, 12, true),
+            cut(160, 6, true),
+            cut(160, 6, false),
+            cut(120, 3, false),
+            cut(120, 1, false),
+        ]
+        .into_iter()
+    }
+}
+
+/// The revision prompt rendered within `budget_bytes` (`context.prompt_budget_bytes`):
+/// long findings are cut, then fewer issues are listed (the rest counted), then the diff
+/// stat goes; a template that is still too long is cut, and says so. The agent asks for
+/// what was cut with a CONTEXT_GAP_REPORT.
+pub fn render_within_budget(
+    renderer: &crate::render::Renderer,
+    record: &IterationRecord,
+    decision: &Decision,
+    changes: Option<String>,
+    budget_bytes: usize,
+) -> anyhow::Result<String> {
+    let mut text = String::new();
+    for shrink in Shrink::steps() {
+        let mut view = view_with(record, decision, &shrink);
+        if let Some(changes) = changes.clone().filter(|_| shrink.changes) {
+            view.changes = Some(changes);
+        } else if !shrink.changes {
+            view.changes = None;
+        }
+        text = renderer.render("revision-prompt.md.j2", &view)?;
+        if text.len() <= budget_bytes {
+            return Ok(text);
+        }
+    }
+    let note = format!(
+        "\n[the prompt is cut at {budget_bytes} bytes (context.prompt_budget_bytes); ask for the rest with a CONTEXT_GAP_REPORT]\n"
+    );
+    let mut end = budget_bytes.saturating_sub(note.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&note);
+    Ok(text)
+}
+
+/// `text` cut to about `bytes`, saying how to get the rest.
+fn cut_finding(text: &str, bytes: Option<usize>) -> String {
+    let Some(bytes) = bytes.filter(|b| text.len() > *b) else {
+        return text.to_string();
+    };
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{} [cut at {end} of {} bytes: ask for `test ID` or `check NAME` in a CONTEXT_GAP_REPORT]",
+        &text[..end],
+        text.len()
+    )
+}
+
+fn view_with(record: &IterationRecord, decision: &Decision, shrink: &Shrink) -> PromptView {
     let mut revision: Vec<&CheckerIssue> = record
         .issues
         .iter()
@@ -59,8 +166,13 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
     // BLOCKERs first; past the cap the rest are counted, not listed.
     revision.sort_by_key(|i| i.severity);
     let mut items = group_issues(&revision);
-    let omitted_count = items.len().saturating_sub(MAX_PROMPT_ISSUES);
-    items.truncate(MAX_PROMPT_ISSUES);
+    let entry_points = entry_points(&items);
+    let task_sentences = task_sentences(decision, &revision, items.len());
+    let omitted_count = items.len().saturating_sub(shrink.max_items);
+    items.truncate(shrink.max_items);
+    for item in &mut items {
+        item.finding = cut_finding(&item.finding, shrink.finding_bytes);
+    }
     let yaml = prompt_issues_yaml(&items);
     let strategy = decision.strategy.as_ref();
     let spans = strategy
@@ -84,6 +196,7 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
     guidance.extend(decision.next_steps.iter().map(|s| neutralise_tags(s)));
     PromptView {
         task: decision.task_id.clone(),
+        task_sentences,
         iteration: decision.budget.current_iteration,
         max_iterations: decision.budget.max_iterations,
         progress_line: decision.revision.line(),
@@ -112,11 +225,82 @@ pub fn prompt_view(record: &IterationRecord, decision: &Decision) -> PromptView 
             .map(|t| fence_with_info(&neutralise_tags(&t.details), "text"))
             .collect(),
         spans,
+        entry_points,
         // The scorer's stat when nobody computes a fresher one (a pull request's prompt).
         changes: record
             .changes
             .as_ref()
             .and_then(|c| changes_block(&c.files, c.files_changed)),
+    }
+}
+
+/// Entry points listed at most (files).
+pub const MAX_ENTRY_POINTS: usize = 20;
+
+/// Where to start: the files the BLOCKER/WARNING items point at, each with its lines, in
+/// the items' order (BLOCKERs first). References, not content.
+fn entry_points(items: &[PromptIssue]) -> Vec<String> {
+    let mut files: Vec<(String, Vec<String>, usize)> = Vec::new();
+    for item in items {
+        let Some(at) = item.affected_field.as_deref() else {
+            continue;
+        };
+        let (file, line) = match at.rsplit_once(':') {
+            Some((file, line))
+                if !line.is_empty() && line.chars().all(|c| c.is_ascii_digit() || c == '-') =>
+            {
+                (file, Some(line))
+            }
+            _ => (at, None),
+        };
+        let count = item.count.unwrap_or(1);
+        if let Some((_, lines, n)) = files.iter_mut().find(|(f, _, _)| f == file) {
+            *n += count;
+            if let Some(line) = line.filter(|l| !lines.iter().any(|x| x == l)) {
+                lines.push(line.to_string());
+            }
+        } else if files.len() < MAX_ENTRY_POINTS {
+            let lines = line.map(String::from).into_iter().collect();
+            files.push((file.to_string(), lines, count));
+        }
+    }
+    files
+        .into_iter()
+        .map(|(file, lines, n)| {
+            let issues = if n == 1 { "issue" } else { "issues" };
+            let file = neutralise_tags(&file);
+            if lines.is_empty() {
+                format!("{file} ({n} {issues})")
+            } else {
+                format!("{file}: line {} ({n} {issues})", lines.join(", "))
+            }
+        })
+        .collect()
+}
+
+/// The task in one to three sentences: what the decision asks of the agent.
+fn task_sentences(decision: &Decision, revision: &[&CheckerIssue], items: usize) -> String {
+    let blockers = revision
+        .iter()
+        .filter(|i| i.severity == Severity::Blocker)
+        .count();
+    let warnings = revision.len() - blockers;
+    let task = neutralise_tags(&decision.task_id);
+    match decision.recommendation().as_str() {
+        "accept" => format!("Nothing to revise: `{task}` is accepted as it is."),
+        "iterate" => {
+            let grouped = if items < revision.len() {
+                format!(" ({items} distinct problem(s))")
+            } else {
+                String::new()
+            };
+            format!(
+                "Revise `{task}` so that its checks pass: fix the {blockers} BLOCKER and \
+                 {warnings} WARNING issue(s) below{grouped}. Change only what they point at \
+                 and introduce no new issue."
+            )
+        }
+        _ => format!("`{task}` is escalated to a human: make no further change until they decide."),
     }
 }
 

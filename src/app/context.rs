@@ -269,7 +269,15 @@ impl ItemSource for LocalSource<'_> {
         self.decision.clone()
     }
 
-    fn diff(&self) -> Option<Vec<(String, String)>> {
+    fn diff(&self) -> Result<Vec<(String, String)>, String> {
+        self.patches()
+            .ok_or_else(|| "the iteration's diff could not be computed".to_string())
+    }
+}
+
+impl LocalSource<'_> {
+    /// The iteration's change against the previous iteration (its parent for the first).
+    fn patches(&self) -> Option<Vec<(String, String)>> {
         let commit = self.repo.find_commit(self.commit).ok()?;
         let old = match self.previous {
             Some(previous) => Some(self.repo.find_commit(previous).ok()?.tree().ok()?),
@@ -370,4 +378,21 @@ fn failure_output(result: &CheckResult) -> Option<String> {
         ),
         _ => None,
     }
+}
+
+/// The context rounds of each recorded iteration that used any (for `itergate analytics`).
+pub fn usage(env: &Env, history: &[IterationRecord]) -> Result<Vec<context::ContextUse>, Failure> {
+    let repo = task::open_repository(env)?;
+    let store = task::open_store(env, &repo)?;
+    let mut uses = Vec::new();
+    for record in history {
+        let Ok(commit) = Oid::from_str(&record.commit.0) else {
+            continue;
+        };
+        let log = store.read_context_rounds(commit)?;
+        if !log.is_empty() {
+            uses.push(context_use(record.iteration, &log));
+        }
+    }
+    Ok(uses)
 }

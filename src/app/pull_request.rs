@@ -9,7 +9,8 @@
 //!   `accept` it removes the label.
 //! - A comment is looked at only if it holds an `/iterate` command (no API call otherwise)
 //!   and is not written by itergate itself or, unless allowed, another bot: see
-//!   [`commands`] for who may give which command and how little the bot says back.
+//!   [`commands`] for who may give which command and how little the bot says back. A
+//!   comment with an agent's `CONTEXT_GAP_REPORT` instead gets one reply: see [`context`].
 //! - Reviews count only from people with the permission and about the newest iteration: see
 //!   [`reviews`].
 //!
@@ -21,6 +22,7 @@
 //! so, in the comment and the job log.
 
 mod commands;
+mod context;
 mod reviews;
 
 pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
@@ -259,7 +261,8 @@ impl Handler<'_> {
         let Some(evaluation) = self.evaluate(state, None) else {
             return Ok("No iteration of this pull request is recorded yet.".into());
         };
-        let result = crate::analytics::build(self.config, &state.records, &evaluation, None);
+        let mut result = crate::analytics::build(self.config, &state.records, &evaluation, None);
+        result.context = state.context_log.clone();
         let text = self
             .renderer
             .render("analytics.txt.j2", &crate::analytics::text_view(&result))
@@ -394,12 +397,14 @@ impl Handler<'_> {
         let decision = &evaluation.decision;
         let prompt = match (decision.recommendation(), state.records.last()) {
             (Recommendation::Iterate, Some(latest)) => Some(
-                self.renderer
-                    .render(
-                        "revision-prompt.md.j2",
-                        &crate::prompt::prompt_view(latest, decision),
-                    )
-                    .map_err(HandlerError::Render)?,
+                crate::prompt::render_within_budget(
+                    self.renderer,
+                    latest,
+                    decision,
+                    None,
+                    self.config.context.prompt_budget_bytes,
+                )
+                .map_err(HandlerError::Render)?,
             ),
             _ => None,
         };

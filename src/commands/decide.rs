@@ -105,12 +105,15 @@ pub fn analytics(env: &Env, args: &AnalyticsArgs) -> Result<(), Failure> {
         }
         decide_loaded(env, &named, history, name)?
     };
-    let result = analytics::build(
+    let mut result = analytics::build(
         &env.config,
         &loaded.history,
         &loaded.evaluation,
         loaded.baseline.as_ref(),
     );
+    if args.history.history.is_none() {
+        result.context = crate::app::context::usage(env, &loaded.history)?;
+    }
     let text = match args.format {
         AnalyticsFormat::Text => env
             .renderer()?

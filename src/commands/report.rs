@@ -9,7 +9,7 @@ use git2::Repository;
 
 use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::model::IterationRecord;
-use crate::prompt::{changes_block, prompt_view};
+use crate::prompt::{changes_block, render_within_budget};
 use crate::summary::decision_view;
 
 use super::{Env, Failure};
@@ -27,12 +27,17 @@ pub fn render_prompt(
     let Some(latest) = history.last() else {
         return Ok(String::new());
     };
-    let mut view = prompt_view(latest, decision);
     let previous = history.len().checked_sub(2).and_then(|i| history.get(i));
-    view.changes = git2::Repository::discover(&env.root)
+    let changes = git2::Repository::discover(&env.root)
         .ok()
         .and_then(|repo| iteration_changes(&repo, latest, previous));
-    Ok(env.renderer()?.render("revision-prompt.md.j2", &view)?)
+    Ok(render_within_budget(
+        &env.renderer()?,
+        latest,
+        decision,
+        changes,
+        env.config.context.prompt_budget_bytes,
+    )?)
 }
 
 /// Files listed in a prompt's diff stat; the totals count them all.

@@ -30,6 +30,8 @@ pub const PROCEED: &str = "Proceed with execution now. Return results per the ta
 
 /// File names a pattern lists at most.
 pub const MAX_LISTED_FILES: usize = 200;
+/// Items of one report answered at most; the rest are refused (each one may cost a read).
+pub const MAX_ITEMS: usize = 20;
 /// Lines of a test's source delivered at most.
 const MAX_TEST_SOURCE_LINES: usize = 120;
 
@@ -65,8 +67,8 @@ pub trait ItemSource {
     fn config(&self) -> &Config;
     /// The decision's reasoning (the decision report).
     fn decision(&self) -> Option<String>;
-    /// The iteration's change, one `(path, patch)` per file.
-    fn diff(&self) -> Option<Vec<(String, String)>>;
+    /// The iteration's change, one `(path, patch)` per file; or why there is none here.
+    fn diff(&self) -> Result<Vec<(String, String)>, String>;
 }
 
 /// Size caps and the round cap (`context.*`).
@@ -198,7 +200,13 @@ pub fn deliver(
     }
     let mut budget = limits.delivery_max_bytes;
     for (index, item) in report.items.iter().enumerate() {
-        let answer = answer_item(item, source, policy, limits.item_max_bytes.min(budget));
+        let answer = if index < MAX_ITEMS {
+            answer_item(item, source, policy, limits.item_max_bytes.min(budget))
+        } else {
+            Err(format!(
+                "a report is answered for its first {MAX_ITEMS} items; ask for the rest in the next round"
+            ))
+        };
         let mut item_reply = ItemReply {
             number: index + 1,
             title: None,
@@ -302,7 +310,7 @@ fn answer_item(
             found(text, "yaml", None)
         }
         Request::Diff => {
-            let files = source.diff().ok_or_else(|| NOT_AVAILABLE.to_string())?;
+            let files = source.diff()?;
             let (text, withheld) = diff_text(&files, policy);
             let note = (withheld > 0).then(|| format!("{withheld} file(s) withheld"));
             found(text, "diff", note)

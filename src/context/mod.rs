@@ -133,3 +133,22 @@ pub fn escalation_reason(reply: &Reply, place: &str) -> String {
         items.join("; ")
     )
 }
+
+/// What a delivery for `report` would ask its source for, so that a mode whose reads are
+/// slow (GitHub's API) fetches only that, first: nothing when the report gets no delivery
+/// (ready, or at the round cap); otherwise the requests of the items answered.
+pub fn requests_to_answer(
+    report: &GapReport,
+    answered: u32,
+    limits: &Limits,
+) -> Vec<request::Request> {
+    if report.is_ready() || answered + 1 >= limits.max_rounds {
+        return Vec::new();
+    }
+    report
+        .items
+        .iter()
+        .take(deliver::MAX_ITEMS)
+        .map(|item| request::classify(&item.needs))
+        .collect()
+}

@@ -82,8 +82,13 @@ pub struct StickyState {
     pub last_command_comment: Option<CommentId>,
     /// The iteration at which the escalation comment mentioning reviewers was posted.
     pub escalation_notified_at: Option<u32>,
-    /// `CONTEXT_GAP_REPORT` rounds answered for the current iteration (at most 3).
+    /// `CONTEXT_GAP_REPORT` rounds answered for the current iteration (at most
+    /// `context.max_rounds`); a new iteration starts at 0.
     pub context_rounds: u32,
+    /// Context rounds used per iteration, and whether the agent was ready at round 0
+    /// (for analytics).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context_log: Vec<crate::context::ContextUse>,
     pub compaction: Compaction,
     /// How many times itergate wrote this state: among several comments of the bot's login
     /// that carry the marker, the one written most often is the sticky one.

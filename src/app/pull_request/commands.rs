@@ -1,4 +1,6 @@
 //! `/iterate` commands in a PR comment: who may give them, and how much the bot says back.
+//! A comment without a command that holds a `CONTEXT_GAP_REPORT` is answered by
+//! [`super::context`].
 //!
 //! - The commenter's permission is read once per comment. State-changing commands need
 //!   `github.permission`; those that loosen the PR's rules (`accept`, `adjust`, `budget`)
@@ -33,13 +35,18 @@ struct Commenter<'e> {
 
 impl Handler<'_> {
     pub(super) async fn comment(&self, event: CommentEvent) -> Result<Outcome, HandlerError> {
-        if event.author.is(&self.bot_login)
-            || (event.author.is_bot() && !self.config.github.allow_bots)
-        {
+        if event.author.is(&self.bot_login) {
             return Ok(Outcome::default());
         }
         let mut parsed = commands::parse_comment(&event.body);
         if parsed.is_empty() {
+            // An agent's gap report: its author may be a bot that opened the PR.
+            return match crate::context::parse_gap_report(&event.body) {
+                Some(report) => self.context_gap(event, report).await,
+                None => Ok(Outcome::default()),
+            };
+        }
+        if event.author.is_bot() && !self.config.github.allow_bots {
             return Ok(Outcome::default());
         }
         let ignored = parsed.len().saturating_sub(MAX_COMMANDS_PER_COMMENT);
