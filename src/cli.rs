@@ -169,6 +169,79 @@ pub enum Command {
     /// Reads the event from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH; handles pull_request,
     /// issue_comment, pull_request_review and workflow_run (the fork-safe path).
     Ci(CiArgs),
+    /// Run the GitHub App: receive webhooks and keep every pull request's loop (the sticky
+    /// comment, the label, `/iterate` commands, the `itergate` check run) without ever
+    /// running pull-request code.
+    ///
+    /// Each delivery's signature is verified and the delivery is committed to the database
+    /// before it is acknowledged (202; a delivery seen before gets 200). Workers then apply
+    /// it: scores come from the iteration record the PR's workflow uploaded (`itergate ci
+    /// --score-only` in a job that uploads `itergate-record/`), commands and reviews as in
+    /// the Actions mode, the configuration from the PR's base commit. `/healthz`,
+    /// `/readyz` and `/metrics` (Prometheus) are served beside the webhook. SIGTERM stops
+    /// accepting, lets running jobs finish (up to --drain-seconds) and leaves the rest
+    /// queued for the next start.
+    #[command(after_help = SERVE_AFTER_HELP)]
+    Serve(ServeArgs),
+}
+
+const SERVE_AFTER_HELP: &str = "\
+Example (see app-manifest.json to register the App in one step):
+  ITERGATE_APP_ID=123456 ITERGATE_PRIVATE_KEY_PATH=app.pem \\
+  ITERGATE_WEBHOOK_SECRET=... itergate serve --listen 0.0.0.0:3000
+
+GITHUB_API_URL selects GitHub Enterprise Server (https://HOST/api/v3).";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(
+        long,
+        env = "ITERGATE_LISTEN",
+        default_value = "127.0.0.1:3000",
+        value_name = "ADDR"
+    )]
+    pub listen: String,
+    /// The SQLite database of the inbox and the job queue (created if missing).
+    #[arg(
+        long,
+        env = "ITERGATE_DATABASE",
+        default_value = "itergate.db",
+        value_name = "PATH"
+    )]
+    pub database: PathBuf,
+    /// The path GitHub posts webhooks to.
+    #[arg(long, default_value = "/webhook", value_name = "PATH")]
+    pub webhook_path: String,
+    /// The App's id (from its settings page).
+    #[arg(long, env = "ITERGATE_APP_ID", value_name = "ID")]
+    pub app_id: u64,
+    /// The App's private key (PEM), as downloaded from its settings page.
+    #[arg(long, env = "ITERGATE_PRIVATE_KEY_PATH", value_name = "FILE")]
+    pub private_key_path: PathBuf,
+    /// The webhook secret; several, comma-separated, while rotating (new,old).
+    #[arg(
+        long,
+        env = "ITERGATE_WEBHOOK_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub webhook_secret: String,
+    /// Jobs run at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub workers: usize,
+    /// On SIGTERM, how long running jobs may take to finish before the process exits (they
+    /// stay queued and run again on the next start).
+    #[arg(long, default_value_t = 20, value_name = "SECONDS")]
+    pub drain_seconds: u64,
+    /// How long a claimed job is a worker's before another may take it over (renewed while
+    /// it runs; what a crashed replica held runs again after this).
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub lease_seconds: u64,
+    /// Content writes (comments, labels, check runs) per installation and minute, under
+    /// GitHub's secondary limit of about 80.
+    #[arg(long, default_value_t = 60, value_name = "N")]
+    pub writes_per_minute: u32,
 }
 
 #[derive(Debug, Args)]

@@ -19,5 +19,6 @@ pub mod markup;
 pub mod model;
 pub mod prompt;
 pub mod render;
+pub mod serve;
 pub mod signals;
 pub mod summary;

@@ -8,7 +8,8 @@ use itergate::commands;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.global.verbose, cli.global.quiet);
+    let serving = matches!(cli.command, itergate::cli::Command::Serve(_));
+    init_tracing(cli.global.verbose, cli.global.quiet, serving);
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(itergate::app::Failure::Decided(code)) => ExitCode::from(code),
@@ -22,20 +23,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing(verbose: u8, quiet: bool) {
+/// Warnings by default; the App (a service) logs what it does, with timestamps.
+fn init_tracing(verbose: u8, quiet: bool, serving: bool) {
     let level = match (quiet, verbose) {
         (true, _) => "error",
+        (false, 0) if serving => "info,sqlx=warn",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
         _ => "trace",
     };
     let filter = EnvFilter::try_from_env("ITERGATE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .without_time()
-        .init();
+        .with_writer(std::io::stderr);
+    if serving {
+        use std::io::IsTerminal as _;
+        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    } else {
+        builder.without_time().init();
+    }
 }
 
 /// libgit2's messages end in `; class=Reference (4); code=NotFound (-3)`: internal codes a

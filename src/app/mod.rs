@@ -11,6 +11,7 @@
 
 pub mod context;
 pub mod evaluate;
+pub mod forge_flow;
 pub mod judge;
 pub mod local;
 pub mod observe;

@@ -24,13 +24,14 @@
 mod commands;
 mod context;
 mod reviews;
+mod waiting;
 
 pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
 
 use chrono::{DateTime, Utc};
 
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
-use crate::config::Config;
+use crate::config::{Config, Gate};
 use crate::engine::{Decision, Feedback, Recommendation, Surface};
 use crate::github::checks::{
     Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState,
@@ -204,8 +205,15 @@ impl Handler<'_> {
         decision: &Decision,
         summary: &str,
     ) -> Result<(), ForgeError> {
+        // `github.gate` says what blocks: a required `itergate` check fails exactly then.
+        let blocks = match (self.config.github.gate, decision.recommendation()) {
+            (_, Recommendation::Accept) | (Gate::Warn, _) => false,
+            (Gate::BlockOnIterate, _) => true,
+            (Gate::BlockOnEscalate, recommendation) => recommendation != Recommendation::Iterate,
+        };
         let conclusion = match decision.recommendation() {
             Recommendation::Accept => CheckConclusion::Success,
+            _ if blocks => CheckConclusion::Failure,
             Recommendation::Iterate => CheckConclusion::Neutral,
             Recommendation::Escalate | Recommendation::Abort => CheckConclusion::ActionRequired,
         };

@@ -48,8 +48,8 @@ use super::{user, Env, Failure};
 use crate::app::judge::{judge, whole_tree_record, Judgement};
 use crate::app::observe::{observe, ObserveRequest};
 
-/// The file inside the artifact that carries a scored record.
-pub const RECORD_FILE: &str = "record.json";
+pub use crate::app::forge_flow::RECORD_FILE;
+use crate::app::forge_flow::{self, ArtifactRecord, FlowError};
 
 pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
     let payload = std::fs::read(&args.event_path).map_err(|e| {
@@ -274,42 +274,19 @@ async fn catch_up(
     until: Option<u64>,
     renderer: &Renderer,
 ) -> Result<(), Failure> {
-    let bot = bot_login(forge).await?;
-    let comments = forge
-        .list_comments(repo, pr)
-        .await
-        .map_err(|e| Failure::Internal(e.into()))?;
-    let state = crate::github::sticky::load_state(&comments, &bot).state;
-    let Some(last) = state.last_command_comment else {
-        // No command was ever handled: nothing can have been skipped that a later run
-        // would know of (and a fresh PR's history starts with its first run).
-        return Ok(());
+    let handler = Handler {
+        forge,
+        repo: repo.clone(),
+        config: &env.config,
+        renderer,
+        bot_login: bot_login(forge).await?,
+        now: Utc::now(),
     };
-    let pending: Vec<_> = comments
-        .iter()
-        .filter(|c| c.id.0 > last.0 && until.is_none_or(|u| c.id.0 < u))
-        .filter(|c| !c.author.is(&bot))
-        .filter(|c| !crate::github::commands::parse_comment(&c.body).is_empty())
-        .cloned()
-        .collect();
-    for comment in pending {
-        eprintln!(
-            "itergate: applying the commands of comment {} first (its run did not)",
-            comment.id.0
-        );
-        let event = CommentEvent {
-            repo: repo.clone(),
-            pr,
-            comment_id: comment.id,
-            body: comment.body,
-            author: comment.author,
-            pr_author: None,
-            installation_id: None,
-        };
-        let outcome = handle_with(env, forge, repo, Input::Comment(event), renderer).await?;
-        for action in &outcome.actions {
-            eprintln!("itergate: {action}");
-        }
+    let actions = forge_flow::catch_up(&handler, pr, until)
+        .await
+        .map_err(flow_failure)?;
+    for action in &actions {
+        eprintln!("itergate: {action}");
     }
     Ok(())
 }
@@ -501,17 +478,6 @@ fn score_head(
 /// the PR's code, so the publisher believes none of it it cannot check: the record must be
 /// for the head commit, head repository and head branch that GitHub (not the artifact)
 /// names.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct ArtifactRecord {
-    pr: u64,
-    /// The PR's head repository (`owner/name`) and branch the record was scored for.
-    #[serde(default)]
-    head_repo: Option<String>,
-    #[serde(default)]
-    head_ref: Option<String>,
-    record: IterationRecord,
-}
-
 impl ArtifactRecord {
     /// The record, if it is the one this workflow run's own scoring job wrote for `pr`.
     fn bind_to_event(self, pr: &PullRequestEvent) -> Result<IterationRecord, Failure> {
@@ -574,11 +540,14 @@ fn save_for_artifact(
 }
 
 fn parse_artifact(bytes: &[u8]) -> Result<ArtifactRecord, Failure> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        user(format!(
-            "the artifact's {RECORD_FILE} is not an itergate record: {e}"
-        ))
-    })
+    forge_flow::parse_artifact(bytes).map_err(user)
+}
+
+fn flow_failure(e: FlowError) -> Failure {
+    match e {
+        FlowError::Refused(message) => user(message),
+        other => Failure::Internal(other.into()),
+    }
 }
 
 fn read_artifact_file(path: &Path) -> Result<ArtifactRecord, Failure> {
@@ -612,49 +581,17 @@ async fn from_artifact(
         .await
         .map_err(|e| Failure::Internal(e.into()))?;
     let artifact = parse_artifact(&bytes)?;
-    if artifact.record.commit.0 != run.head_sha.0 {
-        return Err(user(format!(
-            "the artifact's record is for {}, but the run was for {}; refusing to publish it",
-            artifact.record.commit, run.head_sha
-        )));
-    }
-    // The artifact comes from untrusted code: believe its PR number only if that PR's head
-    // is the commit, the repository and the branch the run built.
-    let pr = run.prs.first().copied().unwrap_or(PrNumber(artifact.pr));
-    let pull = forge
-        .pull_request(&run.repo, pr)
+    let (pull, record) = forge_flow::bind(&forge, run, artifact)
         .await
-        .map_err(|e| Failure::Internal(e.into()))?;
-    crate::github::artifact::check_run_head(
-        &crate::github::artifact::RunHead {
-            sha: &run.head_sha.0,
-            repo: run.head_repo.as_ref().map(ToString::to_string).as_deref(),
-            branch: run.head_branch.as_deref(),
-        },
-        &crate::github::artifact::RunHead {
-            sha: &pull.head.sha.0,
-            repo: pull.head.repo.as_ref().map(ToString::to_string).as_deref(),
-            branch: Some(&pull.head.ref_name),
-        },
-        &crate::github::artifact::RunHead {
-            sha: &artifact.record.commit.0,
-            repo: artifact.head_repo.as_deref(),
-            branch: artifact.head_ref.as_deref(),
-        },
-    )
-    .map_err(|e| {
-        user(format!(
-            "pull request #{}: {e}; refusing to publish it",
-            pr.0
-        ))
-    })?;
+        .map_err(flow_failure)?;
+    let pr = pull.number;
     let git_repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
     let base = BaseTree::read(&git_repo, &pull.base.sha, &pull.base.ref_name)?;
     let env = &Env {
         config: base.config.clone(),
         ..env.clone()
     };
-    let input = iteration(pr, artifact.record, None, true);
+    let input = iteration(pr, record, None, true);
     let renderer = base.renderer()?;
     catch_up(env, &forge, &run.repo, pr, None, &renderer).await?;
     let outcome = handle_with(env, &forge, &run.repo, input, &renderer).await?;

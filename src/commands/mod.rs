@@ -15,6 +15,10 @@ use crate::cli::{Cli, Command};
 pub use crate::app::{user, Env, Failure};
 
 pub fn run(cli: Cli) -> Result<(), Failure> {
+    // The App serves many repositories and reads none from the disk.
+    if let Command::Serve(args) = &cli.command {
+        return crate::serve::serve(args);
+    }
     let env = match Env::load(&cli.global) {
         Ok(env) => env,
         // A broken configuration must not make pushing impossible: fail open, loudly.
@@ -63,6 +67,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             serde_yaml::to_string(&env.config).map_err(|e| Failure::Internal(e.into()))?
         }),
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
+        Command::Serve(args) => crate::serve::serve(&args),
     }
 }
 

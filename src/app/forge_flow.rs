@@ -1,0 +1,178 @@
+//! The steps around the pull request handler that both GitHub adapters take: Actions
+//! (`itergate ci`, with a checkout) and the App (`itergate serve`, with the API alone).
+//!
+//! - [`base_config`]: the configuration of the PR's **base** commit, read through the API
+//!   (a pull request cannot loosen its own rules);
+//! - [`catch_up`]: commands of earlier comments that no run handled, applied first and in
+//!   order;
+//! - [`record_from_run`]: the iteration record a workflow run uploaded, believed only if the
+//!   run, the pull request as the API has it now and the record name the same head commit,
+//!   head repository and head branch.
+
+use std::path::PathBuf;
+
+use super::pull_request::{Handler, HandlerError, Input};
+use crate::config::{Config, CONFIG_LOCATIONS};
+use crate::github::artifact::{check_run_head, RunHead};
+use crate::github::events::{CommentEvent, WorkflowRunEvent};
+use crate::github::types::{PrNumber, PullRequest, RepoName};
+use crate::github::{Forge, ForgeError};
+use crate::model::IterationRecord;
+
+/// The file inside the artifact that carries a scored record.
+pub const RECORD_FILE: &str = "record.json";
+
+/// What a scoring job uploads: the record and what it was scored for.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ArtifactRecord {
+    pub pr: u64,
+    /// The PR's head repository (`owner/name`) and branch the record was scored for.
+    #[serde(default)]
+    pub head_repo: Option<String>,
+    #[serde(default)]
+    pub head_ref: Option<String>,
+    pub record: IterationRecord,
+}
+
+/// Why a step could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum FlowError {
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+    #[error(transparent)]
+    Handler(#[from] HandlerError),
+    /// Untrusted input that is refused (a record for another head, a malformed
+    /// configuration on the base): said, never published.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Reads an artifact's record.
+pub fn parse_artifact(bytes: &[u8]) -> Result<ArtifactRecord, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("the artifact's {RECORD_FILE} is not an itergate record: {e}"))
+}
+
+/// The configuration at the PR's base commit (`base_sha`, shown as `base_ref`): the first
+/// of [`CONFIG_LOCATIONS`] that exists there, or the defaults.
+pub async fn base_config(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    base_sha: &str,
+    base_ref: &str,
+) -> Result<Config, FlowError> {
+    for name in CONFIG_LOCATIONS {
+        if let Some(bytes) = forge.file_content(repo, base_sha, name).await? {
+            let text = String::from_utf8_lossy(&bytes);
+            let label = PathBuf::from(format!("{base_ref}:{name}"));
+            return Config::from_yaml(&text, &label).map_err(|e| FlowError::Refused(e.to_string()));
+        }
+    }
+    Ok(Config::default())
+}
+
+/// GitHub keeps one pending workflow run per concurrency group and cancels the one before,
+/// and the App may be down while comments arrive: a command in a comment no run handled is
+/// applied now, in order. Comments after the state's last handled one (and before `until`)
+/// that hold a command; returns what was done, for the log.
+pub async fn catch_up(
+    handler: &Handler<'_>,
+    pr: PrNumber,
+    until: Option<u64>,
+) -> Result<Vec<String>, FlowError> {
+    let bot = &handler.bot_login;
+    let comments = handler.forge.list_comments(&handler.repo, pr).await?;
+    let state = crate::github::sticky::load_state(&comments, bot).state;
+    let Some(last) = state.last_command_comment else {
+        // No command was ever handled: nothing can have been skipped that a later run
+        // would know of (and a fresh PR's history starts with its first run).
+        return Ok(Vec::new());
+    };
+    let pending: Vec<_> = comments
+        .into_iter()
+        .filter(|c| c.id.0 > last.0 && until.is_none_or(|u| c.id.0 < u))
+        .filter(|c| !c.author.is(bot))
+        .filter(|c| !crate::github::commands::parse_comment(&c.body).is_empty())
+        .collect();
+    let mut actions = Vec::new();
+    for comment in pending {
+        actions.push(format!(
+            "applying the commands of comment {} first (its run did not)",
+            comment.id.0
+        ));
+        let event = CommentEvent {
+            repo: handler.repo.clone(),
+            pr,
+            comment_id: comment.id,
+            body: comment.body,
+            author: comment.author,
+            pr_author: None,
+            installation_id: None,
+        };
+        let outcome = handler.handle(Input::Comment(event)).await?;
+        actions.extend(outcome.actions);
+    }
+    Ok(actions)
+}
+
+/// A record uploaded by a workflow run, with the pull request it belongs to. `None` when
+/// the run has no such artifact (not every workflow of a PR scores it).
+pub async fn record_from_run(
+    forge: &dyn Forge,
+    run: &WorkflowRunEvent,
+    artifact_name: &str,
+) -> Result<Option<(PullRequest, IterationRecord)>, FlowError> {
+    let bytes = match forge
+        .download_artifact_file(&run.repo, run.run_id, artifact_name, RECORD_FILE)
+        .await
+    {
+        Ok(bytes) => bytes,
+        Err(ForgeError::Artifact { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let artifact = parse_artifact(&bytes).map_err(FlowError::Refused)?;
+    bind(forge, run, artifact).await.map(Some)
+}
+
+/// The record of `artifact` and its pull request, if the run, the pull request and the
+/// artifact agree on head commit, repository and branch.
+pub async fn bind(
+    forge: &dyn Forge,
+    run: &WorkflowRunEvent,
+    artifact: ArtifactRecord,
+) -> Result<(PullRequest, IterationRecord), FlowError> {
+    if artifact.record.commit.0 != run.head_sha.0 {
+        return Err(FlowError::Refused(format!(
+            "the artifact's record is for {}, but the run was for {}; refusing to publish it",
+            artifact.record.commit, run.head_sha
+        )));
+    }
+    // The artifact comes from code the PR controls: believe its PR number only if that PR's
+    // head is the commit, the repository and the branch the run built.
+    let pr = run.prs.first().copied().unwrap_or(PrNumber(artifact.pr));
+    let pull = forge.pull_request(&run.repo, pr).await?;
+    check_run_head(
+        &RunHead {
+            sha: &run.head_sha.0,
+            repo: run.head_repo.as_ref().map(ToString::to_string).as_deref(),
+            branch: run.head_branch.as_deref(),
+        },
+        &RunHead {
+            sha: &pull.head.sha.0,
+            repo: pull.head.repo.as_ref().map(ToString::to_string).as_deref(),
+            branch: Some(&pull.head.ref_name),
+        },
+        &RunHead {
+            sha: &artifact.record.commit.0,
+            repo: artifact.head_repo.as_deref(),
+            branch: artifact.head_ref.as_deref(),
+        },
+    )
+    .map_err(|e| {
+        FlowError::Refused(format!(
+            "pull request #{}: {e}; refusing to publish it",
+            pr.0
+        ))
+    })?;
+    Ok((pull, artifact.record))
+}

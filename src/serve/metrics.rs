@@ -1,0 +1,170 @@
+//! Counters for `/metrics`, in the Prometheus text format. Per process: each replica
+//! reports its own.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Upper bounds (seconds) of the job latency histogram: from receipt to done.
+const LATENCY_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0];
+
+#[derive(Default)]
+pub struct Metrics {
+    accepted: AtomicU64,
+    duplicate: AtomicU64,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
+    jobs: Mutex<BTreeMap<&'static str, u64>>,
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_ms: AtomicU64,
+    github_calls: Mutex<BTreeMap<String, u64>>,
+    rate_limit_remaining: AtomicI64,
+}
+
+fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
+    let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+    *map.entry(key).or_default() += 1;
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        Metrics {
+            rate_limit_remaining: AtomicI64::new(-1),
+            ..Metrics::default()
+        }
+    }
+
+    pub fn accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn duplicate(&self) {
+        self.duplicate.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A delivery refused for `reason` (`signature`, `headers`, `payload`, `database`).
+    pub fn refused(&self, reason: &'static str) {
+        bump(&self.refused, reason);
+    }
+
+    /// A job ended as `outcome` (`done`, `ignored`, `retried`, `rate_limited`, `failed`),
+    /// `latency_ms` after its delivery arrived.
+    pub fn job(&self, outcome: &'static str, latency_ms: Option<u64>) {
+        bump(&self.jobs, outcome);
+        if let Some(ms) = latency_ms {
+            let seconds = ms as f64 / 1000.0;
+            for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+                if seconds <= *bound {
+                    bucket.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.latency_count.fetch_add(1, Ordering::Relaxed);
+            self.latency_sum_ms.fetch_add(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// A GitHub call answered with `status` (`"error"` when no answer came).
+    pub fn github_call(&self, status: &str) {
+        bump(&self.github_calls, status.to_string());
+    }
+
+    pub fn rate_limit_remaining(&self, remaining: i64) {
+        self.rate_limit_remaining
+            .store(remaining, Ordering::Relaxed);
+    }
+
+    /// The text format; `queue_depth` is read from the database by the caller.
+    pub fn render(&self, queue_depth: Option<i64>) -> String {
+        let mut out = String::new();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP itergate_deliveries_total Webhook deliveries by result."
+        );
+        let _ = writeln!(out, "# TYPE itergate_deliveries_total counter");
+        let _ = writeln!(
+            out,
+            "itergate_deliveries_total{{result=\"accepted\"}} {}",
+            load(&self.accepted)
+        );
+        let _ = writeln!(
+            out,
+            "itergate_deliveries_total{{result=\"deduplicated\"}} {}",
+            load(&self.duplicate)
+        );
+        for (reason, n) in self
+            .refused
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "itergate_deliveries_total{{result=\"refused\",reason=\"{reason}\"}} {n}"
+            );
+        }
+        if let Some(depth) = queue_depth {
+            let _ = writeln!(
+                out,
+                "# HELP itergate_queue_depth Deliveries not processed yet."
+            );
+            let _ = writeln!(out, "# TYPE itergate_queue_depth gauge");
+            let _ = writeln!(out, "itergate_queue_depth {depth}");
+        }
+        let _ = writeln!(out, "# HELP itergate_jobs_total Jobs by outcome.");
+        let _ = writeln!(out, "# TYPE itergate_jobs_total counter");
+        for (outcome, n) in self.jobs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = writeln!(out, "itergate_jobs_total{{outcome=\"{outcome}\"}} {n}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP itergate_job_latency_seconds From a delivery's receipt to its job's end."
+        );
+        let _ = writeln!(out, "# TYPE itergate_job_latency_seconds histogram");
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+            let _ = writeln!(
+                out,
+                "itergate_job_latency_seconds_bucket{{le=\"{bound}\"}} {}",
+                load(bucket)
+            );
+        }
+        let count = load(&self.latency_count);
+        let _ = writeln!(
+            out,
+            "itergate_job_latency_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "itergate_job_latency_seconds_sum {}",
+            load(&self.latency_sum_ms) as f64 / 1000.0
+        );
+        let _ = writeln!(out, "itergate_job_latency_seconds_count {count}");
+        let _ = writeln!(
+            out,
+            "# HELP itergate_github_calls_total GitHub API calls by answer status."
+        );
+        let _ = writeln!(out, "# TYPE itergate_github_calls_total counter");
+        for (status, n) in self
+            .github_calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "itergate_github_calls_total{{status=\"{status}\"}} {n}"
+            );
+        }
+        let remaining = self.rate_limit_remaining.load(Ordering::Relaxed);
+        if remaining >= 0 {
+            let _ = writeln!(
+                out,
+                "# HELP itergate_github_rate_limit_remaining The last X-RateLimit-Remaining seen."
+            );
+            let _ = writeln!(out, "# TYPE itergate_github_rate_limit_remaining gauge");
+            let _ = writeln!(out, "itergate_github_rate_limit_remaining {remaining}");
+        }
+        out
+    }
+}

@@ -1,0 +1,208 @@
+//! `itergate serve`: the GitHub App. Intake ([`intake`]) verifies each webhook and commits
+//! it to the inbox ([`store`]) before answering; workers ([`worker`]) apply the stored
+//! deliveries to their pull requests through the same handler core as the Actions mode,
+//! with the App's installation tokens ([`crate::github::app_auth`]) and paced writes
+//! ([`paced`]). No pull-request code runs in this process.
+//!
+//! Shutdown (SIGTERM, Ctrl-C): intake stops accepting and finishes the requests in flight;
+//! workers finish the job they run, up to `--drain-seconds`; what is left stays queued, and
+//! a job cut short is run again from the start on the next start (its lease runs out).
+
+pub mod intake;
+pub mod metrics;
+pub mod paced;
+pub mod signature;
+pub mod store;
+pub mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use tokio::sync::{watch, Notify};
+
+use crate::app::{user, Failure};
+use crate::cli::ServeArgs;
+use crate::github::app_auth::{AppCredentials, Installations};
+use crate::github::ForgeSettings;
+use crate::render::Renderer;
+
+pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: &ServeArgs) -> Result<(), Failure> {
+    let secrets = signature::Secrets::parse(&args.webhook_secret)
+        .ok_or_else(|| user("ITERGATE_WEBHOOK_SECRET (--webhook-secret) is empty"))?;
+    let pem = std::fs::read(&args.private_key_path).map_err(|e| {
+        user(format!(
+            "ITERGATE_PRIVATE_KEY_PATH {}: {e}",
+            args.private_key_path.display()
+        ))
+    })?;
+    let credentials = AppCredentials::new(args.app_id, &pem)
+        .map_err(|e| user(format!("{}: {e}", args.private_key_path.display())))?;
+    if !args.webhook_path.starts_with('/') {
+        return Err(user(format!(
+            "--webhook-path `{}` must start with /",
+            args.webhook_path
+        )));
+    }
+    let store = store::Store::open(&args.database)
+        .await
+        .map_err(|e| user(format!("--database {}: {e}", args.database.display())))?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .map_err(|e| user(format!("--listen {}: {e}", args.listen)))?;
+    let address = listener.local_addr().map_err(anyhow::Error::from)?;
+
+    let metrics = Arc::new(metrics::Metrics::new());
+    let wake = Arc::new(Notify::new());
+    let intake = Arc::new(intake::Intake {
+        store: store.clone(),
+        secrets,
+        metrics: metrics.clone(),
+        wake: wake.clone(),
+    });
+    let router = axum::Router::new()
+        .route(&args.webhook_path, post(intake::webhook))
+        .route("/healthz", get(intake::healthz))
+        .route("/readyz", get(intake::readyz))
+        .route("/metrics", get(intake::metrics))
+        .layer(DefaultBodyLimit::max(intake::MAX_BODY_BYTES))
+        .with_state(intake);
+
+    let (stop_tx, stop) = watch::channel(false);
+    let installations = Arc::new(Installations::new(ForgeSettings::from_env(), credentials));
+    let renderer = Arc::new(Renderer::new(None, false).map_err(Failure::Internal)?);
+    let workers = tokio::spawn(start_workers(
+        args.workers.max(1),
+        WorkerParts {
+            store: store.clone(),
+            installations,
+            pacer: Arc::new(paced::Pacer::new(args.writes_per_minute)),
+            metrics,
+            renderer,
+            wake,
+            lease: Duration::from_secs(args.lease_seconds.max(1)),
+        },
+        stop.clone(),
+    ));
+
+    eprintln!(
+        "itergate serve: listening on http://{address} (webhook at {})",
+        args.webhook_path
+    );
+    tracing::info!(%address, database = %args.database.display(), "serving");
+    let shutdown = {
+        let stop_tx = stop_tx.clone();
+        async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down: no new deliveries; finishing running jobs");
+            let _ = stop_tx.send(true);
+        }
+    };
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| Failure::Internal(anyhow::anyhow!("serving: {e}")))?;
+    let _ = stop_tx.send(true);
+    let drain = Duration::from_secs(args.drain_seconds);
+    match tokio::time::timeout(drain, workers).await {
+        Ok(_) => tracing::info!("every running job finished"),
+        Err(_) => tracing::warn!(
+            "jobs still running after {} s are left to their leases and run again on the next start",
+            drain.as_secs()
+        ),
+    }
+    store.close().await;
+    Ok(())
+}
+
+struct WorkerParts {
+    store: store::Store,
+    installations: Arc<Installations>,
+    pacer: Arc<paced::Pacer>,
+    metrics: Arc<metrics::Metrics>,
+    renderer: Arc<Renderer>,
+    wake: Arc<Notify>,
+    lease: Duration,
+}
+
+/// Learns the App's bot login (its comments are the only trusted state), then runs `n`
+/// workers until `stop`.
+async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<bool>) {
+    let bot_login = loop {
+        if let Ok(login) = std::env::var("ITERGATE_BOT_LOGIN") {
+            if !login.trim().is_empty() {
+                break login;
+            }
+        }
+        match parts.installations.bot_login().await {
+            Ok(login) => break login,
+            Err(e) => {
+                tracing::error!(
+                    "cannot read the App from GitHub ({e}); deliveries are stored and wait"
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+    };
+    tracing::info!(bot = %bot_login, workers = n, "workers started");
+    let owner = format!("{}-{}", hostname(), std::process::id());
+    let mut handles = Vec::with_capacity(n);
+    for i in 0..n {
+        let worker = Arc::new(worker::Worker {
+            store: parts.store.clone(),
+            installations: parts.installations.clone(),
+            pacer: parts.pacer.clone(),
+            metrics: parts.metrics.clone(),
+            renderer: parts.renderer.clone(),
+            bot_login: bot_login.clone(),
+            owner: format!("{owner}-{i}"),
+            wake: parts.wake.clone(),
+            lease: parts.lease,
+        });
+        handles.push(tokio::spawn(worker.run(stop.clone())));
+    }
+    for handle in handles {
+        let _ = handle.await;
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "itergate".into())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

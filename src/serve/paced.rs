@@ -1,0 +1,248 @@
+//! A [`Forge`] wrapper for the App: content writes are paced per installation, under
+//! GitHub's secondary limit on content creation (about 80 a minute), and every call is
+//! counted by its answer for `/metrics`.
+//!
+//! Pacing is GCRA (a leaky bucket kept as one instant): a burst of [`BURST`] writes goes
+//! at once, then one every `60 s / writes_per_minute`. A job that must wait simply waits;
+//! nothing is dropped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+
+use super::metrics::Metrics;
+use crate::github::checks::CheckRunSpec;
+use crate::github::commands::Permission;
+use crate::github::types::{
+    CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity, LabelSpec, PrCommit,
+    PrNumber, PullRequest, Reaction, RepoName, RunId,
+};
+use crate::github::{Forge, ForgeError};
+
+/// Writes allowed at once before pacing starts.
+pub const BURST: u32 = 10;
+
+/// The pace of every installation's writes.
+pub struct Pacer {
+    interval: Duration,
+    /// Installation → the theoretical arrival time of the next write.
+    next: Mutex<HashMap<u64, Instant>>,
+}
+
+impl Pacer {
+    pub fn new(writes_per_minute: u32) -> Pacer {
+        Pacer {
+            interval: Duration::from_secs(60) / writes_per_minute.max(1),
+            next: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits until `installation` may write once more.
+    pub async fn acquire(&self, installation: u64) {
+        let wait = {
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let now = Instant::now();
+            let tat = next.get(&installation).copied().unwrap_or(now).max(now);
+            let allowed_at = tat
+                .checked_sub(self.interval * BURST.saturating_sub(1))
+                .unwrap_or(now);
+            next.insert(installation, tat + self.interval);
+            allowed_at.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            tracing::debug!(
+                installation,
+                wait_ms = wait.as_millis() as u64,
+                "pacing writes"
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+pub struct PacedForge {
+    pub inner: Arc<dyn Forge>,
+    pub installation: u64,
+    pub pacer: Arc<Pacer>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl PacedForge {
+    fn count<T>(&self, result: &Result<T, ForgeError>) {
+        let status = match result {
+            Ok(_) => "2xx".to_string(),
+            Err(e) => e.status().map_or("error".to_string(), |s| s.to_string()),
+        };
+        self.metrics.github_call(&status);
+    }
+
+    async fn read<T>(&self, result: Result<T, ForgeError>) -> Result<T, ForgeError> {
+        self.count(&result);
+        result
+    }
+
+    async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
+    where
+        F: std::future::Future<Output = Result<T, ForgeError>>,
+    {
+        self.pacer.acquire(self.installation).await;
+        let result = call.await;
+        self.count(&result);
+        result
+    }
+}
+
+#[async_trait]
+impl Forge for PacedForge {
+    async fn identity(&self) -> Result<Identity, ForgeError> {
+        self.inner.identity().await
+    }
+    async fn list_comments(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<Comment>, ForgeError> {
+        self.read(self.inner.list_comments(repo, pr).await).await
+    }
+    async fn create_comment(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.write(self.inner.create_comment(repo, pr, body)).await
+    }
+    async fn update_comment(
+        &self,
+        repo: &RepoName,
+        id: CommentId,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.write(self.inner.update_comment(repo, id, body)).await
+    }
+    async fn delete_comment(&self, repo: &RepoName, id: CommentId) -> Result<(), ForgeError> {
+        self.write(self.inner.delete_comment(repo, id)).await
+    }
+    async fn add_reaction(
+        &self,
+        repo: &RepoName,
+        comment: CommentId,
+        reaction: Reaction,
+    ) -> Result<(), ForgeError> {
+        self.write(self.inner.add_reaction(repo, comment, reaction))
+            .await
+    }
+    async fn add_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        label: &LabelSpec,
+    ) -> Result<(), ForgeError> {
+        self.write(self.inner.add_label(repo, pr, label)).await
+    }
+    async fn remove_label(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<(), ForgeError> {
+        self.write(self.inner.remove_label(repo, pr, name)).await
+    }
+    async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
+        self.read(self.inner.permission(repo, user).await).await
+    }
+    async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
+        self.read(self.inner.pull_request(repo, pr).await).await
+    }
+    async fn pull_request_commits(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+    ) -> Result<Vec<PrCommit>, ForgeError> {
+        self.read(self.inner.pull_request_commits(repo, pr).await)
+            .await
+    }
+    async fn create_check_run(
+        &self,
+        repo: &RepoName,
+        spec: &CheckRunSpec,
+    ) -> Result<CheckRunId, ForgeError> {
+        self.write(self.inner.create_check_run(repo, spec)).await
+    }
+    async fn update_check_run(
+        &self,
+        repo: &RepoName,
+        id: CheckRunId,
+        spec: &CheckRunSpec,
+    ) -> Result<(), ForgeError> {
+        self.write(self.inner.update_check_run(repo, id, spec))
+            .await
+    }
+    async fn list_check_runs(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+    ) -> Result<Vec<CheckRun>, ForgeError> {
+        self.read(self.inner.list_check_runs(repo, git_ref).await)
+            .await
+    }
+    async fn rerequest_check_suite(
+        &self,
+        repo: &RepoName,
+        suite: CheckSuiteId,
+    ) -> Result<(), ForgeError> {
+        self.write(self.inner.rerequest_check_suite(repo, suite))
+            .await
+    }
+    async fn download_artifact_file(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        file: &str,
+    ) -> Result<Vec<u8>, ForgeError> {
+        self.read(
+            self.inner
+                .download_artifact_file(repo, run, artifact, file)
+                .await,
+        )
+        .await
+    }
+    async fn file_content(
+        &self,
+        repo: &RepoName,
+        git_ref: &str,
+        path: &str,
+    ) -> Result<Option<Vec<u8>>, ForgeError> {
+        self.read(self.inner.file_content(repo, git_ref, path).await)
+            .await
+    }
+    async fn dispatch_workflow(
+        &self,
+        repo: &RepoName,
+        workflow: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<(), ForgeError> {
+        self.write(
+            self.inner
+                .dispatch_workflow(repo, workflow, git_ref, inputs),
+        )
+        .await
+    }
+    async fn repository_dispatch(
+        &self,
+        repo: &RepoName,
+        event_type: &str,
+        client_payload: &serde_json::Value,
+    ) -> Result<(), ForgeError> {
+        self.write(
+            self.inner
+                .repository_dispatch(repo, event_type, client_payload),
+        )
+        .await
+    }
+}

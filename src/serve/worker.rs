@@ -1,0 +1,411 @@
+//! Workers: claim a delivery, apply it to its pull request through the one handler core,
+//! and mark it done; or put it back with backoff. No pull-request code ever runs here:
+//! scores come from the record CI uploaded, the configuration from the base commit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde::Deserialize;
+use tokio::sync::{watch, Notify};
+use tracing::Instrument as _;
+
+use super::metrics::Metrics;
+use super::paced::{PacedForge, Pacer};
+use super::store::{now_ms, Job, Store, MAX_ATTEMPTS};
+use crate::app::forge_flow::{self, FlowError};
+use crate::app::pull_request::{Handler, HandlerError, Input};
+use crate::github::app_auth::Installations;
+use crate::github::events::{self, Event, Parsed};
+use crate::github::types::{PrNumber, RepoName};
+use crate::github::{Forge, ForgeError};
+use crate::render::Renderer;
+
+/// The longest one job may run before it is abandoned (and retried).
+const JOB_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub struct Worker {
+    pub store: Store,
+    pub installations: Arc<Installations>,
+    pub pacer: Arc<Pacer>,
+    pub metrics: Arc<Metrics>,
+    pub renderer: Arc<Renderer>,
+    pub bot_login: String,
+    /// This process's name in leases.
+    pub owner: String,
+    pub wake: Arc<Notify>,
+    /// How long a claimed job is ours; renewed while it runs.
+    pub lease: Duration,
+}
+
+/// How a job ended.
+enum Ended {
+    Done(String),
+    Ignored(String),
+}
+
+/// Why a job did not end.
+enum JobError {
+    /// Try again later (a GitHub or database failure).
+    Retry(String),
+    /// A rate limit: try again at the reset, without counting an attempt.
+    RateLimited(String, Duration),
+    /// The token was refused: forget it and try again soon.
+    Unauthorized(u64, String),
+    /// Input that will never work (a malformed configuration, a forged record).
+    Refused(String),
+}
+
+impl Worker {
+    /// Claims and runs jobs until `stop` turns true; a job running then is finished.
+    pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        let mut idle = Duration::from_millis(50);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            match self.store.claim(&self.owner, now_ms(), self.lease).await {
+                Ok(Some(job)) => {
+                    idle = Duration::from_millis(50);
+                    let span = tracing::info_span!(
+                        "job",
+                        delivery = %job.delivery_id,
+                        event = %job.event,
+                        attempt = job.attempts
+                    );
+                    self.run_job(job).instrument(span).await;
+                }
+                Ok(None) => {
+                    tokio::select! {
+                        _ = self.wake.notified() => {}
+                        _ = tokio::time::sleep(idle) => {}
+                        _ = stop.changed() => {}
+                    }
+                    idle = (idle * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => {
+                    tracing::error!("claiming a job: {e}; trying again");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                        _ = stop.changed() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run_job(&self, job: Job) {
+        let work = tokio::time::timeout(JOB_TIMEOUT, self.process(&job));
+        tokio::pin!(work);
+        let mut renew = tokio::time::interval(self.lease / 3);
+        renew.tick().await;
+        let result = loop {
+            tokio::select! {
+                result = &mut work => break result.unwrap_or_else(|_| Err(JobError::Retry(format!(
+                    "the job did not finish in {} s", JOB_TIMEOUT.as_secs())))),
+                _ = renew.tick() => {
+                    let until = now_ms() + i64::try_from(self.lease.as_millis()).unwrap_or(0);
+                    if let Err(e) = self.store.extend(&job, &self.owner, until).await {
+                        tracing::warn!("renewing the lease: {e}");
+                    }
+                }
+            }
+        };
+        let latency = u64::try_from(now_ms() - job.received_at).ok();
+        let store = &self.store;
+        let finished = match result {
+            Ok(Ended::Done(what)) => {
+                tracing::info!("done: {what}");
+                self.metrics.job("done", latency);
+                store.complete(&job, &self.owner, now_ms(), &what).await
+            }
+            Ok(Ended::Ignored(why)) => {
+                tracing::info!("nothing to do: {why}");
+                self.metrics.job("ignored", latency);
+                store
+                    .complete(&job, &self.owner, now_ms(), &format!("ignored: {why}"))
+                    .await
+            }
+            Err(JobError::Refused(why)) => {
+                tracing::warn!("refused: {why}");
+                self.metrics.job("refused", latency);
+                store
+                    .complete(&job, &self.owner, now_ms(), &format!("refused: {why}"))
+                    .await
+            }
+            Err(JobError::RateLimited(why, wait)) => {
+                tracing::warn!("rate limited; again in {} s: {why}", wait.as_secs());
+                self.metrics.job("rate_limited", None);
+                let at = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(0);
+                store
+                    .reschedule(&job, &self.owner, at, &why, false)
+                    .await
+                    .map(|()| true)
+            }
+            Err(JobError::Unauthorized(installation, why)) => {
+                tracing::warn!("token refused; minting a new one: {why}");
+                self.installations.forget(installation).await;
+                self.retry(&job, why, latency).await
+            }
+            Err(JobError::Retry(why)) => self.retry(&job, why, latency).await,
+        };
+        match finished {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("the lease was lost meanwhile; another worker has the job"),
+            Err(e) => {
+                tracing::error!("recording the job's end: {e}; it runs again when its lease ends")
+            }
+        }
+    }
+
+    async fn retry(
+        &self,
+        job: &Job,
+        why: String,
+        latency: Option<u64>,
+    ) -> Result<bool, super::store::StoreError> {
+        if job.attempts >= MAX_ATTEMPTS {
+            tracing::error!("giving up after {} attempts: {why}", job.attempts);
+            self.metrics.job("failed", latency);
+            let outcome = format!("failed after {} attempts: {why}", job.attempts);
+            return self
+                .store
+                .complete(job, &self.owner, now_ms(), &outcome)
+                .await;
+        }
+        // 2 s, 4 s, 8 s, ... up to 10 minutes.
+        let wait = Duration::from_secs(1 << job.attempts.clamp(1, 9)).min(Duration::from_secs(600));
+        tracing::warn!("failed; again in {} s: {why}", wait.as_secs());
+        self.metrics.job("retried", None);
+        let at = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(0);
+        self.store
+            .reschedule(job, &self.owner, at, &why, true)
+            .await
+            .map(|()| true)
+    }
+
+    async fn process(&self, job: &Job) -> Result<Ended, JobError> {
+        if job.event.starts_with("installation") {
+            return self.installation(job).await;
+        }
+        let event = match events::parse_event(&job.event, &job.payload) {
+            Ok(Parsed::Event(event)) => event,
+            Ok(Parsed::Ignored(why)) => return Ok(Ended::Ignored(why)),
+            Err(e) => return Err(JobError::Refused(e.to_string())),
+        };
+        let Some(installation) = job.installation_id.and_then(|i| u64::try_from(i).ok()) else {
+            return Ok(Ended::Ignored("the delivery names no installation".into()));
+        };
+        let removed = self
+            .store
+            .installation_removed(installation as i64)
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?;
+        if removed {
+            return Ok(Ended::Ignored(format!(
+                "installation {installation} was removed"
+            )));
+        }
+        if let Event::Comment(comment) = &event {
+            // Most comments hold no command: no API call for those.
+            if crate::github::commands::parse_comment(&comment.body).is_empty() {
+                return Ok(Ended::Ignored(
+                    "the comment holds no /iterate command".into(),
+                ));
+            }
+        }
+        let inner = self
+            .installations
+            .forge(installation)
+            .await
+            .map_err(|e| classify(installation, FlowError::Forge(e)))?;
+        let forge = PacedForge {
+            inner,
+            installation,
+            pacer: self.pacer.clone(),
+            metrics: self.metrics.clone(),
+        };
+        self.apply(&forge, event)
+            .await
+            .map_err(|e| classify(installation, e))
+    }
+
+    /// The event, applied to its pull request.
+    async fn apply(&self, forge: &dyn Forge, event: Event) -> Result<Ended, FlowError> {
+        let repo = event.repo().clone();
+        match event {
+            Event::PullRequest(pr) => {
+                let config = app_config(forge, &repo, &pr.base_sha.0, &pr.base_ref).await?;
+                let handler = self.handler(forge, &repo, &config);
+                let outcome = handler.waiting(pr.pr, &pr.head_sha).await?;
+                Ok(Ended::Done(outcome.actions.join("; ")))
+            }
+            Event::Comment(comment) => {
+                let pr = comment.pr;
+                let until = Some(comment.comment_id.0);
+                self.on_pull_request(forge, &repo, pr, until, Input::Comment(comment))
+                    .await
+            }
+            Event::Review(review) => {
+                let pr = review.pr;
+                self.on_pull_request(forge, &repo, pr, None, Input::Review(review))
+                    .await
+            }
+            Event::WorkflowRun(run) => {
+                let pull = forge
+                    .pull_request(&repo, run.prs.first().copied().unwrap_or(PrNumber(0)))
+                    .await;
+                // The artifact's name is the base's configuration; a PR's own run cannot
+                // choose which artifact is read.
+                let config = match &pull {
+                    Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
+                    Err(_) => crate::config::Config::default(),
+                };
+                let Some((pull, record)) =
+                    forge_flow::record_from_run(forge, &run, &config.github.artifact).await?
+                else {
+                    return Ok(Ended::Ignored(format!(
+                        "workflow run {} uploaded no `{}` artifact",
+                        run.run_id, config.github.artifact
+                    )));
+                };
+                let config =
+                    app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+                let input = Input::Iteration {
+                    pr: pull.number,
+                    record: Box::new(record),
+                    base: None,
+                    self_reported: pull.is_fork(),
+                };
+                let handler = self.handler(forge, &repo, &config);
+                let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
+                actions.extend(handler.handle(input).await?.actions);
+                Ok(Ended::Done(actions.join("; ")))
+            }
+        }
+    }
+
+    /// A comment or a review: the PR's base says which rules apply.
+    async fn on_pull_request(
+        &self,
+        forge: &dyn Forge,
+        repo: &RepoName,
+        pr: PrNumber,
+        until: Option<u64>,
+        input: Input,
+    ) -> Result<Ended, FlowError> {
+        let pull = forge.pull_request(repo, pr).await?;
+        let config = app_config(forge, repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+        let handler = self.handler(forge, repo, &config);
+        let mut actions = forge_flow::catch_up(&handler, pr, until).await?;
+        actions.extend(handler.handle(input).await?.actions);
+        Ok(Ended::Done(actions.join("; ")))
+    }
+
+    fn handler<'a>(
+        &'a self,
+        forge: &'a dyn Forge,
+        repo: &RepoName,
+        config: &'a crate::config::Config,
+    ) -> Handler<'a> {
+        Handler {
+            forge,
+            repo: repo.clone(),
+            config,
+            renderer: &self.renderer,
+            bot_login: self.bot_login.clone(),
+            now: Utc::now(),
+        }
+    }
+
+    /// `installation` and `installation_repositories`: bookkeeping only.
+    async fn installation(&self, job: &Job) -> Result<Ended, JobError> {
+        #[derive(Deserialize)]
+        struct Payload {
+            #[serde(default)]
+            action: String,
+            installation: Inst,
+        }
+        #[derive(Deserialize)]
+        struct Inst {
+            id: i64,
+            #[serde(default)]
+            account: Option<Account>,
+        }
+        #[derive(Deserialize)]
+        struct Account {
+            login: String,
+        }
+        let payload: Payload = serde_json::from_slice(&job.payload)
+            .map_err(|e| JobError::Refused(format!("`{}` payload: {e}", job.event)))?;
+        let removed =
+            job.event == "installation" && matches!(payload.action.as_str(), "deleted" | "suspend");
+        let account = payload
+            .installation
+            .account
+            .as_ref()
+            .map(|a| a.login.as_str());
+        self.store
+            .set_installation(payload.installation.id, account, removed, now_ms())
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?;
+        if removed {
+            self.installations
+                .forget(u64::try_from(payload.installation.id).unwrap_or(0))
+                .await;
+        }
+        Ok(Ended::Done(format!(
+            "installation {} {}",
+            payload.installation.id, payload.action
+        )))
+    }
+}
+
+/// What a failed step means for the job.
+fn classify(installation: u64, error: FlowError) -> JobError {
+    let forge_error = match &error {
+        FlowError::Forge(e) | FlowError::Handler(HandlerError::Forge(e)) => Some(e),
+        _ => None,
+    };
+    match (forge_error, &error) {
+        (Some(e), _) if is_rate_limit(e) => {
+            JobError::RateLimited(e.to_string(), Duration::from_secs(60))
+        }
+        (Some(e), _) if e.status() == Some(401) => {
+            JobError::Unauthorized(installation, e.to_string())
+        }
+        (_, FlowError::Refused(why)) => JobError::Refused(why.clone()),
+        (_, FlowError::Handler(HandlerError::NewerState(_))) => {
+            JobError::Refused(error.to_string())
+        }
+        _ => JobError::Retry(format!("{error:#}")),
+    }
+}
+
+fn is_rate_limit(e: &ForgeError) -> bool {
+    match e {
+        ForgeError::Status { status: 429, .. } => true,
+        ForgeError::Status {
+            status: 403,
+            message,
+            ..
+        } => {
+            let message = message.to_ascii_lowercase();
+            message.contains("rate limit") || message.contains("abuse")
+        }
+        _ => false,
+    }
+}
+
+/// The base's configuration, with the `itergate` check run on: the App publishes the gate
+/// branch protection can require.
+async fn app_config(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    base_sha: &str,
+    base_ref: &str,
+) -> Result<crate::config::Config, FlowError> {
+    let mut config = forge_flow::base_config(forge, repo, base_sha, base_ref).await?;
+    config.github.check_run = true;
+    Ok(config)
+}

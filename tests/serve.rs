@@ -1,0 +1,674 @@
+//! `itergate serve` end to end: the real binary on 127.0.0.1 and a random port, a temporary
+//! SQLite database, real webhook payloads signed as GitHub signs them, and the fake GitHub
+//! (App JWTs verified against the App's public key, every request checked against GitHub's
+//! OpenAPI description).
+
+mod fake_github;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fake_github::model::{FakeApp, FakeArtifact};
+use fake_github::{grant, FakeGithub, Fault, Options, REPO};
+use itergate::app::forge_flow::ArtifactRecord;
+use itergate::github::app_auth::{AppCredentials, Installations};
+use itergate::model::{CommitSha, IterationRecord};
+use itergate::serve::signature::sign;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+const SECRET: &str = "webhook-secret-for-tests";
+const APP_ID: u64 = 4242;
+const SLUG: &str = "itergate-test";
+const BOT: &str = "itergate-test[bot]";
+const INSTALLATION: u64 = 77;
+const PR: u64 = 7;
+const BASE: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn webhook(name: &str) -> Value {
+    let bytes = std::fs::read(fixture_path(&format!("github/webhooks/{name}"))).expect("fixture");
+    let mut p: Value = serde_json::from_slice(&bytes).expect("json");
+    p["repository"]["full_name"] = json!(REPO);
+    p["repository"]["name"] = json!("widgets");
+    p["repository"]["owner"]["login"] = json!("octo-org");
+    p["installation"] = json!({ "id": INSTALLATION, "node_id": "MDIz" });
+    p
+}
+
+async fn fake() -> FakeGithub {
+    let server = FakeGithub::start_with(Options {
+        login: BOT.into(),
+        user_endpoint_forbidden: true,
+        ..Options::default()
+    })
+    .await;
+    let public_key = std::fs::read(fixture_path("app/test-app-key.pub.pem")).expect("key");
+    server.with(|m| {
+        m.app = Some(FakeApp {
+            id: APP_ID,
+            slug: SLUG.into(),
+            public_key_pem: public_key,
+            token_lifetime_secs: 3600,
+            tokens: Vec::new(),
+            deliveries: Vec::new(),
+            redelivered: Vec::new(),
+        });
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  label: needs-a-human\n".to_vec(),
+        );
+    });
+    server
+}
+
+/// A running `itergate serve`; killed on drop.
+struct Serve {
+    child: Child,
+    addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    fn start(api_url: &str, database: &Path) -> Serve {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "2",
+                "--lease-seconds",
+                "3",
+                "--writes-per-minute",
+                "100000",
+            ])
+            .arg("--database")
+            .arg(database)
+            .env("ITERGATE_APP_ID", APP_ID.to_string())
+            .env(
+                "ITERGATE_PRIVATE_KEY_PATH",
+                fixture_path("app/test-app-key.pem"),
+            )
+            .env(
+                "ITERGATE_WEBHOOK_SECRET",
+                format!("{SECRET},an-older-secret"),
+            )
+            .env("GITHUB_API_URL", api_url)
+            .env("ITERGATE_GITHUB_RETRY_BASE_MS", "10")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("ITERGATE_BOT_LOGIN")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn itergate serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut addr = None;
+        let mut seen = String::new();
+        for line in lines.by_ref() {
+            let line = line.expect("read");
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                addr = rest.split_whitespace().next().map(String::from);
+                break;
+            }
+        }
+        let addr = addr.unwrap_or_else(|| panic!("itergate serve did not start:\n{seen}"));
+        let log = Arc::new(Mutex::new(seen));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Serve { child, addr, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn post(&self, event: &str, delivery: &str, body: &[u8], signature: Option<&str>) -> u16 {
+        let signed = sign(SECRET.as_bytes(), body);
+        let mut headers = vec![
+            ("X-GitHub-Event", event.to_string()),
+            ("X-GitHub-Delivery", delivery.to_string()),
+        ];
+        match signature {
+            Some("") => {}
+            Some(other) => headers.push(("X-Hub-Signature-256", other.to_string())),
+            None => headers.push(("X-Hub-Signature-256", signed)),
+        }
+        request(&self.addr, "POST", "/webhook", &headers, body).0
+    }
+
+    fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> u16 {
+        self.post(event, delivery, &serde_json::to_vec(payload).unwrap(), None)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        request(&self.addr, "GET", path, &[], b"")
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 exchange; the status and the body.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (status, body)
+}
+
+async fn rows(database: &Path, sql: &str) -> i64 {
+    let url = format!("sqlite:{}?mode=ro", database.display());
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .expect("open the database");
+    sqlx::query_scalar(sql)
+        .fetch_one(&mut conn)
+        .await
+        .expect("query")
+}
+
+/// Waits until `done` holds (or fails after `secs`).
+async fn eventually(serve: &Serve, secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "timed out waiting for {what}; the server's log:\n{}",
+            serve.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn sticky_comments(server: &FakeGithub) -> Vec<String> {
+    server.with(|m| {
+        m.comments_on(PR)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.body.starts_with("<!-- itergate:sticky -->"))
+            .map(|c| c.body.clone())
+            .collect()
+    })
+}
+
+fn seed_pr(server: &FakeGithub, head: &str) {
+    fake_github::seed_pull(server, PR, &[(head, "the change")]);
+}
+
+fn opened(head: &str) -> Value {
+    let mut p = webhook("pull_request.opened.1.json");
+    p["number"] = json!(PR);
+    p["pull_request"]["number"] = json!(PR);
+    p["pull_request"]["head"]["sha"] = json!(head);
+    p["pull_request"]["head"]["ref"] = json!("feature");
+    p["pull_request"]["head"]["repo"]["full_name"] = json!(REPO);
+    p["pull_request"]["base"]["sha"] = json!(BASE);
+    p["pull_request"]["base"]["ref"] = json!("main");
+    p
+}
+
+fn record(head: &str, tests_passing: f64) -> Vec<u8> {
+    let mut record = IterationRecord::new(1, chrono::Utc::now());
+    record.commit = CommitSha(head.into());
+    record.scores.tests_passing = Some(tests_passing);
+    record.scores.code_quality = Some(1.0);
+    serde_json::to_vec(&ArtifactRecord {
+        pr: PR,
+        head_repo: Some(REPO.into()),
+        head_ref: Some("feature".into()),
+        record,
+    })
+    .unwrap()
+}
+
+fn zip_with(name: &str, content: &[u8]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    writer
+        .start_file(name, zip::write::SimpleFileOptions::default())
+        .unwrap();
+    writer.write_all(content).unwrap();
+    writer.finish().unwrap().into_inner()
+}
+
+fn workflow_run(run_id: u64, head: &str, head_repo: &str) -> Value {
+    let mut p = webhook("workflow_run.completed.1.json");
+    p["workflow_run"]["id"] = json!(run_id);
+    p["workflow_run"]["head_sha"] = json!(head);
+    p["workflow_run"]["head_branch"] = json!("feature");
+    p["workflow_run"]["head_repository"]["full_name"] = json!(head_repo);
+    p["workflow_run"]["pull_requests"] = json!([{ "number": PR, "id": 1, "url": "",
+        "head": { "ref": "feature", "sha": head, "repo": { "id": 1, "name": "widgets", "url": "" } },
+        "base": { "ref": "main", "sha": BASE, "repo": { "id": 1, "name": "widgets", "url": "" } } }]);
+    p
+}
+
+fn upload(server: &FakeGithub, run_id: u64, record: Vec<u8>) {
+    server.with(|m| {
+        m.artifacts.push(FakeArtifact {
+            id: run_id + 1000,
+            run_id,
+            name: "itergate-record".into(),
+            zip: zip_with("record.json", &record),
+            expired: false,
+        })
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forged_signatures_get_401_and_store_nothing() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let body = serde_json::to_vec(&opened(&"a".repeat(40))).unwrap();
+    let mut changed = body.clone();
+    let at = changed.len() / 2;
+    changed[at] ^= 0x01;
+    let wrong = sign(b"not-the-secret", &body);
+    let sha1 = "sha1=0123456789abcdef0123456789abcdef01234567".to_string();
+    assert_eq!(
+        serve.post("pull_request", "d-missing", &body, Some("")),
+        401
+    );
+    assert_eq!(
+        serve.post("pull_request", "d-wrong", &body, Some(&wrong)),
+        401
+    );
+    let right_for_original = sign(SECRET.as_bytes(), &body);
+    assert_eq!(
+        serve.post(
+            "pull_request",
+            "d-changed",
+            &changed,
+            Some(&right_for_original)
+        ),
+        401
+    );
+    // SHA-1 alone is never enough.
+    let sha1_only = request(
+        &serve.addr,
+        "POST",
+        "/webhook",
+        &[
+            ("X-GitHub-Event", "pull_request".into()),
+            ("X-GitHub-Delivery", "d-sha1".into()),
+            ("X-Hub-Signature", sha1),
+        ],
+        &body,
+    );
+    assert_eq!(sha1_only.0, 401);
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 0);
+    // The rotated-out secret still verifies.
+    let old = sign(b"an-older-secret", &body);
+    seed_pr(&server, &"a".repeat(40));
+    assert_eq!(
+        serve.post("pull_request", "d-old-secret", &body, Some(&old)),
+        202
+    );
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("itergate_deliveries_total{result=\"refused\",reason=\"signature\"} 4"),
+        "{metrics}"
+    );
+    assert!(
+        serve.log().contains("does not match the body"),
+        "{}",
+        serve.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the waiting comment", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
+    })
+    .await;
+
+    // CI uploaded a record with a failing test: the App reads it, it never runs code.
+    upload(&server, 501, record(&head, 0.5));
+    assert_eq!(
+        serve.deliver("workflow_run", "d-run", &workflow_run(501, &head, REPO)),
+        202
+    );
+    eventually(&serve, 20, "the decision", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| !b.contains("Waiting for checks"))
+    })
+    .await;
+    let sticky = sticky_comments(&server);
+    assert_eq!(sticky.len(), 1, "{sticky:?}");
+    assert!(sticky[0].contains("teration 1"), "{}", sticky[0]);
+    // The configuration came from the base commit, through the API.
+    assert!(server.count("repos/get-content") >= 1);
+    // One installation token served every call.
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 1);
+    let runs = server.with(|m| {
+        m.check_runs
+            .iter()
+            .map(|r| (r.name.clone(), r.status.clone()))
+            .collect::<Vec<_>>()
+    });
+    assert!(
+        runs.iter()
+            .any(|(name, status)| name == "itergate" && status == "completed"),
+        "{runs:?}"
+    );
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_seen_twice_even_at_once_is_one_job() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Arc::new(Serve::start(&server.api_url(), &db));
+    let head = "c".repeat(40);
+    seed_pr(&server, &head);
+    grant(&server, "maintainer", "admin", "admin");
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    comment["issue"]["number"] = json!(PR);
+    let id = server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate help"));
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!("/iterate help");
+    comment["comment"]["user"]["login"] = json!("maintainer");
+    let body = Arc::new(comment);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let serve = serve.clone();
+            let body = body.clone();
+            std::thread::spawn(move || serve.deliver("issue_comment", "d-same", &body))
+        })
+        .collect();
+    let mut statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    statuses.sort();
+    assert_eq!(statuses, vec![200, 200, 200, 202]);
+    assert_eq!(serve.deliver("issue_comment", "d-same", &body), 200);
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
+    eventually(&serve, 20, "the job", || {
+        server.count("issues/create-comment") >= 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let replies = server.with(|m| m.comments_on(PR).iter().filter(|c| c.author == BOT).count());
+    assert_eq!(replies, 1, "one reply to the one comment");
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("itergate_deliveries_total{result=\"deduplicated\"} 4"),
+        "{metrics}"
+    );
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_events_on_one_pr_edit_one_sticky_comment_in_order() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let mut head = String::new();
+    for i in 0..20u8 {
+        head = format!("{:040x}", u128::from(i) + 1);
+        seed_pr(&server, &head);
+        let mut event = opened(&head);
+        event["action"] = json!("synchronize");
+        assert_eq!(
+            serve.deliver("pull_request", &format!("d-{i}"), &event),
+            202
+        );
+    }
+    let last = format!("`{}`", &head[..7]);
+    eventually(&serve, 30, "the last event", || {
+        rows_now(&db) == 20
+            && sticky_comments(&server)
+                .first()
+                .is_some_and(|b| b.contains(&last))
+    })
+    .await;
+    assert_eq!(sticky_comments(&server).len(), 1);
+    assert_eq!(server.count("issues/create-comment"), 1);
+    // Applied in order: the last state written is the last event's.
+    assert!(sticky_comments(&server)[0].contains(&last));
+    server.assert_no_violations();
+}
+
+fn rows_now(db: &Path) -> i64 {
+    let db = db.to_path_buf();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(rows(
+                &db,
+                "SELECT COUNT(*) FROM deliveries WHERE done_at IS NOT NULL",
+            ))
+    })
+    .join()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_once() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let mut serve = Serve::start(&server.api_url(), &db);
+    // Each delivery is a comment on its own PR, so each job posts exactly one reply.
+    grant(&server, "maintainer", "admin", "admin");
+    let n = 60u64;
+    let mut acknowledged = Vec::new();
+    for i in 0..n {
+        let pr = 100 + i;
+        fake_github::seed_pull(&server, pr, &[(&format!("{:040x}", pr), "c")]);
+        let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+        comment["issue"]["number"] = json!(pr);
+        let id = server.with(|m| m.add_comment(pr, "maintainer", "User", "/iterate help"));
+        comment["comment"]["id"] = json!(id);
+        comment["comment"]["body"] = json!("/iterate help");
+        comment["comment"]["user"]["login"] = json!("maintainer");
+        let status = serve.deliver("issue_comment", &format!("load-{i}"), &comment);
+        if status == 202 {
+            acknowledged.push(pr);
+        }
+        if i == n / 2 {
+            // Mid-load, mid-job: no goodbye.
+            serve.child.kill().unwrap();
+            serve.child.wait().unwrap();
+            serve = Serve::start(&server.api_url(), &db);
+        }
+    }
+    assert!(
+        acknowledged.len() as u64 >= n - 1,
+        "acknowledged {}",
+        acknowledged.len()
+    );
+    eventually(&serve, 60, "every acknowledged delivery", || {
+        rows_now(&db) as usize >= acknowledged.len()
+    })
+    .await;
+    for pr in &acknowledged {
+        let replies = server.with(|m| {
+            m.comments_on(*pr)
+                .iter()
+                .filter(|c| c.author == BOT)
+                .count()
+        });
+        assert_eq!(replies, 1, "PR {pr}: one reply");
+    }
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_and_the_rest_waits_for_the_next_start() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let mut serve = Serve::start(&server.api_url(), &db);
+    let head = "d".repeat(40);
+    seed_pr(&server, &head);
+    assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 202);
+    unsafe { libc::kill(serve.child.id() as i32, libc::SIGTERM) };
+    let status = serve.child.wait().unwrap();
+    assert!(status.success(), "{status:?}\n{}", serve.log());
+    // Nothing is accepted after the signal.
+    assert!(TcpStream::connect(&serve.addr).is_err());
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
+    // The next start finishes what is left.
+    let serve = Serve::start(&server.api_url(), &db);
+    eventually(&serve, 20, "the job", || rows_now(&db) == 1).await;
+    assert_eq!(sticky_comments(&server).len(), 1);
+    drop(serve);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_rate_limit_makes_the_job_wait_and_complete() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "e".repeat(40);
+    seed_pr(&server, &head);
+    server.fail_next(
+        "issues/create-comment",
+        Fault::SecondaryRateLimit {
+            retry_after_secs: 1,
+        },
+        1,
+    );
+    assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 202);
+    eventually(&serve, 20, "the comment", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    assert_eq!(server.count("issues/create-comment"), 2);
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_record_must_match_the_prs_head_repository() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "f".repeat(40);
+    seed_pr(&server, &head);
+    // A run of the same commit in another repository (a fork pushing the PR's sha).
+    upload(&server, 601, record(&head, 1.0));
+    assert_eq!(
+        serve.deliver(
+            "workflow_run",
+            "d-fork",
+            &workflow_run(601, &head, "mallory/widgets")
+        ),
+        202
+    );
+    eventually(&serve, 20, "the job", || rows_now(&db) == 1).await;
+    assert!(sticky_comments(&server).is_empty());
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE outcome LIKE 'refused:%'"
+        )
+        .await,
+        1
+    );
+    assert!(
+        serve.log().contains("refusing to publish"),
+        "{}",
+        serve.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_cold_callers_mint_one_token_and_it_is_renewed_before_expiry() {
+    let server = fake().await;
+    let pem = std::fs::read(fixture_path("app/test-app-key.pem")).unwrap();
+    let settings = server.settings();
+    let installations = Arc::new(Installations::new(
+        settings,
+        AppCredentials::new(APP_ID, &pem).unwrap(),
+    ));
+    let calls: Vec<_> = (0..50)
+        .map(|_| {
+            let installations = installations.clone();
+            tokio::spawn(async move { installations.forge(INSTALLATION).await.map(|_| ()) })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().expect("a client");
+    }
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 1);
+    // A token with less than the margin left is replaced before it expires.
+    server.with(|m| m.app.as_mut().unwrap().token_lifetime_secs = 60);
+    installations.forget(INSTALLATION).await;
+    installations.forge(INSTALLATION).await.unwrap();
+    installations.forge(INSTALLATION).await.unwrap();
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 3);
+    server.with(|m| m.app.as_mut().unwrap().token_lifetime_secs = 3600);
+    installations.forge(INSTALLATION).await.unwrap();
+    installations.forge(INSTALLATION).await.unwrap();
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 4);
+    assert_eq!(installations.bot_login().await.unwrap(), BOT);
+    // A JWT signed with another key is refused by the fake, as by GitHub.
+    let other = AppCredentials::new(APP_ID + 1, &pem).unwrap();
+    let refused = Installations::new(server.settings(), other)
+        .bot_login()
+        .await;
+    assert_eq!(refused.unwrap_err().status(), Some(401));
+    server.assert_no_violations();
+}
