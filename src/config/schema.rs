@@ -450,6 +450,11 @@ pub struct Check {
     pub visibility: Visibility,
     #[serde(default)]
     pub void_on_violation: bool,
+    /// The check's own files, as globs from the repository root (`holdout/**`): for an
+    /// `aggregate_only` check, never delivered to an agent, named or listed. Its report
+    /// paths, working directory and the paths its command names are protected anyway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 impl Check {

@@ -201,7 +201,11 @@ pub fn deliver(
     let mut budget = limits.delivery_max_bytes;
     for (index, item) in report.items.iter().enumerate() {
         let answer = if index < MAX_ITEMS {
-            answer_item(item, source, policy, limits.item_max_bytes.min(budget))
+            let caps = Caps {
+                bytes: limits.item_max_bytes.min(budget),
+                full_below: MIN_CUT_BYTES.min(limits.item_max_bytes),
+            };
+            answer_item(item, source, policy, caps)
         } else {
             Err(format!(
                 "a report is answered for its first {MAX_ITEMS} items; ask for the rest in the next round"
@@ -238,6 +242,18 @@ pub fn deliver(
     reply
 }
 
+/// An item cut shorter than this (by the delivery's cap) is not delivered at all: the
+/// delivery is full.
+const MIN_CUT_BYTES: usize = 256;
+
+/// How much of one item may be delivered.
+#[derive(Clone, Copy)]
+struct Caps {
+    bytes: usize,
+    /// Cut shorter than this, the item is refused instead.
+    full_below: usize,
+}
+
 /// A delivered item before scrubbing.
 struct Found {
     title: String,
@@ -250,17 +266,24 @@ fn answer_item(
     item: &GapItem,
     source: &dyn ItemSource,
     policy: &Policy,
-    cap: usize,
+    caps: Caps,
 ) -> Result<Found, String> {
-    if cap == 0 {
-        return Err(format!(
+    let cap = caps.bytes;
+    let full = || {
+        format!(
             "the delivery is full ({} bytes); ask for it in the next round, or for a line range",
             source.config().context.delivery_max_bytes
-        ));
+        )
+    };
+    if cap == 0 {
+        return Err(full());
     }
     let request = classify(&item.needs);
     let name = title(&request);
     let found = |content: String, language: &str, note: Option<String>| {
+        if content.len() > cap && cap < caps.full_below {
+            return Err(full());
+        }
         let (content, cut) = cut_to(&content, cap);
         let note = match (note, cut) {
             (note, None) => note,

@@ -81,12 +81,11 @@ pub fn delivery_view(reply: &Reply, commit: Option<&str>, markdown: bool) -> Del
         .iter()
         .map(|item| ItemView {
             number: item.number,
-            title: item.title.as_deref().map(|t| {
-                if markdown {
-                    escape_markdown_inline(t)
-                } else {
-                    t.to_string()
-                }
+            title: item.title.as_deref().map(|t| match markdown {
+                // A code span shows a path as it is and links or mentions nothing.
+                true if !t.contains(['`', '\n', '\r']) => format!("`{t}`"),
+                true => escape_markdown_inline(t),
+                false => t.to_string(),
             }),
             note: item.note.clone(),
             block: item

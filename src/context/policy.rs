@@ -35,6 +35,8 @@ pub struct Holdout {
     pub paths: BTreeSet<String>,
     /// Test ids and their last name component.
     pub names: BTreeSet<String>,
+    /// Globs of holdout files (`checks.<name>.files`).
+    pub globs: Vec<String>,
 }
 
 impl Holdout {
@@ -55,6 +57,9 @@ impl Holdout {
             if let Some(dir) = &check.workdir {
                 holdout.add_path(&dir.to_string_lossy());
             }
+            for pattern in &check.files {
+                holdout.add_glob(pattern);
+            }
             for word in check.run.iter().flat_map(|r| r.split_whitespace()) {
                 let word = word.trim_matches(|c| matches!(c, '\'' | '"' | ';' | '&' | '|'));
                 if !word.starts_with('-') && (word.contains('/') || has_extension(word)) {
@@ -69,6 +74,16 @@ impl Holdout {
         if let Some(path) = super::request::normalise(path).filter(|p| !p.is_empty()) {
             self.paths.insert(path);
         }
+    }
+
+    /// A glob of holdout files; a plain path or `dir/**` is also a path (its name is then
+    /// scrubbed from delivered text too).
+    pub fn add_glob(&mut self, pattern: &str) {
+        let literal = pattern.trim_end_matches("/**").trim_end_matches('/');
+        if !literal.contains(['*', '?', '[', '{']) {
+            self.add_path(literal);
+        }
+        self.globs.push(pattern.trim_start_matches('/').to_string());
     }
 
     /// A holdout test: its id, and its last component (`tests::secret_case` → `secret_case`).
@@ -115,6 +130,7 @@ pub const DENIED: &str =
 /// The compiled rules.
 pub struct Policy {
     deny: GlobSet,
+    holdout_files: GlobSet,
     pub holdout: Holdout,
 }
 
@@ -132,7 +148,22 @@ impl Policy {
             }
         }
         let deny = builder.build().map_err(|e| format!("context.deny: {e}"))?;
-        Ok(Policy { deny, holdout })
+        let mut builder = GlobSetBuilder::new();
+        for pattern in &holdout.globs {
+            let compiled = GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("checks.*.files: `{pattern}` is not a glob: {e}"))?;
+            builder.add(compiled);
+        }
+        let holdout_files = builder
+            .build()
+            .map_err(|e| format!("checks.*.files: {e}"))?;
+        Ok(Policy {
+            deny,
+            holdout_files,
+            holdout,
+        })
     }
 
     /// From the configuration: its deny patterns and its holdout checks.
@@ -142,7 +173,7 @@ impl Policy {
 
     /// Why `path` may not be delivered, if it may not.
     pub fn refusal(&self, path: &str) -> Option<&'static str> {
-        if self.holdout.covers(path) {
+        if self.holdout.covers(path) || self.holdout_files.is_match(path) {
             Some(NOT_AVAILABLE)
         } else if self.deny.is_match(path) {
             Some(DENIED)
@@ -153,6 +184,7 @@ impl Policy {
 
     /// `text` with every holdout name and path replaced by [`WITHHELD`].
     pub fn scrub(&self, text: &str) -> String {
+        let text = self.scrub_paths(text);
         let mut markers: Vec<&str> = self
             .holdout
             .names
@@ -163,13 +195,37 @@ impl Policy {
             .collect();
         // Longest first, so a path is replaced whole before its file name.
         markers.sort_by_key(|m| std::cmp::Reverse(m.len()));
-        markers.iter().fold(text.to_string(), |text, marker| {
+        markers.iter().fold(text, |text, marker| {
             if text.contains(marker) {
                 text.replace(marker, WITHHELD)
             } else {
                 text
             }
         })
+    }
+
+    /// `text` with every path-like word that is a holdout file (by its path or its glob)
+    /// replaced: a file named only by a glob (`holdout/**`) has no literal name to look for.
+    fn scrub_paths(&self, text: &str) -> String {
+        let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '/');
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find(is_path_char) {
+            out.push_str(&rest[..start]);
+            let word_len = rest[start..]
+                .find(|c: char| !is_path_char(c))
+                .unwrap_or(rest.len() - start);
+            let word = &rest[start..start + word_len];
+            let withheld = word.contains(['/', '.'])
+                && super::request::normalise(word).is_some_and(|path| {
+                    !path.is_empty()
+                        && (self.holdout.covers(&path) || self.holdout_files.is_match(&path))
+                });
+            out.push_str(if withheld { WITHHELD } else { word });
+            rest = &rest[start + word_len..];
+        }
+        out.push_str(rest);
+        out
     }
 
     /// Whether `text` still names something of the holdout (after [`Self::scrub`] it never
@@ -211,6 +267,7 @@ pub fn redacted_config(config: &Config) -> String {
             check.report.clear();
             check.env.clear();
             check.workdir = None;
+            check.files.clear();
         }
     }
     serde_yaml::to_string(&shown)

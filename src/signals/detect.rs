@@ -41,6 +41,7 @@ fn check(run: &str, format: ReportFormat, path: Option<&str>) -> Check {
         workdir: None,
         visibility: Visibility::Full,
         void_on_violation: false,
+        files: Vec::new(),
     }
 }
 
