@@ -669,6 +669,41 @@ fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
 }
 
 #[test]
+fn a_report_written_through_a_link_out_of_the_work_tree_is_not_read_and_nothing_is_recorded() {
+    let f = Fixture::new("warn");
+    // The change makes the report's directory a link out of the work tree, to a place
+    // where the check then writes a report of four passing tests.
+    let elsewhere = f.repo.sibling("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    std::os::unix::fs::symlink("../elsewhere", f.repo.path.join("out")).expect("symlink");
+    f.repo.git(&["add", "--force", "out"]);
+    f.repo
+        .git(&["commit", "--quiet", "-m", "reports go through a link"]);
+    let out = itergate(&f.repo.path, &["run"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("check `tests` (`./check.sh`) could not run"),
+        "{err}"
+    );
+    assert!(
+        err.contains("out/junit.xml: cannot open the report: `out` is a symbolic link to ")
+            && err.contains("outside the work tree"),
+        "{err}"
+    );
+    assert!(err.contains("Nothing was recorded"), "{err}");
+    assert!(
+        elsewhere.join("junit.xml").exists(),
+        "the check wrote its report there"
+    );
+    let notes = git_output(&f.repo.path, &["notes", "--ref", "itergate", "list"]);
+    assert!(
+        String::from_utf8_lossy(&notes.stdout).trim().is_empty(),
+        "no note for a report that was not read"
+    );
+}
+
+#[test]
 fn the_same_tree_under_two_bases_is_judged_against_each() {
     let repo = TestRepo::new();
     let counter = repo.sibling("runs.txt");

@@ -201,6 +201,31 @@ fn ingests_reports_without_running_anything() {
 }
 
 #[test]
+fn a_given_report_path_through_a_link_out_of_the_work_tree_is_refused() {
+    let dir = repo();
+    let p = dir.path();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        elsewhere.path().join("lcov.info"),
+        "SF:src/calc.py\nDA:1,1\nend_of_record\n",
+    )
+    .expect("write");
+    std::os::unix::fs::symlink(elsewhere.path(), p.join("given")).expect("symlink");
+    let o = itergate(p, &["score", "--report", "lcov:given/lcov.info"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("given/lcov.info: cannot open the report: `given` is a symbolic link to ")
+            && stderr.contains("outside the work tree"),
+        "{stderr}"
+    );
+    // Named outside the work tree by the caller, the same file is read.
+    let outside = format!("lcov:{}", elsewhere.path().join("lcov.info").display());
+    let o = itergate(p, &["score", "--report", &outside, "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
 fn a_hanging_check_is_stopped_at_its_timeout() {
     let dir = repo();
     let p = dir.path();

@@ -31,6 +31,7 @@ use crate::signals::checks::{self, Progress, RunOptions};
 use crate::signals::detect;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation, WORK_TREE_OUTCOME};
 use crate::signals::report::{self, ParseOptions, ReportFormat};
+use crate::signals::tree_file;
 
 use super::{user, Env, Failure};
 
@@ -227,8 +228,15 @@ pub fn ingest(env: &Env, reports: &[String]) -> Result<Observation, Failure> {
                 ))
             })?;
             let format: ReportFormat = format.parse().map_err(user)?;
-            let report =
-                report::parse_file(format, &env.path(Path::new(path)), &opts).map_err(user)?;
+            let path = env.path(Path::new(path));
+            // A path into the work tree stays inside it, whatever a check did to its
+            // directories; one the caller points elsewhere is read where it points.
+            let report = if tree_file::names_a_place_inside(&env.root, &path) {
+                report::parse_file_in_tree(format, &env.root, &path, &opts)
+            } else {
+                report::parse_file(format, &path, &opts)
+            }
+            .map_err(user)?;
             Ok(CheckOutcome {
                 name: format.name().to_string(),
                 visibility: Visibility::Full,

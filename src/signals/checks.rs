@@ -28,6 +28,7 @@ use crate::config::{Check, ReportSource};
 use super::diagnostics;
 use super::observation::{CheckError, CheckOutcome, CheckResult};
 use super::report::{self, ParseOptions};
+use super::tree_file;
 
 /// Bytes of output kept for error messages.
 const TAIL_BYTES: usize = 2048;
@@ -345,8 +346,9 @@ async fn execute(
         .iter()
         .filter_map(|r| report_path(root, check, r))
     {
-        // A stale report must never pass for this run's.
-        let _ = std::fs::remove_file(path);
+        // A stale report must never pass for this run's; one outside the work tree is
+        // neither removed nor read.
+        let _ = tree_file::remove_in_tree(root, &path);
     }
     let dir = match &check.workdir {
         Some(d) => root.join(d),
@@ -524,7 +526,7 @@ fn read_one(
     };
     match report_path(root, check, source) {
         Some(path) if path.exists() => {
-            report::parse_file(source.format, &path, &opts).map_err(|e| e.to_string())
+            report::parse_file_in_tree(source.format, root, &path, &opts).map_err(|e| e.to_string())
         }
         Some(path) => Err(format!("the report {} was not written", path.display())),
         None => report::parse(source.format, stdout, "standard output", &opts)

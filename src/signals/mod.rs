@@ -11,3 +11,4 @@ pub mod paths;
 pub mod report;
 pub mod score;
 pub mod trailers;
+pub mod tree_file;

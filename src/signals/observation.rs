@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::Visibility;
 
 use super::diagnostics::Diagnostic;
-use super::paths::{frames, is_repository_path, line_text, RepoPaths};
+use super::paths::{frames, is_repository_path, line_text, RepoPaths, SOURCE_FILE_BYTES_MAX};
 use super::report::Report;
+use super::tree_file::read_text_in_tree;
 
 /// The observation of one tree: every check's result, in check-name order.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -191,8 +192,7 @@ impl<'r> SourceLines<'r> {
         }
         let root = self.root;
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
-            std::fs::read_to_string(root.join(file))
-                .ok()
+            read_text_in_tree(root, &root.join(file), SOURCE_FILE_BYTES_MAX)
                 .map(|t| t.lines().map(|l| l.trim().to_string()).collect())
         });
         match lines {

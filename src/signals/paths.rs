@@ -7,9 +7,13 @@
 //! A failing test is located where a person would look: the deepest frame of its traceback
 //! (or panic) that lies inside the repository, never a dependency's file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::report::{Report, TestCase};
+use super::tree_file::read_text_in_tree;
+
+/// Source files larger than this are not read for a finding's line.
+pub const SOURCE_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 
 /// Path fragments that mark a file as someone else's code even when it sits under the root
 /// (a virtualenv or `node_modules` inside the work tree).
@@ -219,10 +223,11 @@ fn slashed(path: &Path) -> String {
 }
 
 /// The text of line `line` (1-based) of `file` under `root`, trimmed: what a finding is
-/// about, so it can be matched across line shifts. `None` when unreadable.
+/// about, so it can be matched across line shifts. `None` when unreadable, larger than
+/// [`SOURCE_FILE_BYTES_MAX`], or not a regular file inside the work tree (a report names
+/// `file`, and a check writes the report).
 pub fn line_text(root: &Path, file: &str, line: u32) -> Option<String> {
-    let path: PathBuf = root.join(file);
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = read_text_in_tree(root, &root.join(file), SOURCE_FILE_BYTES_MAX)?;
     let index = usize::try_from(line).ok()?.checked_sub(1)?;
     text.lines().nth(index).map(|l| l.trim().to_string())
 }

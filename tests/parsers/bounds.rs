@@ -5,7 +5,12 @@ use std::io::{BufReader, Read};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use itergate::signals::report::{parse, parse_file, ParseOptions, Report, ReportFormat};
+use itergate::config::Visibility;
+use itergate::signals::observation::{CheckOutcome, CheckResult, Observation};
+use itergate::signals::report::{
+    parse, parse_file, parse_file_in_tree, ParseOptions, Report, ReportFormat,
+};
+use itergate::signals::tree_file::remove_in_tree;
 
 use super::*;
 
@@ -106,6 +111,141 @@ fn dev_zero_a_fifo_a_directory_and_a_symlink_are_refused_quickly() {
         }
     }
     assert!(parse_file(ReportFormat::Junit, &real, &ParseOptions::default()).is_ok());
+}
+
+/// A work tree `repo` beside a directory `elsewhere`, each holding `junit.xml` (one
+/// passing test), and in the work tree links to directories out of it (`out` relative,
+/// `abs` absolute, `etc` to /etc) and one that stays inside (`inside` to `reports`).
+fn tree_with_links_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("repo");
+    let elsewhere = dir.path().join("elsewhere");
+    let report = r#"<testsuite name="s"><testcase classname="s" name="ok"/></testsuite>"#;
+    for d in [root.join("reports"), root.join("sub"), elsewhere.clone()] {
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("junit.xml"), report).expect("write");
+    }
+    std::os::unix::fs::symlink("../elsewhere", root.join("out")).expect("symlink");
+    std::os::unix::fs::symlink(&elsewhere, root.join("abs")).expect("symlink");
+    std::os::unix::fs::symlink("/etc", root.join("etc")).expect("symlink");
+    std::os::unix::fs::symlink("reports", root.join("inside")).expect("symlink");
+    (dir, root, elsewhere)
+}
+
+#[test]
+fn a_report_through_a_directory_link_out_of_the_work_tree_is_refused() {
+    let (_dir, root, elsewhere) = tree_with_links_out();
+    let opts = ParseOptions::default();
+    let refused = [
+        ("out/junit.xml", "`out` is a symbolic link to "),
+        ("abs/junit.xml", "`abs` is a symbolic link to "),
+        ("etc/passwd", "`etc` is a symbolic link to /etc,"),
+        ("sub/../../elsewhere/junit.xml", "`..` leads to "),
+    ];
+    for (rel, why) in refused {
+        let path = root.join(rel);
+        let error = parse_file_in_tree(ReportFormat::Junit, &root, &path, &opts)
+            .expect_err("a report outside the work tree");
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!("{}: cannot open the report: ", path.display())),
+            "names the path: {text}"
+        );
+        assert!(
+            text.contains(why) && text.contains("outside the work tree"),
+            "{rel}: {text}"
+        );
+    }
+    // What the link points at is a good report: only where it lies refuses it.
+    assert!(parse_file(ReportFormat::Junit, &elsewhere.join("junit.xml"), &opts).is_ok());
+    // Links and `..` that stay inside the work tree are followed.
+    for rel in [
+        "inside/junit.xml",
+        "sub/../reports/junit.xml",
+        "reports/junit.xml",
+    ] {
+        let report = parse_file_in_tree(ReportFormat::Junit, &root, &root.join(rel), &opts)
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let Report::Tests(t) = report else {
+            panic!("tests")
+        };
+        assert_eq!(t.total(), 1, "{rel}");
+    }
+    // The file itself still must not be a link, even to a file inside.
+    std::os::unix::fs::symlink("reports/junit.xml", root.join("link.xml")).expect("symlink");
+    let error = parse_file_in_tree(ReportFormat::Junit, &root, &root.join("link.xml"), &opts)
+        .expect_err("a link");
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+}
+
+#[test]
+fn a_stale_report_is_removed_only_inside_the_work_tree() {
+    let (_dir, root, elsewhere) = tree_with_links_out();
+    remove_in_tree(&root, &root.join("out/junit.xml")).expect_err("outside");
+    assert!(elsewhere.join("junit.xml").exists(), "left alone");
+    remove_in_tree(&root, &root.join("inside/junit.xml")).expect("inside");
+    assert!(!root.join("reports/junit.xml").exists(), "removed");
+}
+
+#[test]
+fn source_lines_are_read_only_from_regular_files_inside_the_work_tree() {
+    let (_dir, root, elsewhere) = tree_with_links_out();
+    std::fs::write(elsewhere.join("secret.py"), "TOKEN = 'outside'\n").expect("write");
+    std::fs::write(root.join("reports/mod.py"), "import os\n").expect("write");
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("fifo.py"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo");
+    let checkstyle = r#"<checkstyle>
+<file name="out/secret.py"><error line="1" severity="error" message="m" source="r"/></file>
+<file name="fifo.py"><error line="1" severity="error" message="m" source="r"/></file>
+<file name="inside/mod.py"><error line="1" severity="error" message="m" source="r"/></file>
+</checkstyle>"#;
+    let report = parse(
+        ReportFormat::Checkstyle,
+        checkstyle.as_bytes(),
+        "lint.xml",
+        &ParseOptions::default(),
+    )
+    .expect("parses");
+    let mut observation = Observation {
+        checks: vec![CheckOutcome {
+            name: "lint".into(),
+            visibility: Visibility::Full,
+            void_on_violation: false,
+            result: CheckResult::Report {
+                report,
+                exit_code: Some(0),
+            },
+        }],
+        execution_time_ms: None,
+    };
+    // Opening the FIFO for reading would wait for a writer forever.
+    let observation = within(Duration::from_secs(5), move || {
+        observation.normalise(&root);
+        observation
+    });
+    let CheckResult::Report {
+        report: Report::Lint(lint),
+        ..
+    } = &observation.checks[0].result
+    else {
+        panic!("lint")
+    };
+    let contexts: Vec<_> = lint
+        .findings
+        .iter()
+        .map(|f| (f.file.as_deref(), f.context.as_deref()))
+        .collect();
+    assert_eq!(
+        contexts,
+        [
+            (Some("out/secret.py"), None),
+            (Some("fifo.py"), None),
+            (Some("inside/mod.py"), Some("import os")),
+        ]
+    );
 }
 
 #[test]

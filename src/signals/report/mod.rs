@@ -45,9 +45,8 @@ mod types;
 mod xml;
 
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -61,6 +60,8 @@ pub use types::{
 };
 
 use input::{Ctx, Input};
+
+use super::tree_file::{self, Refusal};
 
 /// Size of the read buffer [`parse_file`] uses; large enough that per-read overhead vanishes.
 const FILE_BUFFER_BYTES: usize = 256 * 1024;
@@ -254,66 +255,55 @@ pub fn parse(
 /// Opens and parses the report at `path`; errors name the path as given.
 ///
 /// Only a regular file is read, and the path's last component must not be a symbolic
-/// link: a check (a pull request's code) writes the report, and could point it at
-/// `/dev/zero`, a FIFO that blocks the reader forever, or a file outside the work tree.
-/// The file is opened with `O_NOFOLLOW | O_NONBLOCK` (opening a FIFO never waits) and
-/// checked on the open descriptor, so nothing can swap it in between.
+/// link: `/dev/zero` would be read forever and a FIFO would block the reader. The file is
+/// opened with `O_NOFOLLOW | O_NONBLOCK` and checked on the open descriptor, so nothing
+/// can swap it in between. Its directories are followed wherever they lead: the caller
+/// chose the path. A path the work tree names goes through [`parse_file_in_tree`].
 pub fn parse_file(
     format: ReportFormat,
     path: &Path,
     opts: &ParseOptions,
 ) -> Result<Report, ParseError> {
+    let file = tree_file::open_regular(path);
+    parse_opened(format, path, file, opts)
+}
+
+/// [`parse_file`] for a report the work tree `root` names (a check writes it): it is also
+/// refused unless it lies inside the work tree. Symbolic links to directories are followed
+/// only while they stay inside, so `out/report.xml` with `out` linking to `/etc` or to
+/// `../../elsewhere` is an error naming the link and where it leads.
+pub fn parse_file_in_tree(
+    format: ReportFormat,
+    root: &Path,
+    path: &Path,
+    opts: &ParseOptions,
+) -> Result<Report, ParseError> {
+    let file = tree_file::open_in_tree(root, path);
+    parse_opened(format, path, file, opts)
+}
+
+fn parse_opened(
+    format: ReportFormat,
+    path: &Path,
+    file: Result<File, Refusal>,
+    opts: &ParseOptions,
+) -> Result<Report, ParseError> {
     let source = path.display().to_string();
-    let refuse = |message: String| ParseError {
+    let file = file.map_err(|refusal| ParseError {
         source_name: source.clone(),
         line: None,
         column: None,
         byte: None,
         format,
-        message,
-    };
-    let file = open_regular_file(path).map_err(refuse)?;
+        message: match refusal {
+            Refusal::NotRegular(_) => format!("cannot read the report: {refusal}"),
+            _ => format!("cannot open the report: {refusal}"),
+        },
+    })?;
     parse(
         format,
         BufReader::with_capacity(FILE_BUFFER_BYTES, file),
         &source,
         opts,
     )
-}
-
-/// `path` opened for reading if it is a regular file and not a symbolic link.
-fn open_regular_file(path: &Path) -> Result<File, String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                "cannot open the report: it is a symbolic link (reports are read only from regular files)".to_string()
-            } else {
-                format!("cannot open the report: {e}")
-            }
-        })?;
-    let metadata = file
-        .metadata()
-        .map_err(|e| format!("cannot open the report: {e}"))?;
-    if !metadata.is_file() {
-        let kind = metadata.file_type();
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        };
-        return Err(format!(
-            "cannot read the report: it is {what}, not a regular file"
-        ));
-    }
-    Ok(file)
 }
