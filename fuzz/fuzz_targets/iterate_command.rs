@@ -2,7 +2,8 @@
 //! most one context gap report, never a panic or a hang.
 #![no_main]
 
-use itergate::github::commands::{parse_comment, parse_context_gap_report};
+use itergate::context::parse_gap_report;
+use itergate::github::commands::parse_comment;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -10,5 +11,5 @@ fuzz_target!(|data: &[u8]| {
     for command in parse_comment(&body).into_iter().flatten() {
         let _ = command.changes_state();
     }
-    let _ = parse_context_gap_report(&body);
+    let _ = parse_gap_report(&body);
 });
