@@ -272,7 +272,8 @@ fn entry_points(items: &[PromptIssue]) -> Vec<String> {
             if lines.is_empty() {
                 format!("{file} ({n} {issues})")
             } else {
-                format!("{file}: line {} ({n} {issues})", lines.join(", "))
+                let word = if lines.len() == 1 { "line" } else { "lines" };
+                format!("{file}: {word} {} ({n} {issues})", lines.join(", "))
             }
         })
         .collect()
