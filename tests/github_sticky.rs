@@ -8,8 +8,9 @@ use chrono::{TimeZone, Utc};
 use fake_github::{FakeGithub, BOT_LOGIN, REPO};
 use itergate::engine::Feedback;
 use itergate::github::sticky::{
-    escape_markdown_inline, fence, find_sticky, load_state, parse_state, render_body, upsert,
-    StateError, StickyState, MARKER, MAX_BODY_BYTES,
+    escape_markdown_inline, fence, find_sticky, load_state, load_state_keyed, parse_state,
+    render_body, render_body_keyed, upsert, verify_state, StateError, StateKey, StickyState,
+    MARKER, MAX_BODY_BYTES,
 };
 use itergate::github::types::{Actor, ActorKind, Comment};
 use itergate::github::{CommentId, Forge, PrNumber, RepoName};
@@ -375,4 +376,27 @@ proptest! {
         let fenced = fence(&untrusted);
         prop_assert!(!fenced.contains("<!--") && !fenced.contains("-->"));
     }
+}
+
+#[test]
+fn a_keyed_state_verifies_only_under_its_key_and_fits_the_limit() {
+    let key = StateKey::derive(b"the App's private key");
+    let other = StateKey::derive(b"another key");
+    let st = state(3, 2);
+    let body = render_body_keyed("visible", &st, Some(&key));
+    assert_eq!(verify_state(&body, &key), Ok(()));
+    assert_eq!(verify_state(&body, &other), Err(StateError::Forged));
+    // The MAC does not change what is read.
+    assert_eq!(parse_state(&body).expect("parses"), st);
+    // An unsigned state is not the App's.
+    let unsigned = render_body("visible", &st);
+    assert_eq!(verify_state(&unsigned, &key), Err(StateError::Unsigned));
+    let loaded = load_state_keyed(&[comment(1, BOT_LOGIN, unsigned)], BOT_LOGIN, Some(&key));
+    assert_eq!(loaded.problem, Some(StateError::Unsigned));
+    assert!(loaded.state.records.is_empty());
+    // Room is kept for the MAC: a huge state still fits GitHub's limit, signed.
+    let huge = state(400, 30);
+    let body = render_body_keyed(&"x".repeat(70_000), &huge, Some(&key));
+    assert!(body.len() <= MAX_BODY_BYTES, "{}", body.len());
+    assert_eq!(verify_state(&body, &key), Ok(()));
 }

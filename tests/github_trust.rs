@@ -514,6 +514,7 @@ async fn handle(
         renderer: &renderer,
         bot_login: BOT_LOGIN.into(),
         now,
+        state_key: None,
     };
     handler
         .handle(input)

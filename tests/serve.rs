@@ -672,3 +672,64 @@ async fn fifty_cold_callers_mint_one_token_and_it_is_renewed_before_expiry() {
     assert_eq!(refused.unwrap_err().status(), Some(401));
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_edited_by_hand_is_detected_and_not_believed() {
+    use base64::Engine as _;
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    upload(&server, 501, record(&head, 0.5));
+    assert_eq!(
+        serve.deliver("workflow_run", "d-run", &workflow_run(501, &head, REPO)),
+        202
+    );
+    eventually(&serve, 20, "the decision", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    let body = sticky_comments(&server).remove(0);
+    assert!(body.contains(" mac="), "the App signs its state: {body}");
+
+    // Someone with write access edits the state: "accepted", keeping the old MAC.
+    let open = "<!-- itergate:state v1 ";
+    let start = body.rfind(open).unwrap() + open.len();
+    let mac_at = body[start..].find(" mac=").unwrap() + start;
+    let forged = base64::engine::general_purpose::STANDARD.encode(
+        serde_json::to_vec(&json!({ "revision": 99, "feedback": { "accepted": true } })).unwrap(),
+    );
+    let edited = format!("{}{forged}{}", &body[..start], &body[mac_at..]);
+    server.with(|m| {
+        let comment = m.comments.iter_mut().find(|c| c.body == body).unwrap();
+        comment.body = edited.clone();
+    });
+
+    let next = "b".repeat(40);
+    seed_pr(&server, &next);
+    let mut event = opened(&next);
+    event["action"] = json!("synchronize");
+    assert_eq!(serve.deliver("pull_request", "d-sync", &event), 202);
+    eventually(&serve, 20, "the next write", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("`bbbbbbb`"))
+    })
+    .await;
+    let now = sticky_comments(&server).remove(0);
+    assert!(now.contains("could not read the state"), "{now}");
+    assert!(
+        now.contains("edited by someone other than itergate"),
+        "{now}"
+    );
+    assert!(
+        serve
+            .log()
+            .contains("edited by someone other than itergate"),
+        "{}",
+        serve.log()
+    );
+    server.assert_no_violations();
+}

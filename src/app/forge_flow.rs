@@ -82,7 +82,7 @@ pub async fn catch_up(
 ) -> Result<Vec<String>, FlowError> {
     let bot = &handler.bot_login;
     let comments = handler.forge.list_comments(&handler.repo, pr).await?;
-    let state = crate::github::sticky::load_state(&comments, bot).state;
+    let state = crate::github::sticky::load_state_keyed(&comments, bot, handler.state_key).state;
     let Some(last) = state.last_command_comment else {
         // No command was ever handled: nothing can have been skipped that a later run
         // would know of (and a fresh PR's history starts with its first run).

@@ -38,7 +38,7 @@ use crate::github::checks::{
 };
 use crate::github::events::{CommentEvent, ReviewEvent};
 use crate::github::forge::{Forge, ForgeError};
-use crate::github::sticky::{self, StateError, StickyState};
+use crate::github::sticky::{self, StateError, StateKey, StickyState};
 use crate::github::types::{Comment, CommentId, LabelSpec, PrNumber, RepoName};
 use crate::markup::fence_with_info;
 use crate::model::IterationRecord;
@@ -70,6 +70,9 @@ pub struct Handler<'a> {
     /// itergate's own login: its comments are the only trusted state.
     pub bot_login: String,
     pub now: DateTime<Utc>,
+    /// The App's key for the state's MAC: with it, a state edited by anyone else is not
+    /// believed. `None` in the Actions mode, which has no secret of its own.
+    pub state_key: Option<&'a StateKey>,
 }
 
 /// What the handler did.
@@ -148,7 +151,7 @@ impl Handler<'_> {
     /// A state of a newer version stops everything (it must not be overwritten); an
     /// unreadable one is replaced by a fresh state that says why.
     fn load(&self, comments: &[Comment]) -> Result<(StickyState, Vec<String>), HandlerError> {
-        let loaded = sticky::load_state(comments, &self.bot_login);
+        let loaded = sticky::load_state_keyed(comments, &self.bot_login, self.state_key);
         match loaded.problem {
             Some(problem @ StateError::NewerVersion(_)) => Err(HandlerError::NewerState(problem)),
             Some(problem) => Ok((
@@ -170,12 +173,12 @@ impl Handler<'_> {
         visible: &str,
         state: &mut StickyState,
     ) -> Result<CommentId, ForgeError> {
-        let unchanged = sticky::render_body(visible, state);
+        let unchanged = sticky::render_body_keyed(visible, state, self.state_key);
         let body = match sticky::find_sticky(comments, &self.bot_login) {
             Some(existing) if existing.body == unchanged => unchanged,
             _ => {
                 state.revision += 1;
-                sticky::render_body(visible, state)
+                sticky::render_body_keyed(visible, state, self.state_key)
             }
         };
         sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await
@@ -379,7 +382,7 @@ impl Handler<'_> {
             // Only now that the label and the call are done is the call recorded.
             state.escalation_notified_at = Some(iteration);
             state.revision += 1;
-            let body = sticky::render_body(&visible, &state);
+            let body = sticky::render_body_keyed(&visible, &state, self.state_key);
             self.forge
                 .update_comment(&self.repo, sticky_id, &body)
                 .await?;

@@ -281,6 +281,7 @@ async fn catch_up(
         renderer,
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
+        state_key: None,
     };
     let actions = forge_flow::catch_up(&handler, pr, until)
         .await
@@ -623,6 +624,7 @@ async fn handle_with(
         renderer,
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
+        state_key: None,
     };
     handler
         .handle(input)

@@ -27,7 +27,9 @@ use std::collections::BTreeMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 
 use super::forge::{Forge, ForgeError};
 use super::types::{Comment, CommentId, PrNumber, RepoName};
@@ -117,6 +119,66 @@ pub enum StateError {
     Base64(String),
     #[error("the state is not valid: {0}")]
     Json(String),
+    /// The App signs its state; this one carries no signature.
+    #[error("the state carries no signature: it was not written by this App")]
+    Unsigned,
+    /// The App signs its state; the signature does not match (an edit by hand).
+    #[error("the state's signature does not match: the comment was edited by someone other than itergate")]
+    Forged,
+}
+
+/// The key of the state's MAC: only the App holds it (it is derived from the App's private
+/// key), so an edit of the sticky comment by anyone with write access is detected. The
+/// Actions mode has no such secret and writes no MAC.
+#[derive(Clone)]
+pub struct StateKey([u8; 32]);
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateKey([redacted])")
+    }
+}
+
+const MAC_FIELD: &str = " mac=";
+/// `" mac="` and 64 hex digits.
+const MAC_LEN: usize = MAC_FIELD.len() + 64;
+
+impl StateKey {
+    /// The key derived from `secret` (the App's private key).
+    pub fn derive(secret: &[u8]) -> StateKey {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes any key");
+        mac.update(b"itergate sticky state mac v1");
+        StateKey(mac.finalize().into_bytes().into())
+    }
+
+    fn sign(&self, payload: &str) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
+        mac.update(payload.as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn verify(&self, payload: &str, hex: &str) -> bool {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
+        mac.update(payload.as_bytes());
+        let Some(expected) = decode_hex(hex) else {
+            return false;
+        };
+        mac.verify_slice(&expected).is_ok()
+    }
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 /// The sticky comment among `comments`. Only comments authored by `bot_login` that start
@@ -165,6 +227,7 @@ pub fn parse_state(body: &str) -> Result<StickyState, StateError> {
     let start = inner.rfind(STATE_OPEN).ok_or(StateError::NoState)?;
     let rest = &inner[start + STATE_OPEN.len()..];
     let (version, payload) = rest.split_once(' ').ok_or(StateError::NoState)?;
+    let payload = payload.split_once(MAC_FIELD).map_or(payload, |(p, _)| p);
     if version != STATE_VERSION {
         let shown: String = version.chars().take(20).collect();
         let newer = version
@@ -197,10 +260,20 @@ pub struct Loaded {
 /// that remembers, in `lost_state`, why. Callers must not write over a
 /// [`StateError::NewerVersion`].
 pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
+    load_state_keyed(comments, bot_login, None)
+}
+
+/// [`load_state`]; with a `key` (the App), a state whose MAC does not verify is not
+/// believed: it is reported like an unreadable one and the history starts afresh.
+pub fn load_state_keyed(comments: &[Comment], bot_login: &str, key: Option<&StateKey>) -> Loaded {
     let Some(comment) = find_sticky(comments, bot_login) else {
         return Loaded::default();
     };
-    match parse_state(&comment.body) {
+    let parsed = parse_state(&comment.body).and_then(|state| match key {
+        Some(key) => verify_state(&comment.body, key).map(|()| state),
+        None => Ok(state),
+    });
+    match parsed {
         Ok(state) => Loaded {
             comment: Some(comment.id),
             problem: None,
@@ -225,11 +298,48 @@ pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
 /// [`MAX_BODY_BYTES`]: the state is compacted to fit, and a visible text so long that it
 /// leaves no room is cut.
 pub fn render_body(visible_markdown: &str, state: &StickyState) -> String {
+    render_body_keyed(visible_markdown, state, None)
+}
+
+/// [`render_body`], the state signed with `key` when there is one (the App).
+pub fn render_body_keyed(
+    visible_markdown: &str,
+    state: &StickyState,
+    key: Option<&StateKey>,
+) -> String {
     let visible = fit_visible(&break_markers(visible_markdown));
     let head = format!("{MARKER}\n{visible}\n\n");
-    let room = MAX_BODY_BYTES.saturating_sub(head.len() + 1);
-    let state_line = compact_to_fit(state, room);
+    let mac_room = if key.is_some() { MAC_LEN } else { 0 };
+    let room = MAX_BODY_BYTES.saturating_sub(head.len() + 1 + mac_room);
+    let mut state_line = compact_to_fit(state, room);
+    if let Some(key) = key {
+        if let Some(payload) = state_line
+            .strip_suffix(STATE_CLOSE)
+            .and_then(|l| l.rsplit_once(' '))
+            .map(|(_, payload)| payload.to_string())
+        {
+            let at = state_line.len() - STATE_CLOSE.len();
+            state_line.insert_str(at, &format!("{MAC_FIELD}{}", key.sign(&payload)));
+        }
+    }
     format!("{head}{state_line}\n")
+}
+
+/// Checks the MAC of the state at the end of `body` under `key`.
+pub fn verify_state(body: &str, key: &StateKey) -> Result<(), StateError> {
+    let inner = body
+        .trim_end()
+        .strip_suffix(STATE_CLOSE)
+        .ok_or(StateError::NoState)?;
+    let start = inner.rfind(STATE_OPEN).ok_or(StateError::NoState)?;
+    let rest = &inner[start + STATE_OPEN.len()..];
+    let (_, payload) = rest.split_once(' ').ok_or(StateError::NoState)?;
+    let (payload, mac) = payload.split_once(MAC_FIELD).ok_or(StateError::Unsigned)?;
+    if key.verify(payload, mac.trim()) {
+        Ok(())
+    } else {
+        Err(StateError::Forged)
+    }
 }
 
 /// Creates the sticky comment or edits it in place (no edit when the body is unchanged).

@@ -90,6 +90,7 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
             renderer,
             wake,
             lease: Duration::from_secs(args.lease_seconds.max(1)),
+            state_key: crate::github::sticky::StateKey::derive(&pem),
         },
         stop.clone(),
     ));
@@ -132,6 +133,7 @@ struct WorkerParts {
     renderer: Arc<Renderer>,
     wake: Arc<Notify>,
     lease: Duration,
+    state_key: crate::github::sticky::StateKey,
 }
 
 /// Learns the App's bot login (its comments are the only trusted state), then runs `n`
@@ -170,6 +172,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
             owner: format!("{owner}-{i}"),
             wake: parts.wake.clone(),
             lease: parts.lease,
+            state_key: parts.state_key.clone(),
         });
         handles.push(tokio::spawn(worker.run(stop.clone())));
     }

@@ -36,6 +36,8 @@ pub struct Worker {
     pub wake: Arc<Notify>,
     /// How long a claimed job is ours; renewed while it runs.
     pub lease: Duration,
+    /// Signs the sticky comment's state.
+    pub state_key: crate::github::sticky::StateKey,
 }
 
 /// How a job ended.
@@ -315,6 +317,7 @@ impl Worker {
             renderer: &self.renderer,
             bot_login: self.bot_login.clone(),
             now: Utc::now(),
+            state_key: Some(&self.state_key),
         }
     }
 

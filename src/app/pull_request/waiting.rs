@@ -29,7 +29,7 @@ impl Handler<'_> {
             Some(evaluation) => {
                 format!("{waiting}\n\n{}", self.visible(&state, None, &evaluation)?)
             }
-            None => waiting,
+            None => super::with_notices(&waiting, &state),
         };
         self.write_sticky(pr, &comments, &visible, &mut state)
             .await?;
