@@ -145,6 +145,7 @@ pub enum Command {
     ///   itergate context gap.txt              # answer the report in gap.txt
     ///   agent-output | itergate context       # read it from standard input
     ///   itergate context --format json gap.txt
+    #[command(verbatim_doc_comment)]
     Context(ContextArgs),
     /// Install, remove or run the git pre-push hook.
     #[command(subcommand)]
