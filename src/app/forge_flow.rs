@@ -3,8 +3,8 @@
 //!
 //! - [`base_config`]: the configuration of the PR's **base** commit, read through the API
 //!   (a pull request cannot loosen its own rules);
-//! - [`catch_up`]: commands of earlier comments that no run handled, applied first and in
-//!   order;
+//! - [`catch_up`]: commands (and gap reports, [`holds_work`]) of earlier comments that no
+//!   run handled, applied first and in order;
 //! - [`record_from_run`]: the iteration record a workflow run uploaded, believed only if the
 //!   run, the pull request as the API has it now and the record name the same head commit,
 //!   head repository and head branch.
@@ -45,6 +45,13 @@ pub enum FlowError {
     /// configuration on the base): said, never published.
     #[error("{0}")]
     Refused(String),
+}
+
+/// Whether itergate acts on a comment: it holds an `/iterate` command, or an agent's
+/// `CONTEXT_GAP_REPORT`. Everything else is left without a single API call.
+pub fn holds_work(body: &str) -> bool {
+    !crate::github::commands::parse_comment(body).is_empty()
+        || crate::context::parse_gap_report(body).is_some()
 }
 
 /// Reads an artifact's record.
@@ -92,7 +99,7 @@ pub async fn catch_up(
         .into_iter()
         .filter(|c| c.id.0 > last.0 && until.is_none_or(|u| c.id.0 < u))
         .filter(|c| !c.author.is(bot))
-        .filter(|c| !crate::github::commands::parse_comment(&c.body).is_empty())
+        .filter(|c| holds_work(&c.body))
         .collect();
     let mut actions = Vec::new();
     for comment in pending {

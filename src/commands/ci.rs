@@ -89,9 +89,7 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
         Event::WorkflowRun(run) => Some(runtime.block_on(from_artifact(env, args, &run))?),
         Event::Comment(comment) => {
             // Most comments hold no command: answer those without a single API call.
-            if crate::github::commands::parse_comment(&comment.body).is_empty()
-                && crate::context::parse_gap_report(&comment.body).is_none()
-            {
+            if !crate::app::forge_flow::holds_work(&comment.body) {
                 eprintln!(
                     "itergate: the comment holds no /iterate command and no CONTEXT_GAP_REPORT"
                 );

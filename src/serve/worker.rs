@@ -210,9 +210,9 @@ impl Worker {
         }
         if let Event::Comment(comment) = &event {
             // Most comments hold no command: no API call for those.
-            if crate::github::commands::parse_comment(&comment.body).is_empty() {
+            if !crate::app::forge_flow::holds_work(&comment.body) {
                 return Ok(Ended::Ignored(
-                    "the comment holds no /iterate command".into(),
+                    "the comment holds no /iterate command and no CONTEXT_GAP_REPORT".into(),
                 ));
             }
         }
