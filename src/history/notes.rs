@@ -35,6 +35,8 @@
 //! A third kind of note holds what people decided on a branch (`itergate accept`,
 //! `escalate`, `adjust`, `feedback`, `budget`): see [`decisions`] for where it lives and
 //! why everyone's decisions count, not only this clone's.
+//! A fourth counts the `CONTEXT_GAP_REPORT` rounds answered for an iteration (`itergate
+//! context`): see [`context`].
 //!
 //! The cost of trusting nobody else: a second clone (or a CI runner) observes a tree
 //! again the first time it meets it, even when a teammate already pushed its note.
