@@ -1113,12 +1113,17 @@ async fn leakage_audit_on_a_pull_request() {
         ("config", "I can guess"),
         ("notes.txt", "I can guess"),
         (".env", "I can guess"),
+        ("diff", "I can guess"),
     ]);
     let (id, out) = pull.comment(AGENT, &gap).await;
     let reply = pull.reply_to(id).expect("reply");
     assert!(
         reply.contains("7. `notes.txt`:\n```text\nthe hidden cases live in [withheld]\n```"),
         "{reply}"
+    );
+    assert!(
+        reply.contains("9. `the iteration's diff`:\n```diff\nresults.txt | +1 -1\n```"),
+        "the scorer's diff stat: {reply}"
     );
     let requested: Vec<String> = pull
         .server

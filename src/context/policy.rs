@@ -227,17 +227,6 @@ impl Policy {
         out.push_str(rest);
         out
     }
-
-    /// Whether `text` still names something of the holdout (after [`Self::scrub`] it never
-    /// does, unless a name is shorter than what is scrubbed).
-    pub fn names_holdout(&self, text: &str) -> bool {
-        self.holdout
-            .names
-            .iter()
-            .chain(&self.holdout.paths)
-            .filter(|m| m.len() >= MIN_SCRUBBED_LEN)
-            .any(|m| text.contains(m.as_str()))
-    }
 }
 
 /// The globs a gitignore-like pattern stands for.

@@ -245,10 +245,24 @@ impl ItemSource for PrSource<'_> {
         self.decision.clone()
     }
 
+    /// The iteration's diff stat (the scorer's): the patch itself is on the pull request's
+    /// Files tab, and its files can be asked for by path.
     fn diff(&self) -> Result<Vec<(String, String)>, String> {
-        Err(
-            "the pull request's diff is on its Files tab; ask for the files it changed by path"
-                .into(),
-        )
+        let changes = self
+            .record
+            .and_then(|r| r.changes.as_ref())
+            .filter(|c| !c.files.is_empty())
+            .ok_or_else(|| {
+                "the pull request's diff is on its Files tab; ask for the files it changed by path"
+                    .to_string()
+            })?;
+        Ok(changes
+            .files
+            .iter()
+            .map(|f| {
+                let line = format!("{} | +{} -{}\n", f.path, f.added, f.deleted);
+                (f.path.clone(), line)
+            })
+            .collect())
     }
 }
