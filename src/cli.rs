@@ -239,6 +239,10 @@ pub struct ServeArgs {
     /// it runs; what a crashed replica held runs again after this).
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub lease_seconds: u64,
+    /// How often the App's recent deliveries are checked for ones GitHub could not hand
+    /// over (they are redelivered); also done at start.
+    #[arg(long, default_value_t = 5, value_name = "MINUTES")]
+    pub sweep_minutes: u64,
     /// Content writes (comments, labels, check runs) per installation and minute, under
     /// GitHub's secondary limit of about 80.
     #[arg(long, default_value_t = 60, value_name = "N")]

@@ -408,6 +408,16 @@ async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
             .any(|(name, status)| name == "itergate" && status == "completed"),
         "{runs:?}"
     );
+    let (_, metrics) = serve.get("/metrics");
+    for line in [
+        "itergate_github_calls_total{status=\"200\"}",
+        "itergate_github_calls_total{status=\"201\"}",
+        "itergate_jobs_total{outcome=\"done\"} 2",
+        "itergate_job_latency_seconds_count 2",
+        "itergate_queue_depth 0",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
     server.assert_no_violations();
 }
 
@@ -730,6 +740,59 @@ async fn a_state_edited_by_hand_is_detected_and_not_believed() {
             .contains("edited by someone other than itergate"),
         "{}",
         serve.log()
+    );
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else() {
+    use itergate::serve::store::{NewDelivery, Store};
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("itergate.db")).await.unwrap();
+    store
+        .receive(NewDelivery {
+            delivery_id: "stored-1".into(),
+            event: "pull_request".into(),
+            action: Some("opened".into()),
+            installation_id: Some(INSTALLATION as i64),
+            repository: Some(REPO.into()),
+            job_key: "k".into(),
+            payload: b"{}".to_vec(),
+        })
+        .await
+        .unwrap();
+    let now = chrono::Utc::now();
+    let at = |minutes_ago: i64| (now - chrono::Duration::minutes(minutes_ago)).to_rfc3339();
+    let delivery = |id: u64, guid: &str, status: u16, minutes_ago: i64| {
+        json!({ "id": id, "guid": guid, "delivered_at": at(minutes_ago), "redelivery": false,
+                "duration": 0.1, "status": if status == 202 { "OK" } else { "failed" },
+                "status_code": status, "event": "pull_request", "action": "opened",
+                "installation_id": INSTALLATION, "repository_id": 1 })
+    };
+    server.with(|m| {
+        m.app.as_mut().unwrap().deliveries = vec![
+            delivery(9, "recovered", 202, 1), // a later attempt got through
+            delivery(8, "lost-1", 503, 2),    // never got through: redeliver
+            delivery(7, "recovered", 503, 3),
+            delivery(6, "stored-1", 503, 4), // in the inbox already (the answer was lost)
+            delivery(5, "fine", 202, 5),
+            delivery(4, "lost-old", 0, 60 * 30), // older than the sweep looks back
+        ];
+    });
+    let pem = std::fs::read(fixture_path("app/test-app-key.pem")).unwrap();
+    let installations = Installations::new(
+        server.settings(),
+        AppCredentials::new(APP_ID, &pem).unwrap(),
+    );
+    let swept = itergate::serve::sweep::sweep(&installations, &store, now)
+        .await
+        .unwrap();
+    assert_eq!(swept.redelivered, vec!["lost-1".to_string()]);
+    assert_eq!(swept.listed, 5);
+    assert_eq!(
+        server.with(|m| m.app.as_ref().unwrap().redelivered.clone()),
+        vec![8]
     );
     server.assert_no_violations();
 }

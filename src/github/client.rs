@@ -61,6 +61,14 @@ pub struct ForgeSettings {
     pub retry: RetryPolicy,
     /// The largest answer read (bytes); a longer one fails with [`ForgeError::TooLarge`].
     pub max_download_bytes: u64,
+    /// Told of every answer (the App's metrics).
+    pub observer: Option<Arc<dyn AnswerObserver>>,
+}
+
+/// Sees every exchange with GitHub: its status (`None`: no answer) and the
+/// `X-RateLimit-Remaining` it carried.
+pub trait AnswerObserver: Send + Sync {
+    fn answered(&self, status: Option<u16>, rate_limit_remaining: Option<i64>);
 }
 
 impl std::fmt::Debug for ForgeSettings {
@@ -72,6 +80,7 @@ impl std::fmt::Debug for ForgeSettings {
             .field("timeout_ms", &self.timeout_ms)
             .field("retry", &self.retry)
             .field("max_download_bytes", &self.max_download_bytes)
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -85,6 +94,7 @@ impl Default for ForgeSettings {
             timeout_ms: 30_000,
             retry: RetryPolicy::default(),
             max_download_bytes: MAX_DOWNLOAD_BYTES,
+            observer: None,
         }
     }
 }
@@ -282,7 +292,21 @@ impl OctocrabForge {
 
     async fn attempt(&self, call: &Call<'_>, attempt: u32) -> Attempt {
         let policy = self.settings.retry;
-        match self.send_once(call).await {
+        let answer = self.send_once(call).await;
+        if let Some(observer) = &self.settings.observer {
+            match &answer {
+                Ok(reply) => observer.answered(
+                    Some(reply.status),
+                    reply
+                        .headers
+                        .get("x-ratelimit-remaining")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse().ok()),
+                ),
+                Err(_) => observer.answered(None, None),
+            }
+        }
+        match answer {
             Ok(reply) if reply.status < 400 => Attempt::Done(reply),
             Ok(reply) => {
                 let now = self.clock.now_unix_secs();

@@ -73,7 +73,18 @@ impl Metrics {
         self.rate_limit_remaining
             .store(remaining, Ordering::Relaxed);
     }
+}
 
+impl crate::github::client::AnswerObserver for Metrics {
+    fn answered(&self, status: Option<u16>, rate_limit_remaining: Option<i64>) {
+        self.github_call(&status.map_or("error".to_string(), |s| s.to_string()));
+        if let Some(remaining) = rate_limit_remaining {
+            self.rate_limit_remaining(remaining);
+        }
+    }
+}
+
+impl Metrics {
     /// The text format; `queue_depth` is read from the database by the caller.
     pub fn render(&self, queue_depth: Option<i64>) -> String {
         let mut out = String::new();

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod paced;
 pub mod signature;
 pub mod store;
+pub mod sweep;
 pub mod worker;
 
 use std::sync::Arc;
@@ -78,8 +79,18 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
         .with_state(intake);
 
     let (stop_tx, stop) = watch::channel(false);
-    let installations = Arc::new(Installations::new(ForgeSettings::from_env(), credentials));
+    let settings = ForgeSettings {
+        observer: Some(metrics.clone()),
+        ..ForgeSettings::from_env()
+    };
+    let installations = Arc::new(Installations::new(settings, credentials));
     let renderer = Arc::new(Renderer::new(None, false).map_err(Failure::Internal)?);
+    tokio::spawn(sweep::run(
+        installations.clone(),
+        store.clone(),
+        Duration::from_secs(60 * args.sweep_minutes.max(1)),
+        stop.clone(),
+    ));
     let workers = tokio::spawn(start_workers(
         args.workers.max(1),
         WorkerParts {

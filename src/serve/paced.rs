@@ -1,6 +1,5 @@
 //! A [`Forge`] wrapper for the App: content writes are paced per installation, under
-//! GitHub's secondary limit on content creation (about 80 a minute), and every call is
-//! counted by its answer for `/metrics`.
+//! GitHub's secondary limit on content creation (about 80 a minute).
 //!
 //! Pacing is GCRA (a leaky bucket kept as one instant): a burst of [`BURST`] writes goes
 //! at once, then one every `60 s / writes_per_minute`. A job that must wait simply waits;
@@ -13,7 +12,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
-use super::metrics::Metrics;
 use crate::github::checks::CheckRunSpec;
 use crate::github::commands::Permission;
 use crate::github::types::{
@@ -67,20 +65,10 @@ pub struct PacedForge {
     pub inner: Arc<dyn Forge>,
     pub installation: u64,
     pub pacer: Arc<Pacer>,
-    pub metrics: Arc<Metrics>,
 }
 
 impl PacedForge {
-    fn count<T>(&self, result: &Result<T, ForgeError>) {
-        let status = match result {
-            Ok(_) => "2xx".to_string(),
-            Err(e) => e.status().map_or("error".to_string(), |s| s.to_string()),
-        };
-        self.metrics.github_call(&status);
-    }
-
     async fn read<T>(&self, result: Result<T, ForgeError>) -> Result<T, ForgeError> {
-        self.count(&result);
         result
     }
 
@@ -89,9 +77,7 @@ impl PacedForge {
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
         self.pacer.acquire(self.installation).await;
-        let result = call.await;
-        self.count(&result);
-        result
+        call.await
     }
 }
 

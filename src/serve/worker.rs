@@ -225,7 +225,6 @@ impl Worker {
             inner,
             installation,
             pacer: self.pacer.clone(),
-            metrics: self.metrics.clone(),
         };
         self.apply(&forge, event)
             .await

@@ -187,6 +187,7 @@ impl FakeGithub {
                 secondary_rate_limit_wait_ms: 60_000,
             },
             max_download_bytes: itergate::github::client::MAX_DOWNLOAD_BYTES,
+            observer: None,
         }
     }
 

@@ -1,0 +1,158 @@
+//! Nothing is lost: deliveries GitHub could not hand over (the App was down, the database
+//! answered 503) are asked for again. On start and every `--sweep-minutes`, the App's
+//! recent deliveries are listed (`GET /app/hook/deliveries`, newest first, by cursor) and
+//! every delivery whose attempts all failed and whose id is not in the inbox is redelivered
+//! (`POST /app/hook/deliveries/{id}/attempts`). GitHub keeps deliveries for three days;
+//! the sweep looks back [`LOOK_BACK`].
+//!
+//! One replica sweeps at a time: with SQLite there is one process; the PostgreSQL backend
+//! elects the sweeper by lock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use http::Method;
+use serde::Deserialize;
+use tokio::sync::watch;
+
+use super::store::Store;
+use crate::github::app_auth::Installations;
+use crate::github::client::Call;
+
+/// How far back deliveries are looked at.
+pub const LOOK_BACK: Duration = Duration::from_secs(24 * 3600);
+/// Pages of 100 deliveries read at most per sweep.
+const MAX_PAGES: usize = 20;
+/// Redeliveries asked for at most per sweep (GitHub rate-limits the endpoint).
+const MAX_REDELIVERIES: usize = 100;
+
+#[derive(Debug, Deserialize)]
+struct DeliveryJson {
+    id: u64,
+    guid: String,
+    #[serde(default)]
+    status_code: u16,
+    delivered_at: DateTime<Utc>,
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub listed: usize,
+    pub redelivered: Vec<String>,
+}
+
+pub async fn run(
+    installations: Arc<Installations>,
+    store: Store,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        match sweep(&installations, &store, Utc::now()).await {
+            Ok(swept) if !swept.redelivered.is_empty() => tracing::info!(
+                listed = swept.listed,
+                redelivered = swept.redelivered.len(),
+                "asked GitHub to redeliver failed deliveries: {}",
+                swept.redelivered.join(", ")
+            ),
+            Ok(swept) => tracing::debug!(listed = swept.listed, "no delivery to recover"),
+            Err(e) => tracing::warn!("the redelivery sweep failed: {e}; trying again later"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// One sweep at `now`.
+pub async fn sweep(
+    installations: &Installations,
+    store: &Store,
+    now: DateTime<Utc>,
+) -> Result<Swept, String> {
+    let client = installations.app_client().map_err(|e| e.to_string())?;
+    let since = now - chrono::Duration::from_std(LOOK_BACK).unwrap_or_default();
+    // guid → (every attempt failed so far, the id of its newest attempt)
+    let mut by_guid: BTreeMap<String, (bool, u64)> = BTreeMap::new();
+    let mut listed = 0;
+    let mut path = "/app/hook/deliveries?per_page=100".to_string();
+    'pages: for _ in 0..MAX_PAGES {
+        let reply = client
+            .send(Call {
+                operation: "list deliveries for an app webhook",
+                method: Method::GET,
+                path: path.clone(),
+                body: None,
+                authenticated: true,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        let page: Vec<DeliveryJson> = serde_json::from_slice(&reply.body)
+            .map_err(|e| format!("list deliveries for an app webhook: {e}"))?;
+        for delivery in &page {
+            if delivery.delivered_at < since {
+                break 'pages;
+            }
+            listed += 1;
+            let ok = (200..300).contains(&delivery.status_code);
+            let entry = by_guid
+                .entry(delivery.guid.clone())
+                .or_insert((true, delivery.id));
+            entry.0 &= !ok;
+            entry.1 = entry.1.max(delivery.id);
+        }
+        match next_cursor(&reply.headers) {
+            Some(cursor) if !page.is_empty() => {
+                path = format!("/app/hook/deliveries?per_page=100&cursor={cursor}");
+            }
+            _ => break,
+        }
+    }
+    let mut redelivered = Vec::new();
+    let failed: BTreeSet<(u64, String)> = by_guid
+        .into_iter()
+        .filter(|(_, (all_failed, _))| *all_failed)
+        .map(|(guid, (_, id))| (id, guid))
+        .collect();
+    for (id, guid) in failed {
+        if redelivered.len() >= MAX_REDELIVERIES {
+            break;
+        }
+        let stored = store.has_delivery(&guid).await.map_err(|e| e.to_string())?;
+        if stored {
+            continue;
+        }
+        client
+            .send(Call {
+                operation: "redeliver a delivery for an app webhook",
+                method: Method::POST,
+                path: format!("/app/hook/deliveries/{id}/attempts"),
+                body: None,
+                authenticated: true,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+        redelivered.push(guid);
+    }
+    Ok(Swept {
+        listed,
+        redelivered,
+    })
+}
+
+/// The `cursor` of the `rel="next"` link, if there is one.
+fn next_cursor(headers: &http::HeaderMap) -> Option<String> {
+    let link = headers.get(http::header::LINK)?.to_str().ok()?;
+    link.split(',')
+        .find(|part| part.contains("rel=\"next\""))
+        .and_then(|part| part.split("cursor=").nth(1))
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| !matches!(c, '&' | '>' | ';'))
+                .collect()
+        })
+}
