@@ -153,11 +153,6 @@ impl Reply {
     pub fn escalates(&self) -> bool {
         !self.missing_required.is_empty()
     }
-
-    /// Rounds used once this reply is sent.
-    pub fn rounds_used(&self) -> u32 {
-        self.round
-    }
 }
 
 /// What a report asks, answered. `answered` is the number of rounds already used for this
@@ -268,36 +263,44 @@ fn answer_item(
     policy: &Policy,
     caps: Caps,
 ) -> Result<Found, String> {
-    let cap = caps.bytes;
     let full = || {
         format!(
             "the delivery is full ({} bytes); ask for it in the next round, or for a line range",
             source.config().context.delivery_max_bytes
         )
     };
-    if cap == 0 {
+    if caps.bytes == 0 {
         return Err(full());
     }
     let request = classify(&item.needs);
-    let name = title(&request);
+    let found = fetch(&request, source, policy)?;
+    if found.content.len() > caps.bytes && caps.bytes < caps.full_below {
+        return Err(full());
+    }
+    let (content, cut) = cut_to(&found.content, caps.bytes);
+    let note = match (found.note, cut) {
+        (note, None) => note,
+        (Some(note), Some(cut)) => Some(format!("{note}; {cut}")),
+        (None, Some(cut)) => Some(cut),
+    };
+    Ok(Found {
+        content,
+        note,
+        ..found
+    })
+}
+
+/// What `request` asks for, whole, or why it is refused.
+fn fetch(request: &Request, source: &dyn ItemSource, policy: &Policy) -> Result<Found, String> {
     let found = |content: String, language: &str, note: Option<String>| {
-        if content.len() > cap && cap < caps.full_below {
-            return Err(full());
-        }
-        let (content, cut) = cut_to(&content, cap);
-        let note = match (note, cut) {
-            (note, None) => note,
-            (Some(note), Some(cut)) => Some(format!("{note}; {cut}")),
-            (None, Some(cut)) => Some(cut),
-        };
         Ok(Found {
-            title: name.clone(),
+            title: title(request),
             content,
             language: Some(language.to_string()),
             note,
         })
     };
-    match &request {
+    match request {
         Request::File { path, lines } => {
             if let Some(reason) = policy.refusal(path) {
                 return Err(reason.into());
@@ -306,10 +309,7 @@ fn answer_item(
             let (text, note) = select_lines(&text, *lines)?;
             found(text, language_of(path), note)
         }
-        Request::Pattern { pattern } => {
-            let listing = list(source, policy, pattern)?;
-            found(listing, "text", None)
-        }
+        Request::Pattern { pattern } => found(list(source, policy, pattern)?, "text", None),
         Request::Check { name } => {
             if policy.holdout.checks.contains(name) {
                 return Err("its details are not available to agents".into());
@@ -333,8 +333,7 @@ fn answer_item(
             found(text, "yaml", None)
         }
         Request::Diff => {
-            let files = source.diff()?;
-            let (text, withheld) = diff_text(&files, policy);
+            let (text, withheld) = diff_text(&source.diff()?, policy);
             let note = (withheld > 0).then(|| format!("{withheld} file(s) withheld"));
             found(text, "diff", note)
         }
