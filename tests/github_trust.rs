@@ -515,6 +515,7 @@ async fn handle(
         bot_login: BOT_LOGIN.into(),
         now,
         state_key: None,
+        rerun: itergate::app::pull_request::Rerun::RepositoryDispatch,
     };
     handler
         .handle(input)

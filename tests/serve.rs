@@ -796,3 +796,48 @@ async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else()
     );
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    grant(&server, "maintainer", "write", "write");
+    server.with(|m| {
+        m.workflow_runs = vec![
+            (31, head.clone(), "pull_request".into(), "completed".into()),
+            (32, head.clone(), "push".into(), "completed".into()),
+            (
+                33,
+                "0".repeat(40),
+                "pull_request".into(),
+                "completed".into(),
+            ),
+            (
+                34,
+                head.clone(),
+                "pull_request".into(),
+                "in_progress".into(),
+            ),
+        ]
+    });
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    let id = server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate"));
+    comment["issue"]["number"] = json!(PR);
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!("/iterate");
+    comment["comment"]["user"]["login"] = json!("maintainer");
+    assert_eq!(serve.deliver("issue_comment", "d-rerun", &comment), 202);
+    eventually(&serve, 20, "the re-run", || {
+        server.with(|m| !m.reruns.is_empty())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Only the finished pull_request run of the head; never a repository_dispatch.
+    assert_eq!(server.with(|m| m.reruns.clone()), vec![31]);
+    assert!(server.with(|m| m.dispatches.is_empty()));
+    server.assert_no_violations();
+}

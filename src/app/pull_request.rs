@@ -73,6 +73,17 @@ pub struct Handler<'a> {
     /// The App's key for the state's MAC: with it, a state edited by anyone else is not
     /// believed. `None` in the Actions mode, which has no secret of its own.
     pub state_key: Option<&'a StateKey>,
+    /// How `/iterate` asks CI to score the head again.
+    pub rerun: Rerun,
+}
+
+/// How `/iterate` asks CI to score the head again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rerun {
+    /// A `repository_dispatch` (one of the few events a workflow's own token can trigger).
+    RepositoryDispatch,
+    /// Re-run the head's `pull_request` workflow runs (the App, with `actions: write`).
+    WorkflowRuns,
 }
 
 /// What the handler did.
@@ -191,6 +202,16 @@ impl Handler<'_> {
         let pull = self.forge.pull_request(&self.repo, pr).await?;
         if pull.is_fork() {
             return Ok("re-posted the current decision (a fork's checks are not re-run)".into());
+        }
+        if self.rerun == Rerun::WorkflowRuns {
+            let runs = self
+                .forge
+                .rerun_pull_request_runs(&self.repo, &pull.head.sha.0)
+                .await?;
+            return Ok(match runs.len() {
+                0 => "no finished workflow run of the head to re-run".into(),
+                n => format!("re-ran {n} workflow run(s) of the head"),
+            });
         }
         let payload = serde_json::json!({ "pr": pr.0, "head_sha": pull.head.sha.0 });
         self.forge

@@ -280,6 +280,7 @@ async fn catch_up(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
     };
     let actions = forge_flow::catch_up(&handler, pr, until)
         .await
@@ -623,6 +624,7 @@ async fn handle_with(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
     };
     handler
         .handle(input)

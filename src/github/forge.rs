@@ -262,6 +262,14 @@ pub trait Forge: Send + Sync {
         path: &str,
     ) -> Result<Option<Vec<u8>>, ForgeError>;
 
+    /// Re-runs the completed workflow runs of `head_sha` that a `pull_request` event
+    /// started (the App's `/iterate`: its token may re-run, not dispatch); returns their ids.
+    async fn rerun_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<RunId>, ForgeError>;
+
     /// `workflow_dispatch` of `workflow` (file name or id) on `git_ref`.
     async fn dispatch_workflow(
         &self,

@@ -206,6 +206,14 @@ impl Forge for PacedForge {
         self.read(self.inner.file_content(repo, git_ref, path).await)
             .await
     }
+    async fn rerun_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<RunId>, ForgeError> {
+        self.write(self.inner.rerun_pull_request_runs(repo, head_sha))
+            .await
+    }
     async fn dispatch_workflow(
         &self,
         repo: &RepoName,

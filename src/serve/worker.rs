@@ -317,6 +317,7 @@ impl Worker {
             bot_login: self.bot_login.clone(),
             now: Utc::now(),
             state_key: Some(&self.state_key),
+            rerun: crate::app::pull_request::Rerun::WorkflowRuns,
         }
     }
 

@@ -152,6 +152,8 @@ pub struct Model {
     pub app: Option<FakeApp>,
     /// Workflow runs re-run (`POST .../actions/runs/{run_id}/rerun`).
     pub reruns: Vec<u64>,
+    /// `(id, head_sha, event, status)` of the repository's workflow runs.
+    pub workflow_runs: Vec<(u64, String, String, String)>,
     pub dispatches: Vec<Value>,
     pub rerequested_suites: Vec<u64>,
     pub faults: BTreeMap<String, VecDeque<Fault>>,
@@ -184,6 +186,7 @@ impl Model {
             files: BTreeMap::new(),
             app: None,
             reruns: Vec::new(),
+            workflow_runs: Vec::new(),
             dispatches: Vec::new(),
             rerequested_suites: Vec::new(),
             faults: BTreeMap::new(),
@@ -271,6 +274,21 @@ impl Model {
                     .map(|(_, v)| v.clone())
                     .unwrap_or_else(|| "main".into());
                 self.get_content(&git_ref, param(params, "path"))
+            }
+            "actions/list-workflow-runs-for-repo" => {
+                let wanted =
+                    |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+                let (sha, event) = (wanted("head_sha"), wanted("event"));
+                let runs: Vec<Value> = self
+                    .workflow_runs
+                    .iter()
+                    .filter(|(_, s, e, _)| sha.as_ref().is_none_or(|w| w == s) && event.as_ref().is_none_or(|w| w == e))
+                    .map(|(id, s, e, st)| json!({ "id": id, "head_sha": s, "event": e, "status": st }))
+                    .collect();
+                Answer::json(
+                    200,
+                    json!({ "total_count": runs.len(), "workflow_runs": runs }),
+                )
             }
             "actions/re-run-workflow" => {
                 self.reruns.push(number("run_id"));

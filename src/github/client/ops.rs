@@ -40,6 +40,14 @@ impl UserJson {
     }
 }
 
+#[derive(Deserialize)]
+struct WorkflowRunJson {
+    id: u64,
+    head_sha: String,
+    #[serde(default)]
+    status: String,
+}
+
 /// `GET /repos/{owner}/{repo}/contents/{path}`: a file (a directory answers with a list).
 #[derive(Deserialize)]
 struct ContentJson {
@@ -696,6 +704,36 @@ impl Forge for OctocrabForge {
                 limit_bytes: 1024 * 1024,
             }),
         }
+    }
+
+    async fn rerun_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<RunId>, ForgeError> {
+        let path = format!(
+            "{}/actions/runs?head_sha={}&event=pull_request",
+            repo_path(repo),
+            segment(head_sha)
+        );
+        let runs: Vec<WorkflowRunJson> = self
+            .paginate(
+                "list workflow runs for a repository",
+                &path,
+                Some("workflow_runs"),
+            )
+            .await?;
+        let mut rerun = Vec::new();
+        for run in runs
+            .iter()
+            .filter(|r| r.head_sha == head_sha && r.status == "completed")
+        {
+            let path = format!("{}/actions/runs/{}/rerun", repo_path(repo), run.id);
+            self.send(call("re-run a workflow", Method::POST, path, None))
+                .await?;
+            rerun.push(RunId(run.id));
+        }
+        Ok(rerun)
     }
 
     async fn dispatch_workflow(
