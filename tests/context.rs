@@ -1141,3 +1141,42 @@ async fn leakage_audit_on_a_pull_request() {
     assert_no_marker("the job output", &String::from_utf8_lossy(&out.stdout));
     pull.server.assert_no_violations();
 }
+
+proptest::proptest! {
+    /// However a request is spelt — paths with `./` and `..`, globs, directories, concepts,
+    /// line ranges, quotes — nothing of the holdout or of a secret is ever in a reply.
+    #[test]
+    fn no_spelling_of_a_request_reaches_the_holdout(
+        parts in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("holdout/".to_string()),
+                proptest::strategy::Just("test_secret_quokka.py".to_string()),
+                proptest::strategy::Just("./".to_string()),
+                proptest::strategy::Just("../".to_string()),
+                proptest::strategy::Just("*".to_string()),
+                proptest::strategy::Just("**/".to_string()),
+                proptest::strategy::Just("notes.txt".to_string()),
+                proptest::strategy::Just(".env".to_string()),
+                proptest::strategy::Just("test ".to_string()),
+                proptest::strategy::Just("check ".to_string()),
+                proptest::strategy::Just("hidden::secret_case_quokka".to_string()),
+                proptest::strategy::Just(":1-2".to_string()),
+                proptest::strategy::Just("`".to_string()),
+                proptest::strategy::Just("{".to_string()),
+                proptest::strategy::Just(",".to_string()),
+                proptest::strategy::Just("}".to_string()),
+                "[a-z/.]{0,6}",
+            ],
+            1..6,
+        )
+    ) {
+        let source = memory();
+        let needs = parts.concat();
+        let needs = needs.replace('|', "/");
+        let reply = ask(&source, 0, &[needs.as_str(), "{notes.txt,test_secret_quokka.py}", "**/*", "diff", "config"]);
+        let text = serde_json::to_string(&reply).expect("json") + &render(&reply, None);
+        for marker in ["quokka", "SECRET_SOURCE_MARKER", "hunter2"] {
+            proptest::prop_assert!(!text.contains(marker), "{needs:?} leaked {marker}: {text}");
+        }
+    }
+}

@@ -410,7 +410,8 @@ fn list(source: &dyn ItemSource, policy: &Policy, pattern: &str) -> Result<Strin
         let glob = globset::GlobBuilder::new(pattern)
             .literal_separator(true)
             .build()
-            .map_err(|e| format!("not a glob: {e}"))?
+            // The error quotes the pattern: only its kind is said.
+            .map_err(|e| format!("not a glob ({})", e.kind()))?
             .compile_matcher();
         Matcher::Glob(glob)
     };

@@ -185,12 +185,21 @@ impl Policy {
     /// `text` with every holdout name and path replaced by [`WITHHELD`].
     pub fn scrub(&self, text: &str) -> String {
         let text = self.scrub_paths(text);
+        // A holdout file's name is scrubbed on its own too (`test_secret.py` in a listing
+        // of another directory, or in the words of a request).
+        let file_names = self
+            .holdout
+            .paths
+            .iter()
+            .filter_map(|p| p.rsplit('/').next())
+            .filter(|name| name.contains('.'));
         let mut markers: Vec<&str> = self
             .holdout
             .names
             .iter()
             .chain(&self.holdout.paths)
             .map(String::as_str)
+            .chain(file_names)
             .filter(|m| m.len() >= MIN_SCRUBBED_LEN)
             .collect();
         // Longest first, so a path is replaced whole before its file name.

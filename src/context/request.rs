@@ -98,7 +98,7 @@ fn path_request(text: &str) -> Request {
     if CONFIG_FILES.contains(&path.as_str()) {
         return Request::Config;
     }
-    if path.contains(['*', '?', '[']) || text.ends_with('/') {
+    if path.contains(['*', '?', '[', '{']) || text.ends_with('/') {
         let pattern = if text.ends_with('/') {
             format!("{path}/")
         } else {
