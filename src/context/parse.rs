@@ -188,7 +188,7 @@ fn parse_item(number: usize, line: &str) -> Result<GapItem, String> {
         }
         if is_placeholder(value) {
             return Err(format!(
-                "a value after `{key}:` instead of the placeholder `{value}`"
+                "a value after `{key}:` instead of the format's placeholder"
             ));
         }
         Ok(value.to_string())
