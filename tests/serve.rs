@@ -841,3 +841,38 @@ async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
     assert!(server.with(|m| m.dispatches.is_empty()));
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    let mut deleted = webhook("installation.deleted.1.json");
+    deleted["installation"]["id"] = json!(INSTALLATION);
+    assert_eq!(serve.deliver("installation", "d-del", &deleted), 202);
+    eventually(&serve, 20, "the bookkeeping", || rows_now(&db) == 1).await;
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the event", || rows_now(&db) == 2).await;
+    assert!(sticky_comments(&server).is_empty());
+    assert_eq!(
+        rows(&db, "SELECT COUNT(*) FROM deliveries WHERE outcome LIKE 'ignored: installation 77 was removed%'").await,
+        1
+    );
+    // Installed again: events count again, and no token was minted for the removed one.
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 0);
+    let mut created = webhook("installation.created.1.json");
+    created["installation"]["id"] = json!(INSTALLATION);
+    assert_eq!(serve.deliver("installation", "d-new", &created), 202);
+    eventually(&serve, 20, "the bookkeeping", || rows_now(&db) == 3).await;
+    let mut event = opened(&head);
+    event["action"] = json!("reopened");
+    assert_eq!(serve.deliver("pull_request", "d-reopen", &event), 202);
+    eventually(&serve, 20, "the comment", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    server.assert_no_violations();
+}
