@@ -2,7 +2,7 @@
 //! (a `CONTEXT_DELIVERY`, or the round cap's "execute" line) for the branch's latest
 //! recorded iteration; see [`crate::app::context`].
 
-use std::io::Read as _;
+use std::io::{IsTerminal as _, Read as _};
 
 use crate::app::context::answer;
 use crate::app::local as task;
@@ -51,6 +51,12 @@ pub fn context(env: &Env, args: &ContextArgs, quiet: bool) -> Result<(), Failure
 fn read_input(args: &ContextArgs) -> Result<(String, String), Failure> {
     let mut bytes = Vec::new();
     if args.input.as_os_str() == "-" {
+        if std::io::stdin().is_terminal() {
+            return Err(user(
+                "give the file with the agent's CONTEXT_GAP_REPORT (`itergate context gap.txt`), \
+                 or pipe it in (`agent-output | itergate context`)",
+            ));
+        }
         std::io::stdin()
             .take(MAX_INPUT_BYTES)
             .read_to_end(&mut bytes)
