@@ -876,3 +876,27 @@ async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
     .await;
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_github_does_not_know_yet_is_replaced_and_the_job_completes() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    // A just-minted token can be refused for a moment.
+    server.fail_next("issues/list-comments", Fault::BadCredentials, 1);
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the comment", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    assert_eq!(server.with(|m| m.app.as_ref().unwrap().tokens.len()), 2);
+    assert!(
+        serve.log().contains("token refused; minting a new one"),
+        "{}",
+        serve.log()
+    );
+    server.assert_no_violations();
+}

@@ -52,6 +52,8 @@ pub enum Fault {
     SecondaryRateLimit { retry_after_secs: u64 },
     /// 403 with no rate-limit header, only GitHub's message naming a secondary rate limit.
     SecondaryRateLimitMessageOnly,
+    /// 401 Bad credentials (a token GitHub does not know yet, or any more).
+    BadCredentials,
     /// The request is carried out on the model, then the answer is replaced by `fault`
     /// (a 502, or a timeout): the client cannot know that it worked.
     Lost(Box<Fault>),
@@ -376,6 +378,7 @@ async fn fault_answer_now(fault: Fault) -> Answer {
             403,
             "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
         ),
+        Fault::BadCredentials => Answer::message(401, "Bad credentials"),
         Fault::Lost(after) => fault_answer(*after).await,
         Fault::RateLimitReset { in_secs } => limited(
             403,
