@@ -900,3 +900,53 @@ async fn a_token_github_does_not_know_yet_is_replaced_and_the_job_completes() {
     );
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_gap_report_gets_one_delivery_read_through_the_api() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "c".repeat(40);
+    seed_pr(&server, &head);
+    server.with(|m| {
+        let mut add = |path: &str, text: &str| {
+            m.files
+                .insert((head.clone(), path.into()), text.as_bytes().to_vec());
+        };
+        add("src/lib.rs", "fn answer() -> u32 {\n    42\n}\n");
+        add(".env", "TOKEN=hunter2\n");
+    });
+    let body = "CONTEXT_GAP_REPORT\n------------------\n\
+                NEEDS: src/lib.rs:1-2 | REASON: the failing call | ALTERNATIVE: I can guess\n\
+                NEEDS: .env | REASON: the token | ALTERNATIVE: I can mock it\n\
+                READY_TO_EXECUTE: false\n";
+    let id = server.with(|m| m.add_comment(PR, "contributor", "User", body));
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    comment["issue"]["number"] = json!(PR);
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!(body);
+    comment["comment"]["user"]["login"] = json!("contributor");
+    assert_eq!(serve.deliver("issue_comment", "d-gap", &comment), 202);
+    let marker = format!("<!-- itergate:reply comment_{id} -->");
+    let replies = || {
+        server.with(|m| {
+            m.comments_on(PR)
+                .into_iter()
+                .filter(|c| c.author == BOT && c.body.starts_with(&marker))
+                .map(|c| c.body.clone())
+                .collect::<Vec<_>>()
+        })
+    };
+    eventually(&serve, 20, "the context delivery", || !replies().is_empty()).await;
+    let reply = replies().remove(0);
+    assert!(
+        reply.contains("CONTEXT_DELIVERY")
+            && reply.contains(
+                "1. `src/lib.rs:1-2` (lines 1-2 of 3):\n```rust\nfn answer() -> u32 {\n    42\n```"
+            ),
+        "{reply}"
+    );
+    assert!(reply.contains("2. not delivered: withheld") && !reply.contains("hunter2"));
+    server.assert_no_violations();
+}
