@@ -950,3 +950,57 @@ async fn an_agents_gap_report_gets_one_delivery_read_through_the_api() {
     assert!(reply.contains("2. not delivered: withheld") && !reply.contains("hunter2"));
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_record_the_junit_report_ci_uploads_is_read_and_judged() {
+    let server = fake().await;
+    server.with(|m| {
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  reports:\n    - {artifact: test-results, format: junit, path: \"**/*.xml\"}\n".to_vec(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    // A real CI's JUnit (absolute runner paths), beside a file the glob does not take.
+    let junit = br#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="widgets" tests="3" failures="1">
+  <testcase classname="widgets" name="adds"/>
+  <testcase classname="widgets" name="subtracts"/>
+  <testcase classname="widgets" name="divides" file="/home/runner/work/widgets/widgets/src/math.py" line="12">
+    <failure message="ZeroDivisionError: division by zero">Traceback ...</failure>
+  </testcase>
+</testsuite></testsuites>"#;
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    writer.start_file("reports/junit.xml", options).unwrap();
+    writer.write_all(junit).unwrap();
+    writer.start_file("reports/notes.txt", options).unwrap();
+    writer.write_all(b"not a report").unwrap();
+    let zip = writer.finish().unwrap().into_inner();
+    server.with(|m| {
+        m.artifacts.push(FakeArtifact {
+            id: 7001,
+            run_id: 701,
+            name: "test-results".into(),
+            zip,
+            expired: false,
+        })
+    });
+    assert_eq!(
+        serve.deliver("workflow_run", "d-run", &workflow_run(701, &head, REPO)),
+        202
+    );
+    eventually(&serve, 20, "the decision", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    let sticky = sticky_comments(&server).remove(0);
+    assert!(sticky.contains("divides"), "{sticky}");
+    assert!(sticky.contains("src/math.py"), "{sticky}");
+    assert!(!sticky.contains("/home/runner"), "{sticky}");
+    server.assert_no_violations();
+}

@@ -7,7 +7,10 @@
 //!   run handled, applied first and in order;
 //! - [`record_from_run`]: the iteration record a workflow run uploaded, believed only if the
 //!   run, the pull request as the API has it now and the record name the same head commit,
-//!   head repository and head branch.
+//!   head repository and head branch;
+//! - [`record_from_reports`]: without a record, the standard reports (JUnit, LCOV, SARIF,
+//!   ...) the project's CI uploads as artifacts (`github.reports`), parsed with the same
+//!   parsers and scored as the whole tree.
 
 use std::path::PathBuf;
 
@@ -182,4 +185,87 @@ pub async fn bind(
         ))
     })?;
     Ok((pull, artifact.record))
+}
+
+/// Where GitHub's Linux runners check a repository out: report paths under it are made
+/// relative to the repository.
+fn runner_workspace(repo: &RepoName) -> PathBuf {
+    let name = repo.to_string();
+    let name = name.rsplit('/').next().unwrap_or(&name).to_string();
+    PathBuf::from(format!("/home/runner/work/{name}/{name}"))
+}
+
+/// A record made from the reports of `github.reports` that the run uploaded, for its pull
+/// request. `None` when nothing is configured, the run uploaded none of them, or it names no
+/// pull request. A report that does not parse is refused, naming the artifact and file.
+pub async fn record_from_reports(
+    forge: &dyn Forge,
+    run: &WorkflowRunEvent,
+    config: &Config,
+) -> Result<Option<(PullRequest, IterationRecord)>, FlowError> {
+    use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
+    use crate::signals::report::{self, ParseOptions};
+    if config.github.reports.is_empty() {
+        return Ok(None);
+    }
+    let Some(pr) = run.prs.first().copied() else {
+        return Ok(None);
+    };
+    let paths = crate::signals::paths::RepoPaths::new(&runner_workspace(&run.repo));
+    let mut observed = Observation::default();
+    for spec in &config.github.reports {
+        let glob = globset::Glob::new(&spec.path)
+            .map_err(|e| FlowError::Refused(format!("github.reports path `{}`: {e}", spec.path)))?
+            .compile_matcher();
+        let matches = move |name: &str| glob.is_match(name);
+        let files = forge
+            .download_artifact_files(&run.repo, run.run_id, &spec.artifact, &matches)
+            .await?;
+        for (name, bytes) in files {
+            let mut parsed =
+                report::parse(spec.format, &bytes[..], &name, &ParseOptions::default()).map_err(
+                    |e| FlowError::Refused(format!("artifact `{}`, {name}: {e}", spec.artifact)),
+                )?;
+            paths.normalise(&mut parsed);
+            observed.checks.push(CheckOutcome {
+                name: format!("{}/{name}", spec.artifact),
+                visibility: Default::default(),
+                void_on_violation: false,
+                result: CheckResult::Report {
+                    report: parsed,
+                    exit_code: None,
+                },
+            });
+        }
+    }
+    if observed.checks.is_empty() {
+        return Ok(None);
+    }
+    let pull = forge.pull_request(&run.repo, pr).await?;
+    let run_repo = run.head_repo.as_ref().map(ToString::to_string);
+    let run_head = RunHead {
+        sha: &run.head_sha.0,
+        repo: run_repo.as_deref(),
+        branch: run.head_branch.as_deref(),
+    };
+    let pull_repo = pull.head.repo.as_ref().map(ToString::to_string);
+    check_run_head(
+        &run_head,
+        &RunHead {
+            sha: &pull.head.sha.0,
+            repo: pull_repo.as_deref(),
+            branch: Some(&pull.head.ref_name),
+        },
+        &run_head,
+    )
+    .map_err(|e| {
+        FlowError::Refused(format!(
+            "pull request #{}: {e}; refusing to publish it",
+            pr.0
+        ))
+    })?;
+    let commit = git2::Oid::from_str(&run.head_sha.0)
+        .map_err(|e| FlowError::Refused(format!("head sha {}: {e}", run.head_sha)))?;
+    let record = super::judge::whole_tree_record(config, commit, &observed);
+    Ok(Some((pull, record)))
 }

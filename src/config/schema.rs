@@ -582,6 +582,22 @@ pub struct Github {
     pub gate: Gate,
     /// Name of the workflow artifact that carries a fork PR's iteration record.
     pub artifact: String,
+    /// The App only: reports the project's CI already uploads as workflow artifacts, read
+    /// when a completed run has no itergate record (scored as the whole tree: CI ran no
+    /// base).
+    pub reports: Vec<ArtifactReports>,
+}
+
+/// Reports inside a workflow artifact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactReports {
+    /// The artifact's name (`actions/upload-artifact`'s `name`).
+    pub artifact: String,
+    #[serde(deserialize_with = "report_format")]
+    pub format: crate::signals::report::ReportFormat,
+    /// Files inside the artifact: a glob (`**/*.xml`, `lcov.info`).
+    pub path: String,
 }
 
 impl Default for Github {
@@ -596,6 +612,7 @@ impl Default for Github {
             check_run: false,
             gate: Gate::Warn,
             artifact: "itergate-record".into(),
+            reports: Vec::new(),
         }
     }
 }

@@ -48,6 +48,44 @@ pub fn extract_file(
     Ok(content)
 }
 
+/// Files of the zip archive whose names `matches` accepts (directories skipped), each at
+/// most `max_file` bytes and together at most `max_total`: reading stops with an error at
+/// the first that is larger, never after holding it whole.
+pub fn extract_matching(
+    zip_bytes: &[u8],
+    matches: &dyn Fn(&str) -> bool,
+    max_file: u64,
+    max_total: u64,
+) -> Result<Vec<(String, Vec<u8>)>, ArtifactError> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(zip_bytes))
+        .map_err(|e| ArtifactError::NotZip(e.to_string()))?;
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for index in 0..archive.len() {
+        let file = archive
+            .by_index(index)
+            .map_err(|e| ArtifactError::NotZip(e.to_string()))?;
+        let name = file.name().to_string();
+        if file.is_dir() || !matches(&name) {
+            continue;
+        }
+        let room = max_file.min(max_total.saturating_sub(total));
+        let mut content = Vec::new();
+        file.take(room.saturating_add(1))
+            .read_to_end(&mut content)
+            .map_err(|e| ArtifactError::Read {
+                name: name.clone(),
+                message: e.to_string(),
+            })?;
+        if content.len() as u64 > room {
+            return Err(ArtifactError::TooLarge { name, limit: room });
+        }
+        total += content.len() as u64;
+        files.push((name, content));
+    }
+    Ok(files)
+}
+
 /// A head as one party names it: commit, repository (`owner/name`) and branch.
 #[derive(Debug, Clone, Copy)]
 pub struct RunHead<'a> {

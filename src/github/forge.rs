@@ -270,6 +270,17 @@ pub trait Forge: Send + Sync {
         head_sha: &str,
     ) -> Result<Vec<RunId>, ForgeError>;
 
+    /// Downloads the workflow run's artifact named `artifact` and returns its files whose
+    /// names `matches` accepts (bounded like [`Forge::download_artifact_file`]). An empty
+    /// list when the run has no such artifact.
+    async fn download_artifact_files(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
+    ) -> Result<Vec<(String, Vec<u8>)>, ForgeError>;
+
     /// `workflow_dispatch` of `workflow` (file name or id) on `git_ref`.
     async fn dispatch_workflow(
         &self,

@@ -197,6 +197,20 @@ impl Forge for PacedForge {
         )
         .await
     }
+    async fn download_artifact_files(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
+    ) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
+        self.read(
+            self.inner
+                .download_artifact_files(repo, run, artifact, matches)
+                .await,
+        )
+        .await
+    }
     async fn file_content(
         &self,
         repo: &RepoName,

@@ -262,11 +262,16 @@ impl Worker {
                     Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
                     Err(_) => crate::config::Config::default(),
                 };
-                let Some((pull, record)) =
-                    forge_flow::record_from_run(forge, &run, &config.github.artifact).await?
-                else {
+                let found = match forge_flow::record_from_run(forge, &run, &config.github.artifact)
+                    .await?
+                {
+                    Some(found) => Some(found),
+                    // No record: the reports the project's CI uploads, if configured.
+                    None => forge_flow::record_from_reports(forge, &run, &config).await?,
+                };
+                let Some((pull, record)) = found else {
                     return Ok(Ended::Ignored(format!(
-                        "workflow run {} uploaded no `{}` artifact",
+                        "workflow run {} uploaded no `{}` artifact and none of github.reports",
                         run.run_id, config.github.artifact
                     )));
                 };

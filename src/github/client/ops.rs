@@ -228,6 +228,45 @@ fn call<'a>(
 }
 
 impl OctocrabForge {
+    /// The zip of the run's unexpired artifact named `artifact`, read up to the download
+    /// limit while it streams in; `None` when there is none.
+    async fn artifact_zip(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+    ) -> Result<Option<bytes::Bytes>, ForgeError> {
+        let operation = "download artifact";
+        let path = format!(
+            "{}/actions/runs/{run}/artifacts?name={}",
+            repo_path(repo),
+            segment(artifact)
+        );
+        let artifacts: Vec<ArtifactJson> = self
+            .paginate("list workflow run artifacts", &path, Some("artifacts"))
+            .await?;
+        let Some(found) = artifacts.iter().find(|a| a.name == artifact && !a.expired) else {
+            return Ok(None);
+        };
+        let path = format!("{}/actions/artifacts/{}/zip", repo_path(repo), found.id);
+        let reply = self.send(call(operation, Method::GET, path, None)).await?;
+        if (300..400).contains(&reply.status) {
+            let location = reply
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| ForgeError::Decode {
+                    operation,
+                    message: "redirect without a Location".into(),
+                })?;
+            // Storage gets a signed URL, never the token.
+            let mut fetch = call(operation, Method::GET, location.to_string(), None);
+            fetch.authenticated = false;
+            return Ok(Some(self.send(fetch).await?.body));
+        }
+        Ok(Some(reply.body))
+    }
+
     async fn fetch_identity(&self) -> Result<Identity, ForgeError> {
         let user = self.send_json::<UserJson>(call(
             "get the authenticated user",
@@ -611,44 +650,40 @@ impl Forge for OctocrabForge {
         file: &str,
     ) -> Result<Vec<u8>, ForgeError> {
         let operation = "download artifact";
-        let path = format!(
-            "{}/actions/runs/{run}/artifacts?name={}",
-            repo_path(repo),
-            segment(artifact)
-        );
-        let artifacts: Vec<ArtifactJson> = self
-            .paginate("list workflow run artifacts", &path, Some("artifacts"))
-            .await?;
-        let found = artifacts
-            .iter()
-            .find(|a| a.name == artifact && !a.expired)
+        let zip = self
+            .artifact_zip(repo, run, artifact)
+            .await?
             .ok_or_else(|| ForgeError::Artifact {
                 operation,
                 message: format!("workflow run {run} has no unexpired artifact named `{artifact}`"),
             })?;
-        let path = format!("{}/actions/artifacts/{}/zip", repo_path(repo), found.id);
-        let reply = self.send(call(operation, Method::GET, path, None)).await?;
-        let zip = if (300..400).contains(&reply.status) {
-            let location = reply
-                .headers
-                .get(http::header::LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .ok_or_else(|| ForgeError::Decode {
-                    operation,
-                    message: "redirect without a Location".into(),
-                })?;
-            // Storage gets a signed URL, never the token.
-            let mut fetch = call(operation, Method::GET, location.to_string(), None);
-            fetch.authenticated = false;
-            self.send(fetch).await?.body
-        } else {
-            reply.body
-        };
         artifact::extract_file(&zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
             ForgeError::Artifact {
                 operation,
                 message: format!("artifact `{artifact}` of run {run}: {e}"),
             }
+        })
+    }
+
+    async fn download_artifact_files(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+        matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
+    ) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
+        let Some(zip) = self.artifact_zip(repo, run, artifact).await? else {
+            return Ok(Vec::new());
+        };
+        artifact::extract_matching(
+            &zip,
+            matches,
+            artifact::MAX_FILE_BYTES,
+            self.settings.max_download_bytes,
+        )
+        .map_err(|e| ForgeError::Artifact {
+            operation: "download artifact",
+            message: format!("artifact `{artifact}` of run {run}: {e}"),
         })
     }
 
