@@ -1,0 +1,411 @@
+//! The pull request handler in process, over an in-memory `Forge`: commands, permissions,
+//! idempotence and the escalation call, in milliseconds and without a process or a socket.
+//! (The real client is tested against the OpenAPI-checking fake in `github_*.rs`.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use itergate::app::pull_request::{Handler, Input, Rerun};
+use itergate::config::Config;
+use itergate::github::checks::CheckRunSpec;
+use itergate::github::commands::Permission;
+use itergate::github::events::CommentEvent;
+use itergate::github::types::{
+    Actor, ActorKind, BranchRef, CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity,
+    IdentitySource, LabelSpec, PrCommit, PrNumber, PullRequest, Reaction, RepoName, RunId,
+};
+use itergate::github::{Forge, ForgeError};
+use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Severity};
+use itergate::render::Renderer;
+
+const BOT: &str = "itergate[bot]";
+const PR: PrNumber = PrNumber(7);
+
+/// GitHub as a few maps: what the handler wrote is what it reads next.
+#[derive(Default)]
+struct Memory {
+    comments: Vec<Comment>,
+    labels: BTreeSet<String>,
+    permissions: BTreeMap<String, Permission>,
+    dispatches: usize,
+    check_runs: usize,
+    writes: usize,
+    next_id: u64,
+}
+
+#[derive(Default)]
+struct MemoryForge(Mutex<Memory>);
+
+impl MemoryForge {
+    fn with<R>(&self, f: impl FnOnce(&mut Memory) -> R) -> R {
+        f(&mut self.0.lock().unwrap())
+    }
+
+    fn comment(&self, author: &str, body: &str) -> CommentId {
+        self.with(|m| {
+            m.next_id += 1;
+            let id = CommentId(m.next_id);
+            m.comments.push(Comment {
+                id,
+                author: Actor::new(author, ActorKind::User),
+                body: body.into(),
+            });
+            id
+        })
+    }
+
+    fn bot_comments(&self) -> Vec<String> {
+        self.with(|m| {
+            m.comments
+                .iter()
+                .filter(|c| c.author.is(BOT))
+                .map(|c| c.body.clone())
+                .collect()
+        })
+    }
+}
+
+fn unused(operation: &'static str) -> ForgeError {
+    ForgeError::Settings(format!("{operation} is not used by these scenarios"))
+}
+
+#[async_trait]
+impl Forge for MemoryForge {
+    async fn identity(&self) -> Result<Identity, ForgeError> {
+        Ok(Identity {
+            login: BOT.into(),
+            source: IdentitySource::Configured,
+        })
+    }
+    async fn list_comments(&self, _: &RepoName, _: PrNumber) -> Result<Vec<Comment>, ForgeError> {
+        Ok(self.with(|m| m.comments.clone()))
+    }
+    async fn create_comment(
+        &self,
+        _: &RepoName,
+        _: PrNumber,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        Ok(self.with(|m| {
+            m.next_id += 1;
+            m.writes += 1;
+            let comment = Comment {
+                id: CommentId(m.next_id),
+                author: Actor::new(BOT, ActorKind::Bot),
+                body: body.into(),
+            };
+            m.comments.push(comment.clone());
+            comment
+        }))
+    }
+    async fn update_comment(
+        &self,
+        _: &RepoName,
+        id: CommentId,
+        body: &str,
+    ) -> Result<Comment, ForgeError> {
+        self.with(|m| {
+            m.writes += 1;
+            let comment = m
+                .comments
+                .iter_mut()
+                .find(|c| c.id == id)
+                .ok_or(ForgeError::Status {
+                    operation: "update comment",
+                    status: 404,
+                    message: "Not Found".into(),
+                    details: Vec::new(),
+                    attempts: 1,
+                })?;
+            comment.body = body.into();
+            Ok(comment.clone())
+        })
+    }
+    async fn delete_comment(&self, _: &RepoName, id: CommentId) -> Result<(), ForgeError> {
+        self.with(|m| m.comments.retain(|c| c.id != id));
+        Ok(())
+    }
+    async fn add_reaction(
+        &self,
+        _: &RepoName,
+        _: CommentId,
+        _: Reaction,
+    ) -> Result<(), ForgeError> {
+        Ok(())
+    }
+    async fn add_label(
+        &self,
+        _: &RepoName,
+        _: PrNumber,
+        label: &LabelSpec,
+    ) -> Result<(), ForgeError> {
+        self.with(|m| m.labels.insert(label.name.clone()));
+        Ok(())
+    }
+    async fn remove_label(&self, _: &RepoName, _: PrNumber, name: &str) -> Result<(), ForgeError> {
+        self.with(|m| m.labels.remove(name));
+        Ok(())
+    }
+    async fn permission(&self, _: &RepoName, user: &str) -> Result<Permission, ForgeError> {
+        Ok(self.with(|m| m.permissions.get(user).copied().unwrap_or(Permission::None)))
+    }
+    async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
+        let branch = |sha: &str, name: &str| BranchRef {
+            sha: CommitSha(sha.repeat(40)),
+            ref_name: name.into(),
+            repo: Some(repo.clone()),
+        };
+        Ok(PullRequest {
+            number: pr,
+            title: "a change".into(),
+            body: None,
+            state: "open".into(),
+            draft: false,
+            author: Actor::new("agent", ActorKind::User),
+            head: branch("a", "feature"),
+            base: branch("b", "main"),
+        })
+    }
+    async fn pull_request_commits(
+        &self,
+        _: &RepoName,
+        _: PrNumber,
+    ) -> Result<Vec<PrCommit>, ForgeError> {
+        Ok(Vec::new())
+    }
+    async fn create_check_run(
+        &self,
+        _: &RepoName,
+        _: &CheckRunSpec,
+    ) -> Result<CheckRunId, ForgeError> {
+        Ok(self.with(|m| {
+            m.check_runs += 1;
+            CheckRunId(m.check_runs as u64)
+        }))
+    }
+    async fn update_check_run(
+        &self,
+        _: &RepoName,
+        _: CheckRunId,
+        _: &CheckRunSpec,
+    ) -> Result<(), ForgeError> {
+        Ok(())
+    }
+    async fn list_check_runs(&self, _: &RepoName, _: &str) -> Result<Vec<CheckRun>, ForgeError> {
+        Ok(Vec::new())
+    }
+    async fn rerequest_check_suite(&self, _: &RepoName, _: CheckSuiteId) -> Result<(), ForgeError> {
+        Err(unused("rerequest_check_suite"))
+    }
+    async fn download_artifact_file(
+        &self,
+        _: &RepoName,
+        _: RunId,
+        _: &str,
+        _: &str,
+    ) -> Result<Vec<u8>, ForgeError> {
+        Err(unused("download_artifact_file"))
+    }
+    async fn file_content(
+        &self,
+        _: &RepoName,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<Vec<u8>>, ForgeError> {
+        Ok(None)
+    }
+    async fn rerun_pull_request_runs(
+        &self,
+        _: &RepoName,
+        _: &str,
+    ) -> Result<Vec<RunId>, ForgeError> {
+        Err(unused("rerun_pull_request_runs"))
+    }
+    async fn download_artifact_files(
+        &self,
+        _: &RepoName,
+        _: RunId,
+        _: &str,
+        _: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
+    ) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
+        Ok(Vec::new())
+    }
+    async fn dispatch_workflow(
+        &self,
+        _: &RepoName,
+        _: &str,
+        _: &str,
+        _: &BTreeMap<String, String>,
+    ) -> Result<(), ForgeError> {
+        Err(unused("dispatch_workflow"))
+    }
+    async fn repository_dispatch(
+        &self,
+        _: &RepoName,
+        _: &str,
+        _: &serde_json::Value,
+    ) -> Result<(), ForgeError> {
+        self.with(|m| m.dispatches += 1);
+        Ok(())
+    }
+}
+
+fn repo() -> RepoName {
+    "octo-org/widgets".parse().unwrap()
+}
+
+fn record(iteration: u32, failing: usize) -> IterationRecord {
+    let mut r = IterationRecord::new(
+        iteration,
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, iteration, 0).unwrap(),
+    );
+    r.commit = CommitSha(format!("{iteration:040x}"));
+    r.scores.tests_passing = Some(if failing == 0 { 1.0 } else { 0.5 });
+    r.scores.code_quality = Some(1.0);
+    r.issues = (0..failing)
+        .map(|i| CheckerIssue {
+            severity: Severity::Blocker,
+            dimension: "tests".into(),
+            finding: format!("test_{i} fails: assertion failed"),
+            affected_field: Some(format!("src/lib.rs:{}", 10 + i)),
+            suggested_fix: None,
+        })
+        .collect();
+    r
+}
+
+async fn run(forge: &MemoryForge, config: &Config, input: Input) -> Vec<String> {
+    let renderer = Renderer::new(None, false).unwrap();
+    let handler = Handler {
+        forge,
+        repo: repo(),
+        config,
+        renderer: &renderer,
+        bot_login: BOT.into(),
+        now: Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
+        state_key: None,
+        rerun: Rerun::RepositoryDispatch,
+    };
+    handler.handle(input).await.expect("handled").actions
+}
+
+fn iteration(r: IterationRecord) -> Input {
+    Input::Iteration {
+        pr: PR,
+        record: Box::new(r),
+        base: None,
+        self_reported: false,
+    }
+}
+
+fn comment(forge: &MemoryForge, author: &str, body: &str) -> Input {
+    let id = forge.comment(author, body);
+    Input::Comment(CommentEvent {
+        repo: repo(),
+        pr: PR,
+        comment_id: id,
+        body: body.into(),
+        author: Actor::new(author, ActorKind::User),
+        pr_author: Some(Actor::new("agent", ActorKind::User)),
+        installation_id: None,
+    })
+}
+
+#[tokio::test]
+async fn the_same_iteration_twice_keeps_one_sticky_comment_and_writes_nothing_new() {
+    let forge = MemoryForge::default();
+    let config = Config::default();
+    run(&forge, &config, iteration(record(1, 2))).await;
+    let writes = forge.with(|m| m.writes);
+    run(&forge, &config, iteration(record(1, 2))).await;
+    assert_eq!(forge.bot_comments().len(), 1);
+    assert_eq!(
+        forge.with(|m| m.writes),
+        writes,
+        "a redelivered iteration edits nothing"
+    );
+}
+
+#[tokio::test]
+async fn only_permitted_people_accept_and_the_pr_author_cannot_accept_its_own() {
+    let forge = MemoryForge::default();
+    forge.with(|m| {
+        m.permissions.insert("maintainer".into(), Permission::Admin);
+        m.permissions.insert("agent".into(), Permission::Write);
+        m.permissions.insert("stranger".into(), Permission::Read);
+    });
+    let config = Config::default();
+    let label = config.github.label.clone();
+    for i in 1..=4 {
+        run(&forge, &config, iteration(record(i, 2))).await;
+    }
+    assert!(
+        forge.with(|m| m.labels.contains(&label)),
+        "four failing iterations escalate"
+    );
+
+    for who in ["stranger", "agent"] {
+        let input = comment(&forge, who, "/iterate accept");
+        run(&forge, &config, input).await;
+        assert!(
+            forge.with(|m| m.labels.contains(&label)),
+            "{who} cannot accept"
+        );
+    }
+    let input = comment(&forge, "maintainer", "/iterate accept");
+    run(&forge, &config, input).await;
+    assert!(
+        !forge.with(|m| m.labels.contains(&label)),
+        "a maintainer accepts"
+    );
+}
+
+#[tokio::test]
+async fn the_escalation_call_is_posted_once_however_often_the_job_runs() {
+    let forge = MemoryForge::default();
+    let config: Config = serde_yaml::from_str("github:\n  reviewers: [lead]\n").unwrap();
+    let calls = || {
+        forge
+            .bot_comments()
+            .into_iter()
+            .filter(|b| !b.starts_with("<!-- itergate:sticky -->") && b.contains("@lead"))
+            .count()
+    };
+    for i in 1..=4 {
+        run(&forge, &config, iteration(record(i, 2))).await;
+    }
+    let after_four = calls();
+    assert!(after_four >= 1, "the PR escalated and called its reviewer");
+    // The last job runs again (a retry, a redelivery): no second call.
+    run(&forge, &config, iteration(record(4, 2))).await;
+    run(&forge, &config, iteration(record(4, 2))).await;
+    assert_eq!(calls(), after_four);
+}
+
+#[tokio::test]
+async fn a_comments_commands_are_applied_once_and_answered_once() {
+    let forge = MemoryForge::default();
+    forge.with(|m| {
+        m.permissions
+            .insert("maintainer".into(), Permission::Maintain);
+    });
+    let config = Config::default();
+    run(&forge, &config, iteration(record(1, 1))).await;
+    let input = comment(&forge, "maintainer", "/iterate budget 9\n/iterate help");
+    run(&forge, &config, input.clone()).await;
+    run(&forge, &config, input).await;
+    let replies: Vec<_> = forge
+        .bot_comments()
+        .into_iter()
+        .filter(|b| !b.starts_with("<!-- itergate:sticky -->"))
+        .collect();
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    // `/iterate` from a maintainer asks CI to score again; from nobody, nothing is sent.
+    let input = comment(&forge, "maintainer", "/iterate");
+    run(&forge, &config, input).await;
+    let input = comment(&forge, "someone", "/iterate");
+    run(&forge, &config, input).await;
+    assert_eq!(forge.with(|m| m.dispatches), 1);
+}
