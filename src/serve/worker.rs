@@ -117,6 +117,11 @@ impl Worker {
         let store = &self.store;
         let finished = match result {
             Ok(Ended::Done(what)) => {
+                let what = if what.is_empty() {
+                    "applied".to_string()
+                } else {
+                    what
+                };
                 tracing::info!("done: {what}");
                 self.metrics.job("done", latency);
                 store.complete(&job, &self.owner, now_ms(), &what).await
