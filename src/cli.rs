@@ -203,14 +203,20 @@ pub struct ServeArgs {
         value_name = "ADDR"
     )]
     pub listen: String,
-    /// The SQLite database of the inbox and the job queue (created if missing).
+    /// The inbox and the job queue: a SQLite file (created if missing; one process) or a
+    /// PostgreSQL URL, postgres://USER:PASSWORD@HOST:5432/DB, shared by several replicas.
+    /// Without it, DATABASE_URL, then itergate.db.
     #[arg(
         long,
         env = "ITERGATE_DATABASE",
-        default_value = "itergate.db",
-        value_name = "PATH"
+        hide_env_values = true,
+        value_name = "PATH|URL"
     )]
-    pub database: PathBuf,
+    pub database: Option<String>,
+    /// Connections to the database this process opens at most [default: 4 on SQLite;
+    /// --workers + 4 on PostgreSQL].
+    #[arg(long, env = "ITERGATE_DATABASE_CONNECTIONS", value_name = "N")]
+    pub database_connections: Option<u32>,
     /// The path GitHub posts webhooks to.
     #[arg(long, default_value = "/webhook", value_name = "PATH")]
     pub webhook_path: String,

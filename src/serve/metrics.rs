@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// Upper bounds (seconds) of the job latency histogram: from receipt to done.
 const LATENCY_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 120.0];
@@ -20,6 +20,10 @@ pub struct Metrics {
     latency_sum_ms: AtomicU64,
     github_calls: Mutex<BTreeMap<String, u64>>,
     rate_limit_remaining: AtomicI64,
+    /// This replica's name and its database backend.
+    replica: OnceLock<(String, &'static str)>,
+    /// 1 while this replica runs the redelivery sweep, 0 while another does.
+    sweep_leader: AtomicI64,
 }
 
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
@@ -67,6 +71,16 @@ impl Metrics {
     /// A GitHub call answered with `status` (`"error"` when no answer came).
     pub fn github_call(&self, status: &str) {
         bump(&self.github_calls, status.to_string());
+    }
+
+    /// Names this replica (its leases' owner) and its database backend.
+    pub fn identify(&self, replica: &str, backend: &'static str) {
+        let _ = self.replica.set((replica.to_string(), backend));
+    }
+
+    pub fn sweep_leader(&self, leading: bool) {
+        self.sweep_leader
+            .store(i64::from(leading), Ordering::Relaxed);
     }
 
     pub fn rate_limit_remaining(&self, remaining: i64) {
@@ -167,6 +181,27 @@ impl Metrics {
                 "itergate_github_calls_total{{status=\"{status}\"}} {n}"
             );
         }
+        if let Some((replica, backend)) = self.replica.get() {
+            let _ = writeln!(
+                out,
+                "# HELP itergate_replica_info This process: its name in leases and its database."
+            );
+            let _ = writeln!(out, "# TYPE itergate_replica_info gauge");
+            let _ = writeln!(
+                out,
+                "itergate_replica_info{{replica=\"{replica}\",database=\"{backend}\"}} 1"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP itergate_sweep_leader 1 while this replica runs the redelivery sweep."
+        );
+        let _ = writeln!(out, "# TYPE itergate_sweep_leader gauge");
+        let _ = writeln!(
+            out,
+            "itergate_sweep_leader {}",
+            self.sweep_leader.load(Ordering::Relaxed)
+        );
         let remaining = self.rate_limit_remaining.load(Ordering::Relaxed);
         if remaining >= 0 {
             let _ = writeln!(

@@ -54,15 +54,22 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
             args.webhook_path
         )));
     }
-    let store = store::Store::open(&args.database)
+    let location = database_location(args.database.as_deref());
+    let open = store::OpenOptions {
+        max_connections: args
+            .database_connections
+            .unwrap_or_else(|| default_connections(&location, args.workers)),
+    };
+    let store = store::Store::connect(&location, &open)
         .await
-        .map_err(|e| user(format!("--database {}: {e}", args.database.display())))?;
+        .map_err(|e| user(format!("--database {location}: {e}")))?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| user(format!("--listen {}: {e}", args.listen)))?;
     let address = listener.local_addr().map_err(anyhow::Error::from)?;
 
     let metrics = Arc::new(metrics::Metrics::new());
+    metrics.identify(&replica_name(), store.backend());
     let wake = Arc::new(Notify::new());
     let intake = Arc::new(intake::Intake {
         store: store.clone(),
@@ -88,6 +95,7 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
     tokio::spawn(sweep::run(
         installations.clone(),
         store.clone(),
+        metrics.clone(),
         Duration::from_secs(60 * args.sweep_minutes.max(1)),
         stop.clone(),
     ));
@@ -110,7 +118,7 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
         "itergate serve: listening on http://{address} (webhook at {})",
         args.webhook_path
     );
-    tracing::info!(%address, database = %args.database.display(), "serving");
+    tracing::info!(%address, database = %location, "serving");
     let shutdown = {
         let stop_tx = stop_tx.clone();
         async move {
@@ -170,7 +178,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
         }
     };
     tracing::info!(bot = %bot_login, workers = n, "workers started");
-    let owner = format!("{}-{}", hostname(), std::process::id());
+    let owner = replica_name();
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let worker = Arc::new(worker::Worker {
@@ -190,6 +198,32 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
     for handle in handles {
         let _ = handle.await;
     }
+}
+
+/// Where the inbox is: `--database` (or `ITERGATE_DATABASE`), else `DATABASE_URL`, else
+/// `itergate.db`.
+fn database_location(flag: Option<&str>) -> store::Location {
+    let url = std::env::var("DATABASE_URL").ok();
+    let chosen = flag
+        .filter(|v| !v.trim().is_empty())
+        .or(url.as_deref().filter(|v| !v.trim().is_empty()))
+        .unwrap_or("itergate.db");
+    store::Location::parse(chosen)
+}
+
+/// The pool's size unless `--database-connections` says: on PostgreSQL each worker uses
+/// one connection at a time (two while it renews its lease), plus intake's writer,
+/// `/readyz` and `/metrics`, and the sweep.
+fn default_connections(location: &store::Location, workers: usize) -> u32 {
+    match location {
+        store::Location::Sqlite(_) => 4,
+        store::Location::Postgres(_) => u32::try_from(workers.max(1)).unwrap_or(64) + 4,
+    }
+}
+
+/// This process among the replicas: in leases, logs and `/metrics`.
+fn replica_name() -> String {
+    format!("{}-{}", hostname(), std::process::id())
 }
 
 fn hostname() -> String {

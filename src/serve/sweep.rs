@@ -5,8 +5,10 @@
 //! (`POST /app/hook/deliveries/{id}/attempts`). GitHub keeps deliveries for three days;
 //! the sweep looks back [`LOOK_BACK`].
 //!
-//! One replica sweeps at a time: with SQLite there is one process; the PostgreSQL backend
-//! elects the sweeper by lock.
+//! One replica sweeps at a time: with SQLite there is one process; on PostgreSQL each
+//! replica asks at every tick for the sweep's lock ([`Store::hold_sweep_lock`]), and only
+//! the one holding it sweeps. When that replica stops or dies, another takes the lock at
+//! its next tick.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use http::Method;
 use serde::Deserialize;
 use tokio::sync::watch;
 
+use super::metrics::Metrics;
 use super::store::Store;
 use crate::github::app_auth::Installations;
 use crate::github::client::Call;
@@ -47,11 +50,26 @@ pub struct Swept {
 pub async fn run(
     installations: Arc<Installations>,
     store: Store,
+    metrics: Arc<Metrics>,
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
-        match sweep(&installations, &store, Utc::now()).await {
+        let leading = match store.hold_sweep_lock().await {
+            Ok(leading) => leading,
+            Err(e) => {
+                tracing::warn!("asking for the sweep's lock: {e}; trying again later");
+                false
+            }
+        };
+        metrics.sweep_leader(leading);
+        let swept = if leading {
+            sweep(&installations, &store, Utc::now()).await
+        } else {
+            tracing::debug!("another replica runs the redelivery sweep");
+            Ok(Swept::default())
+        };
+        match swept {
             Ok(swept) if !swept.redelivered.is_empty() => tracing::info!(
                 listed = swept.listed,
                 redelivered = swept.redelivered.len(),

@@ -1,62 +1,127 @@
-//! The App's durable inbox and job queue: one SQLite table of deliveries (sqlx, WAL,
-//! `synchronous=FULL`). A delivery is committed before its 2xx; then it is a job, claimed
-//! with a lease, done once.
+//! The App's durable inbox and job queue: one table of deliveries, on SQLite (the embedded
+//! default, one process) or on PostgreSQL (shared by several replicas). A delivery is
+//! committed before its 2xx; then it is a job, claimed with a lease, done once.
 //!
-//! - **Group commit.** Intake hands rows to one writer task that commits everything that
-//!   arrived meanwhile in one transaction (one fsync for many deliveries) and then answers
-//!   each. A delivery id seen before is reported as a duplicate (`INSERT ... ON CONFLICT DO
-//!   NOTHING`), so GitHub's redelivery and a second replica's copy make no second job.
+//! - **Group commit.** Intake hands rows to one writer task per process that commits
+//!   everything that arrived meanwhile in one transaction (one fsync for many deliveries)
+//!   and then answers each. A delivery id seen before is reported as a duplicate (`INSERT
+//!   ... ON CONFLICT DO NOTHING` on a unique column), so GitHub's redelivery and a second
+//!   replica's copy make no second job.
 //! - **Order per pull request.** Every delivery has a job key (`owner/repo#12`, or the
 //!   repository for events about no PR). A job is claimed only when no earlier job of its
-//!   key is unfinished, so one PR's events run one at a time, in the order they arrived.
+//!   key is unfinished (and, on PostgreSQL, no job of its key is leased), so one PR's
+//!   events run one at a time, in the order they were committed — across replicas too.
 //! - **Leases.** A claim sets `lease_until`; a worker that dies leaves a lease that runs
 //!   out, and the job is claimed again. Handlers are idempotent, so a job cut short and run
 //!   again has its effects once.
 //! - **Retries.** A failed job is rescheduled with backoff up to [`MAX_ATTEMPTS`]; a rate
 //!   limit reschedules it at the reset time without counting an attempt (never dropped).
+//! - **Schema versions.** Each backend has a list of steps, applied in order at start in one
+//!   transaction each ([`sqlite`], [`postgres`]). Steps only add (tables, nullable columns,
+//!   indexes), so replicas of the previous version keep working on a database a newer one
+//!   has upgraded: a rolling upgrade needs no downtime.
+//!
+//! The backends differ only where they must: how a claim is made safe against other
+//! processes, migrations, and the sweep's leader lock. Every other statement is the same
+//! SQL text on both (sqlx takes `$1` placeholders on SQLite too).
 
-use std::path::Path;
-use std::str::FromStr;
+/// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
+macro_rules! job_columns {
+    () => {
+        "seq, delivery_id, event, installation_id, payload, attempts, received_at"
+    };
+}
+
+mod postgres;
+mod sqlite;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
 
 /// Attempts before a job is given up (its outcome says why; the log too).
 pub const MAX_ATTEMPTS: i64 = 8;
 /// Deliveries committed together at most.
 const GROUP_COMMIT_MAX: usize = 512;
+/// How long intake waits for its commit before answering 503: well inside GitHub's 10 s.
+const RECEIVE_TIMEOUT: Duration = Duration::from_secs(8);
+/// Times a group commit is tried when the database reports a deadlock (two replicas
+/// inserting the same delivery ids in opposite orders).
+const COMMIT_TRIES: usize = 3;
 
-const SCHEMA: &[&str] = &[
-    // Version 1.
-    "CREATE TABLE IF NOT EXISTS deliveries (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        delivery_id TEXT NOT NULL UNIQUE,
-        event TEXT NOT NULL,
-        action TEXT,
-        installation_id INTEGER,
-        repository TEXT,
-        job_key TEXT NOT NULL,
-        payload BLOB NOT NULL,
-        received_at INTEGER NOT NULL,
-        run_at INTEGER NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        lease_owner TEXT,
-        lease_until INTEGER,
-        done_at INTEGER,
-        outcome TEXT,
-        last_error TEXT
-    );
-    CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (job_key, seq)
-        WHERE done_at IS NULL;
-    CREATE TABLE IF NOT EXISTS installations (
-        id INTEGER PRIMARY KEY,
-        account TEXT,
-        removed INTEGER NOT NULL DEFAULT 0,
-        updated_at INTEGER NOT NULL
-    );",
-];
+/// Where the inbox lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file (created if missing): one process.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL (`postgres://user:password@host:5432/db?sslmode=verify-full`):
+    /// any number of replicas.
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://...` or `postgresql://...` is PostgreSQL; anything else a SQLite path
+    /// (an optional `sqlite:` prefix is dropped).
+    pub fn parse(text: &str) -> Location {
+        let text = text.trim();
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Location::Postgres(text.to_string());
+        }
+        let path = text
+            .strip_prefix("sqlite://")
+            .or_else(|| text.strip_prefix("sqlite:"))
+            .unwrap_or(text);
+        Location::Sqlite(PathBuf::from(path))
+    }
+
+    /// The backend's name, for logs and metrics.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Location::Sqlite(_) => "sqlite",
+            Location::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// Shown in logs and errors: a URL's password never is.
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(&redact(url)),
+        }
+    }
+}
+
+impl fmt::Debug for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Location({self})")
+    }
+}
+
+/// `url` with the password of its user part and of a `password=` parameter replaced.
+fn redact(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://").map(|i| i + 3) {
+        let authority_end = out[scheme_end..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| scheme_end + i);
+        if let Some(at) = out[scheme_end..authority_end].rfind('@') {
+            let user = &out[scheme_end..scheme_end + at];
+            if let Some(colon) = user.find(':') {
+                out.replace_range(scheme_end + colon + 1..scheme_end + at, "***");
+            }
+        }
+    }
+    if let Some(start) = out.find("password=").map(|i| i + "password=".len()) {
+        let end = out[start..].find('&').map_or(out.len(), |i| start + i);
+        out.replace_range(start..end, "***");
+    }
+    out
+}
 
 /// A delivery as intake stores it.
 #[derive(Debug, Clone)]
@@ -89,61 +154,136 @@ pub struct Job {
     pub received_at: i64,
 }
 
+/// A claimed job's columns, as the claims return them ([`job_columns`]).
+type JobRow = (i64, String, String, Option<i64>, Vec<u8>, i64, i64);
+
+impl From<JobRow> for Job {
+    fn from(row: JobRow) -> Job {
+        let (seq, delivery_id, event, installation_id, payload, attempts, received_at) = row;
+        Job {
+            seq,
+            delivery_id,
+            event,
+            installation_id,
+            payload,
+            attempts,
+            received_at,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
     #[error("the database writer has stopped")]
     WriterGone,
+    #[error("the database did not commit within {} s", RECEIVE_TIMEOUT.as_secs())]
+    Timeout,
+    #[error("{0}")]
+    Schema(String),
+}
+
+/// How a store is opened.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// Connections in this process's pool at most.
+    pub max_connections: u32,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions { max_connections: 4 }
+    }
 }
 
 type Reply = oneshot::Sender<Result<Received, String>>;
 
+#[derive(Clone)]
+enum Backend {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(Arc<postgres::Postgres>),
+}
+
+/// Runs `$body` with `$pool` bound to the backend's pool: the same SQL on either.
+macro_rules! with_pool {
+    ($backend:expr, $pool:ident => $body:expr) => {
+        match $backend {
+            Backend::Sqlite($pool) => $body,
+            Backend::Postgres(pg) => {
+                let $pool = &pg.pool;
+                $body
+            }
+        }
+    };
+}
+
 /// The inbox and queue. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    backend: Backend,
     writer: mpsc::Sender<(NewDelivery, Reply)>,
 }
 
 impl Store {
-    /// Opens (creating it if needed) the database at `path` and brings its schema up to
-    /// date.
+    /// Opens (creating it if needed) the SQLite database at `path` and brings its schema up
+    /// to date.
     pub async fn open(path: &Path) -> Result<Store, StoreError> {
-        let options = SqliteConnectOptions::from_str("sqlite:")?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        migrate(&pool).await?;
+        Store::connect(
+            &Location::Sqlite(path.to_path_buf()),
+            &OpenOptions::default(),
+        )
+        .await
+    }
+
+    /// Opens the database at `location` and brings its schema up to date (on PostgreSQL,
+    /// one replica at a time: the others wait for it).
+    pub async fn connect(location: &Location, options: &OpenOptions) -> Result<Store, StoreError> {
+        let backend = match location {
+            Location::Sqlite(path) => Backend::Sqlite(sqlite::open(path, options).await?),
+            Location::Postgres(url) => {
+                Backend::Postgres(Arc::new(postgres::Postgres::open(url, options).await?))
+            }
+        };
         let (writer, inbox) = mpsc::channel(4 * GROUP_COMMIT_MAX);
-        tokio::spawn(write_loop(pool.clone(), inbox));
-        Ok(Store { pool, writer })
+        tokio::spawn(write_loop(backend.clone(), inbox));
+        Ok(Store { backend, writer })
+    }
+
+    /// The backend's name (`sqlite`, `postgres`).
+    pub fn backend(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
     }
 
     /// Commits `delivery` (with whatever else arrived meanwhile) and says whether it was
-    /// new. Returns only after the commit.
+    /// new. Returns only after the commit, or with an error after [`RECEIVE_TIMEOUT`] (the
+    /// delivery may then be stored or not: GitHub's redelivery finds out, as a duplicate).
     pub async fn receive(&self, delivery: NewDelivery) -> Result<Received, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.writer
-            .send((delivery, reply))
+        let committed = async {
+            self.writer
+                .send((delivery, reply))
+                .await
+                .map_err(|_| StoreError::WriterGone)?;
+            match answer.await {
+                Ok(Ok(received)) => Ok(received),
+                Ok(Err(message)) => Err(StoreError::Database(sqlx::Error::Protocol(message))),
+                Err(_) => Err(StoreError::WriterGone),
+            }
+        };
+        tokio::time::timeout(RECEIVE_TIMEOUT, committed)
             .await
-            .map_err(|_| StoreError::WriterGone)?;
-        match answer.await {
-            Ok(Ok(received)) => Ok(received),
-            Ok(Err(message)) => Err(StoreError::Database(sqlx::Error::Protocol(message))),
-            Err(_) => Err(StoreError::WriterGone),
-        }
+            .unwrap_or(Err(StoreError::Timeout))
     }
 
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        with_pool!(&self.backend, pool => {
+            sqlx::query("SELECT 1").execute(pool).await?;
+        });
         Ok(())
     }
 
@@ -155,32 +295,11 @@ impl Store {
         lease: Duration,
     ) -> Result<Option<Job>, StoreError> {
         let lease_until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
-        let row = sqlx::query(
-            "UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-             WHERE seq = (
-                SELECT d.seq FROM deliveries d
-                WHERE d.done_at IS NULL AND d.run_at <= $3
-                  AND (d.lease_until IS NULL OR d.lease_until < $3)
-                  AND NOT EXISTS (
-                    SELECT 1 FROM deliveries e
-                    WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq < d.seq)
-                ORDER BY d.seq LIMIT 1)
-             RETURNING seq, delivery_id, event, installation_id, payload, attempts, received_at",
-        )
-        .bind(owner)
-        .bind(lease_until)
-        .bind(now)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|r| Job {
-            seq: r.get("seq"),
-            delivery_id: r.get("delivery_id"),
-            event: r.get("event"),
-            installation_id: r.get("installation_id"),
-            payload: r.get("payload"),
-            attempts: r.get("attempts"),
-            received_at: r.get("received_at"),
-        }))
+        let job = match &self.backend {
+            Backend::Sqlite(pool) => sqlite::claim(pool, owner, now, lease_until).await?,
+            Backend::Postgres(pg) => pg.claim(owner, now, lease_until).await?,
+        };
+        Ok(job.map(Job::from))
     }
 
     /// Marks a claimed job done with `outcome`. False if the lease was lost meanwhile (another
@@ -192,7 +311,7 @@ impl Store {
         now: i64,
         outcome: &str,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = with_pool!(&self.backend, pool => sqlx::query(
             "UPDATE deliveries SET done_at = $1, outcome = $2, lease_owner = NULL, lease_until = NULL
              WHERE seq = $3 AND lease_owner = $4 AND done_at IS NULL",
         )
@@ -200,9 +319,10 @@ impl Store {
         .bind(outcome)
         .bind(job.seq)
         .bind(owner)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
     }
 
     /// Puts a claimed job back to run at `run_at`. `counted: false` (a rate limit) gives the
@@ -215,48 +335,53 @@ impl Store {
         error: &str,
         counted: bool,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        with_pool!(&self.backend, pool => sqlx::query(
             "UPDATE deliveries SET run_at = $1, last_error = $2, lease_owner = NULL,
                 lease_until = NULL, attempts = attempts - $3
              WHERE seq = $4 AND lease_owner = $5 AND done_at IS NULL",
         )
         .bind(run_at)
         .bind(error)
-        .bind(if counted { 0 } else { 1 })
+        .bind(if counted { 0_i64 } else { 1_i64 })
         .bind(job.seq)
         .bind(owner)
-        .execute(&self.pool)
-        .await?;
+        .execute(pool)
+        .await?
+        .rows_affected());
         Ok(())
     }
 
     /// Extends the lease of a job still being worked on.
     pub async fn extend(&self, job: &Job, owner: &str, until: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3")
-            .bind(until)
-            .bind(job.seq)
-            .bind(owner)
-            .execute(&self.pool)
-            .await?;
+        with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3",
+        )
+        .bind(until)
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
         Ok(())
     }
 
-    /// Jobs not done yet (the queue depth).
+    /// Jobs not done yet (the queue depth, all replicas together).
     pub async fn pending(&self) -> Result<i64, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL")
-                .fetch_one(&self.pool)
-                .await?,
+        Ok(with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL",
         )
+        .fetch_one(pool)
+        .await?))
     }
 
     /// Whether the delivery id is in the inbox.
     pub async fn has_delivery(&self, delivery_id: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT seq FROM deliveries WHERE delivery_id = $1")
-                .bind(delivery_id)
-                .fetch_optional(&self.pool)
-                .await?;
+        let found: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT seq FROM deliveries WHERE delivery_id = $1",
+        )
+        .bind(delivery_id)
+        .fetch_optional(pool)
+        .await?);
         Ok(found.is_some())
     }
 
@@ -268,59 +393,55 @@ impl Store {
         removed: bool,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        with_pool!(&self.backend, pool => sqlx::query(
             "INSERT INTO installations (id, account, removed, updated_at) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (id) DO UPDATE SET account = COALESCE(excluded.account, account),
+             ON CONFLICT (id) DO UPDATE SET
+                account = COALESCE(excluded.account, installations.account),
                 removed = excluded.removed, updated_at = excluded.updated_at",
         )
         .bind(id)
         .bind(account)
         .bind(removed)
         .bind(now)
-        .execute(&self.pool)
-        .await?;
+        .execute(pool)
+        .await?
+        .rows_affected());
         Ok(())
     }
 
     /// Whether the installation was removed (an event of an uninstalled App is ignored).
     pub async fn installation_removed(&self, id: i64) -> Result<bool, StoreError> {
-        let removed: Option<bool> =
-            sqlx::query_scalar("SELECT removed FROM installations WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?;
+        let removed: Option<bool> = with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT removed FROM installations WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await?);
         Ok(removed.unwrap_or(false))
     }
 
-    /// Lets pending writes finish and closes the connections.
-    pub async fn close(&self) {
-        self.pool.close().await;
-    }
-}
-
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    let mut conn = pool.acquire().await?;
-    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-        .fetch_one(&mut *conn)
-        .await?;
-    for (index, step) in SCHEMA.iter().enumerate() {
-        let target = i64::try_from(index).unwrap_or(i64::MAX) + 1;
-        if version >= target {
-            continue;
+    /// Whether this process may run the redelivery sweep now. SQLite has one process; on
+    /// PostgreSQL the replica holding a session advisory lock is the sweeper, until its
+    /// connection ends (it stopped, died, or lost the database), when another takes over.
+    pub async fn hold_sweep_lock(&self) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(true),
+            Backend::Postgres(pg) => pg.hold_sweep_lock().await,
         }
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        sqlx::raw_sql(step).execute(&mut *tx).await?;
-        sqlx::raw_sql(&format!("PRAGMA user_version = {target}"))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
     }
-    Ok(())
+
+    /// Lets pending writes finish and closes the connections (a held sweep lock with them).
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Postgres(pg) => pg.close().await,
+        }
+    }
 }
 
 /// Commits what intake hands over, in groups: the first row, then every row already
 /// waiting (up to [`GROUP_COMMIT_MAX`]), in one transaction.
-async fn write_loop(pool: SqlitePool, mut inbox: mpsc::Receiver<(NewDelivery, Reply)>) {
+async fn write_loop(backend: Backend, mut inbox: mpsc::Receiver<(NewDelivery, Reply)>) {
     let mut batch = Vec::with_capacity(GROUP_COMMIT_MAX);
     while let Some(first) = inbox.recv().await {
         batch.push(first);
@@ -330,51 +451,94 @@ async fn write_loop(pool: SqlitePool, mut inbox: mpsc::Receiver<(NewDelivery, Re
                 Err(_) => break,
             }
         }
-        let results = commit_batch(&pool, &batch).await;
-        for ((_, reply), result) in batch.drain(..).zip(results) {
-            let _ = reply.send(result);
+        // Intake gave up on these (it answered 503): not committing them keeps the answer
+        // true.
+        batch.retain(|(_, reply)| !reply.is_closed());
+        let outcome = {
+            let deliveries: Vec<&NewDelivery> = batch.iter().map(|(d, _)| d).collect();
+            let mut outcome = commit_batch(&backend, &deliveries).await;
+            for _ in 1..COMMIT_TRIES {
+                match &outcome {
+                    Err(e) if is_deadlock(e) => outcome = commit_batch(&backend, &deliveries).await,
+                    _ => break,
+                }
+            }
+            outcome
+        };
+        match outcome {
+            Ok(results) => {
+                for ((_, reply), result) in batch.drain(..).zip(results) {
+                    let _ = reply.send(Ok(result));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for (_, reply) in batch.drain(..) {
+                    let _ = reply.send(Err(message.clone()));
+                }
+            }
         }
     }
 }
 
 async fn commit_batch(
-    pool: &SqlitePool,
-    batch: &[(NewDelivery, Reply)],
-) -> Vec<Result<Received, String>> {
-    let fail = |e: sqlx::Error| vec![Err(e.to_string()); batch.len()];
+    backend: &Backend,
+    batch: &[&NewDelivery],
+) -> Result<Vec<Received>, sqlx::Error> {
     let now = now_ms();
-    let mut tx = match pool.begin().await {
-        Ok(tx) => tx,
-        Err(e) => return fail(e),
-    };
-    let mut results = Vec::with_capacity(batch.len());
-    for (d, _) in batch {
-        let inserted = sqlx::query(
-            "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-                job_key, payload, received_at, run_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-             ON CONFLICT (delivery_id) DO NOTHING",
-        )
-        .bind(&d.delivery_id)
-        .bind(&d.event)
-        .bind(&d.action)
-        .bind(d.installation_id)
-        .bind(&d.repository)
-        .bind(&d.job_key)
-        .bind(&d.payload)
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 1 => results.push(Ok(Received::New)),
-            Ok(_) => results.push(Ok(Received::Duplicate)),
-            Err(e) => return fail(e),
+    /// Inserts the batch in the transaction `$tx`, in arrival order (which is `seq` order).
+    macro_rules! insert_all {
+        ($tx:expr) => {{
+            let mut results = Vec::with_capacity(batch.len());
+            for d in batch {
+                let inserted = sqlx::query(
+                    "INSERT INTO deliveries (delivery_id, event, action, installation_id,
+                        repository, job_key, payload, received_at, run_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+                     ON CONFLICT (delivery_id) DO NOTHING",
+                )
+                .bind(&d.delivery_id)
+                .bind(&d.event)
+                .bind(&d.action)
+                .bind(d.installation_id)
+                .bind(&d.repository)
+                .bind(&d.job_key)
+                .bind(&d.payload)
+                .bind(now)
+                .execute(&mut *$tx)
+                .await?;
+                results.push(if inserted.rows_affected() == 1 {
+                    Received::New
+                } else {
+                    Received::Duplicate
+                });
+            }
+            results
+        }};
+    }
+    match backend {
+        Backend::Sqlite(pool) => {
+            let mut tx = pool.begin().await?;
+            let results = insert_all!(tx);
+            tx.commit().await?;
+            Ok(results)
+        }
+        Backend::Postgres(pg) => {
+            let mut tx = pg.pool.begin().await?;
+            postgres::lock_delivery_ids(&mut tx, batch).await?;
+            let results = insert_all!(tx);
+            tx.commit().await?;
+            Ok(results)
         }
     }
-    match tx.commit().await {
-        Ok(()) => results,
-        Err(e) => fail(e),
-    }
+}
+
+/// PostgreSQL's `deadlock_detected`.
+fn is_deadlock(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == "40P01")
 }
 
 /// Milliseconds since the Unix epoch.
@@ -383,4 +547,36 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_is_postgres_only_by_its_scheme_and_never_shows_a_password() {
+        let pg = Location::parse("postgres://app:s3cret@db.internal:5432/itergate?sslmode=require");
+        assert_eq!(pg.backend(), "postgres");
+        assert_eq!(
+            pg.to_string(),
+            "postgres://app:***@db.internal:5432/itergate?sslmode=require"
+        );
+        let param = Location::parse("postgresql://db/itergate?user=app&password=s3cret&x=1");
+        assert_eq!(
+            param.to_string(),
+            "postgresql://db/itergate?user=app&password=***&x=1"
+        );
+        assert_eq!(
+            Location::parse("postgres://app@db/itergate").to_string(),
+            "postgres://app@db/itergate"
+        );
+        assert_eq!(
+            Location::parse("itergate.db"),
+            Location::Sqlite("itergate.db".into())
+        );
+        assert_eq!(
+            Location::parse("sqlite:/var/lib/itergate.db"),
+            Location::Sqlite("/var/lib/itergate.db".into())
+        );
+    }
 }

@@ -1,0 +1,259 @@
+//! The shared backend: PostgreSQL, for several replicas behind one webhook URL. What one
+//! process cannot assume here, and how it is made safe:
+//!
+//! - **A claim among replicas**: the candidate row is locked `FOR UPDATE SKIP LOCKED`, so
+//!   replicas claiming at once take different jobs and never wait on each other.
+//! - **One job per pull request at a time**: deliveries committed by different replicas
+//!   need not become visible in `seq` order, so a claim also requires that no job of its
+//!   key is leased, and re-checks that under a transaction-scoped advisory lock on the key
+//!   (claims of one key are serialised; claims of different keys are not).
+//! - **Migrations**: each replica runs them at start under an advisory lock, in one
+//!   transaction; the version is the largest row of `schema_version`.
+//! - **The sweep's leader**: a session advisory lock held on a connection of its own; it
+//!   is released when that connection ends, whatever ended it.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection as _, PgConnection, PgPool};
+use tokio::sync::Mutex;
+
+use super::{JobRow, NewDelivery, OpenOptions, StoreError};
+
+/// The first key of every advisory lock this App takes ("itgt").
+const LOCK_CLASS: i32 = 0x6974_6774;
+/// The first key of the per-job-key locks ("itgk"); the second is `hashtext(job_key)`.
+const KEY_LOCK_CLASS: i32 = 0x6974_676b;
+/// The first key of the per-delivery-id locks ("itgd"); the second is `hashtext(id)`.
+const DELIVERY_LOCK_CLASS: i32 = 0x6974_6764;
+const MIGRATION_LOCK: i32 = 1;
+const SWEEP_LOCK: i32 = 2;
+/// How long a query waits for a connection before failing: intake answers 503 well inside
+/// GitHub's 10 s when the database is unreachable.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Claims retried at once when another replica took the key meanwhile.
+const CLAIM_TRIES: usize = 3;
+
+/// Schema steps; step `i` brings the database to version `i + 1`. Only ever append, and
+/// only steps that older versions can run beside (new tables, nullable columns, indexes).
+const SCHEMA: &[&str] = &[
+    // Version 1.
+    "CREATE TABLE IF NOT EXISTS deliveries (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        delivery_id TEXT NOT NULL UNIQUE,
+        event TEXT NOT NULL,
+        action TEXT,
+        installation_id BIGINT,
+        repository TEXT,
+        job_key TEXT NOT NULL,
+        payload BYTEA NOT NULL,
+        received_at BIGINT NOT NULL,
+        run_at BIGINT NOT NULL,
+        attempts BIGINT NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_until BIGINT,
+        done_at BIGINT,
+        outcome TEXT,
+        last_error TEXT
+    );
+    CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (job_key, seq)
+        WHERE done_at IS NULL;
+    CREATE TABLE IF NOT EXISTS installations (
+        id BIGINT PRIMARY KEY,
+        account TEXT,
+        removed BOOLEAN NOT NULL DEFAULT FALSE,
+        updated_at BIGINT NOT NULL
+    );",
+    // Version 2: the next job is found among the unfinished ones, not after every done one.
+    "CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries (seq)
+        WHERE done_at IS NULL;",
+];
+
+/// A runnable job: not done, due, not leased (or its lease ran out), no earlier unfinished
+/// job of its key and no other job of its key leased.
+const CANDIDATE: &str = "SELECT d.seq, d.job_key FROM deliveries d
+    WHERE d.done_at IS NULL AND d.run_at <= $1
+      AND (d.lease_until IS NULL OR d.lease_until < $1)
+      AND NOT EXISTS (
+        SELECT 1 FROM deliveries e
+        WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
+          AND (e.seq < d.seq OR e.lease_until >= $1))
+    ORDER BY d.seq LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED";
+
+/// The candidate's key, checked again under the key's lock with a fresh snapshot: every
+/// claim of the key committed before is visible now.
+const KEY_IS_FREE: &str = "SELECT NOT EXISTS (
+        SELECT 1 FROM deliveries e
+        WHERE e.job_key = $1 AND e.done_at IS NULL AND e.seq <> $2
+          AND (e.seq < $2 OR e.lease_until >= $3))";
+
+const TAKE: &str = concat!(
+    "UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+     WHERE seq = $3 RETURNING ",
+    job_columns!()
+);
+
+pub(super) struct Postgres {
+    pub(super) pool: PgPool,
+    connect: PgConnectOptions,
+    /// The connection holding the sweep's lock, while this replica is the sweeper.
+    sweeper: Mutex<Option<PgConnection>>,
+}
+
+impl Postgres {
+    pub(super) async fn open(url: &str, options: &OpenOptions) -> Result<Postgres, StoreError> {
+        let connect = PgConnectOptions::from_str(url)?.application_name("itergate serve");
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .idle_timeout(Some(Duration::from_secs(300)))
+            .connect_with(connect.clone())
+            .await?;
+        migrate(&pool).await?;
+        Ok(Postgres {
+            pool,
+            connect,
+            sweeper: Mutex::new(None),
+        })
+    }
+
+    pub(super) async fn claim(
+        &self,
+        owner: &str,
+        now: i64,
+        lease_until: i64,
+    ) -> Result<Option<JobRow>, StoreError> {
+        for _ in 0..CLAIM_TRIES {
+            let mut tx = self.pool.begin().await?;
+            let candidate: Option<(i64, String)> = sqlx::query_as(CANDIDATE)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some((seq, key)) = candidate else {
+                tx.commit().await?;
+                return Ok(None);
+            };
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(KEY_LOCK_CLASS)
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            let free: bool = sqlx::query_scalar(KEY_IS_FREE)
+                .bind(&key)
+                .bind(seq)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?;
+            if !free {
+                // Another replica claimed a job of this key since the candidate was read.
+                tx.rollback().await?;
+                continue;
+            }
+            let row: JobRow = sqlx::query_as(TAKE)
+                .bind(owner)
+                .bind(lease_until)
+                .bind(seq)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Ok(Some(row));
+        }
+        Ok(None)
+    }
+
+    pub(super) async fn hold_sweep_lock(&self) -> Result<bool, StoreError> {
+        let mut held = self.sweeper.lock().await;
+        if let Some(conn) = held.as_mut() {
+            if conn.ping().await.is_ok() {
+                return Ok(true);
+            }
+            // The connection is gone, and the lock with it: try again like any replica.
+            *held = None;
+        }
+        let mut conn = PgConnection::connect_with(&self.connect).await?;
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
+            .bind(LOCK_CLASS)
+            .bind(SWEEP_LOCK)
+            .fetch_one(&mut conn)
+            .await?;
+        if taken {
+            *held = Some(conn);
+        } else {
+            let _ = conn.close().await;
+        }
+        Ok(taken)
+    }
+
+    pub(super) async fn close(&self) {
+        if let Some(conn) = self.sweeper.lock().await.take() {
+            let _ = conn.close().await;
+        }
+        self.pool.close().await;
+    }
+}
+
+/// Locks the batch's delivery ids for the transaction, in one order for every replica.
+/// Two replicas committing the same ids (GitHub's redelivery racing the first attempt)
+/// would otherwise wait on each other's unique-index entries crosswise, a deadlock that
+/// PostgreSQL breaks only after `deadlock_timeout` by failing one of the batches.
+pub(super) async fn lock_delivery_ids(
+    tx: &mut PgConnection,
+    batch: &[&NewDelivery],
+) -> Result<(), sqlx::Error> {
+    let ids: Vec<&str> = batch.iter().map(|d| d.delivery_id.as_str()).collect();
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock($1, h)
+         FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($2::text[]) AS id ORDER BY h) AS ids",
+    )
+    .bind(DELIVERY_LOCK_CLASS)
+    .bind(ids)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await?;
+    // Replicas starting together: one migrates, the others then find nothing to do.
+    sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+        .bind(LOCK_CLASS)
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql(
+        "CREATE TABLE IF NOT EXISTS schema_version (
+            version BIGINT PRIMARY KEY,
+            applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )",
+    )
+    .execute(&mut *tx)
+    .await?;
+    let version: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+        .fetch_one(&mut *tx)
+        .await?;
+    let known = i64::try_from(SCHEMA.len()).unwrap_or(i64::MAX);
+    if version > known {
+        tracing::warn!(
+            version,
+            known,
+            "the database's schema is newer than this version knows; its steps only add, so \
+             this version keeps working"
+        );
+    }
+    for (index, step) in SCHEMA.iter().enumerate() {
+        let target = i64::try_from(index).unwrap_or(i64::MAX) + 1;
+        if version >= target {
+            continue;
+        }
+        sqlx::raw_sql(step).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO schema_version (version) VALUES ($1)")
+            .bind(target)
+            .execute(&mut *tx)
+            .await?;
+        tracing::info!(version = target, "database schema upgraded");
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,280 @@
+//! `itergate serve` as a test drives it: the real binary on 127.0.0.1 and a random port,
+//! the fake GitHub set up as the App's, and real webhook payloads signed as GitHub signs
+//! them.
+//!
+//! Use from a test file with `mod app_server;` (after `mod fake_github;`).
+#![allow(dead_code)] // each test binary uses part of it
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::fake_github::model::FakeApp;
+use crate::fake_github::{FakeGithub, Options, REPO};
+use itergate::serve::signature::sign;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+pub const SECRET: &str = "webhook-secret-for-tests";
+pub const APP_ID: u64 = 4242;
+pub const SLUG: &str = "itergate-test";
+pub const BOT: &str = "itergate-test[bot]";
+pub const INSTALLATION: u64 = 77;
+pub const BASE: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+pub const STICKY: &str = "<!-- itergate:sticky -->";
+
+pub fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A real webhook payload from the fixtures, moved to the fake's repository and the App's
+/// installation.
+pub fn webhook(name: &str) -> Value {
+    let bytes = std::fs::read(fixture_path(&format!("github/webhooks/{name}"))).expect("fixture");
+    let mut p: Value = serde_json::from_slice(&bytes).expect("json");
+    p["repository"]["full_name"] = json!(REPO);
+    p["repository"]["name"] = json!("widgets");
+    p["repository"]["owner"]["login"] = json!("octo-org");
+    p["installation"] = json!({ "id": INSTALLATION, "node_id": "MDIz" });
+    p
+}
+
+/// The fake GitHub, knowing the App (its public key) and the base's configuration.
+pub async fn fake() -> FakeGithub {
+    let server = FakeGithub::start_with(Options {
+        login: BOT.into(),
+        user_endpoint_forbidden: true,
+        ..Options::default()
+    })
+    .await;
+    let public_key = std::fs::read(fixture_path("app/test-app-key.pub.pem")).expect("key");
+    server.with(|m| {
+        m.app = Some(FakeApp {
+            id: APP_ID,
+            slug: SLUG.into(),
+            public_key_pem: public_key,
+            token_lifetime_secs: 3600,
+            tokens: Vec::new(),
+            deliveries: Vec::new(),
+            redelivered: Vec::new(),
+        });
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  label: needs-a-human\n".to_vec(),
+        );
+    });
+    server
+}
+
+/// A `pull_request` event (`action`) on `pr` at `head`.
+pub fn pull_request(action: &str, pr: u64, head: &str) -> Value {
+    let mut p = webhook("pull_request.opened.1.json");
+    p["action"] = json!(action);
+    p["number"] = json!(pr);
+    p["pull_request"]["number"] = json!(pr);
+    p["pull_request"]["head"]["sha"] = json!(head);
+    p["pull_request"]["head"]["ref"] = json!("feature");
+    p["pull_request"]["head"]["repo"]["full_name"] = json!(REPO);
+    p["pull_request"]["base"]["sha"] = json!(BASE);
+    p["pull_request"]["base"]["ref"] = json!("main");
+    p
+}
+
+/// An `issue_comment` event for a comment `body` by `author`, added to the fake on `pr`.
+pub fn comment(server: &FakeGithub, pr: u64, author: &str, body: &str) -> Value {
+    let mut p = webhook("derived.issue_comment.created.on_pull_request.json");
+    p["issue"]["number"] = json!(pr);
+    let id = server.with(|m| m.add_comment(pr, author, "User", body));
+    p["comment"]["id"] = json!(id);
+    p["comment"]["body"] = json!(body);
+    p["comment"]["user"]["login"] = json!(author);
+    p
+}
+
+/// The bot's sticky comments on `pr`.
+pub fn sticky_comments(server: &FakeGithub, pr: u64) -> Vec<String> {
+    server.with(|m| {
+        m.comments_on(pr)
+            .into_iter()
+            .filter(|c| c.author == BOT && c.body.starts_with(STICKY))
+            .map(|c| c.body.clone())
+            .collect()
+    })
+}
+
+/// The bot's comments on `pr` that are not the sticky one (replies).
+pub fn replies(server: &FakeGithub, pr: u64) -> usize {
+    server.with(|m| {
+        m.comments_on(pr)
+            .iter()
+            .filter(|c| c.author == BOT && !c.body.starts_with(STICKY))
+            .count()
+    })
+}
+
+/// A running `itergate serve`; killed on drop.
+pub struct Serve {
+    pub child: Child,
+    pub addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    /// Starts the binary on `database` (a SQLite path or a PostgreSQL URL) with 2 workers,
+    /// 3-second leases and no write pacing to speak of; `extra` arguments come last.
+    pub fn start(api_url: &str, database: &str, extra: &[&str]) -> Serve {
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--workers",
+                "2",
+                "--lease-seconds",
+                "3",
+                "--writes-per-minute",
+                "100000",
+                "--database",
+                database,
+            ])
+            .args(extra)
+            .env("ITERGATE_APP_ID", APP_ID.to_string())
+            .env(
+                "ITERGATE_PRIVATE_KEY_PATH",
+                fixture_path("app/test-app-key.pem"),
+            )
+            .env(
+                "ITERGATE_WEBHOOK_SECRET",
+                format!("{SECRET},an-older-secret"),
+            )
+            .env("GITHUB_API_URL", api_url)
+            .env("ITERGATE_GITHUB_RETRY_BASE_MS", "10")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("ITERGATE_BOT_LOGIN")
+            .env_remove("ITERGATE_DATABASE")
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn itergate serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut addr = None;
+        let mut seen = String::new();
+        for line in lines.by_ref() {
+            let line = line.expect("read");
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                addr = rest.split_whitespace().next().map(String::from);
+                break;
+            }
+        }
+        let addr = addr.unwrap_or_else(|| panic!("itergate serve did not start:\n{seen}"));
+        let log = Arc::new(Mutex::new(seen));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Serve { child, addr, log }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Kills the process with SIGKILL: no goodbye, no drain.
+    pub fn kill_9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Posts a signed delivery; the status, or 0 when no answer came (a dead replica).
+    pub fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> u16 {
+        deliver_to(&self.addr, event, delivery, payload)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        try_request(&self.addr, "GET", path, &[], b"").unwrap_or((0, String::new()))
+    }
+
+    /// A metric's value in `/metrics` (the line that starts with `name`).
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let (_, text) = self.get("/metrics");
+        text.lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Posts a signed delivery to the server at `addr`; the status, or 0 when no answer came.
+pub fn deliver_to(addr: &str, event: &str, delivery: &str, payload: &Value) -> u16 {
+    let body = serde_json::to_vec(payload).unwrap();
+    let headers = [
+        ("X-GitHub-Event", event.to_string()),
+        ("X-GitHub-Delivery", delivery.to_string()),
+        ("X-Hub-Signature-256", sign(SECRET.as_bytes(), &body)),
+    ];
+    try_request(addr, "POST", "/webhook", &headers, &body).map_or(0, |(status, _)| status)
+}
+
+/// One HTTP/1.1 exchange; the status and the body, or `None` when the connection failed.
+pub fn try_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok()?;
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body).ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())?;
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    Some((status, body))
+}
+
+/// Waits until `done` holds, or fails after `secs` with the servers' logs.
+pub async fn eventually(servers: &[&Serve], secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(secs) {
+            let logs: Vec<String> = servers.iter().map(|s| s.log()).collect();
+            panic!(
+                "timed out waiting for {what}; the servers' logs:\n{}",
+                logs.join("\n----\n")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,558 @@
+//! `itergate serve` on PostgreSQL, against a real server ([`pg_server`]): the store as
+//! several replicas use it at once (claims, duplicates, migrations, the sweep's lock), and
+//! end to end, three replicas of the real binary on one database, one killed with SIGKILL
+//! and the database restarted under load.
+
+mod app_server;
+mod fake_github;
+mod pg_server;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use app_server::{comment, fake, pull_request, replies, sticky_comments, Serve, BOT};
+use fake_github::{grant, seed_pull, FakeGithub, REPO};
+use itergate::serve::store::{Location, NewDelivery, OpenOptions, Received, Store};
+use pg_server::{wait_for, Postgres};
+use serde_json::Value;
+
+async fn open(pg: &Postgres) -> Store {
+    Store::connect(
+        &Location::parse(pg.url()),
+        &OpenOptions { max_connections: 8 },
+    )
+    .await
+    .expect("open the store on PostgreSQL")
+}
+
+fn delivery(id: &str, key: &str) -> NewDelivery {
+    NewDelivery {
+        delivery_id: id.into(),
+        event: "pull_request".into(),
+        action: Some("synchronize".into()),
+        installation_id: Some(77),
+        repository: Some(REPO.into()),
+        job_key: key.into(),
+        payload: b"{}".to_vec(),
+    }
+}
+
+/// What the claiming workers saw, in the order it happened.
+#[derive(Debug, Clone, PartialEq)]
+enum Seen {
+    Start(String, i64),
+    End(String, i64),
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_time_in_order() {
+    let pg = Postgres::start().await;
+    let stores = vec![open(&pg).await, open(&pg).await, open(&pg).await];
+    const KEYS: usize = 8;
+    const PER_KEY: usize = 12;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let done = Arc::new(AtomicUsize::new(0));
+    // Four workers per replica claim while the deliveries arrive.
+    let mut workers = tokio::task::JoinSet::new();
+    for (r, store) in stores.iter().enumerate() {
+        for w in 0..4 {
+            let (store, seen, done) = (store.clone(), seen.clone(), done.clone());
+            let owner = format!("replica-{r}-{w}");
+            workers.spawn(async move {
+                let mut completed = Vec::new();
+                while done.load(Ordering::SeqCst) < KEYS * PER_KEY {
+                    let now = itergate::serve::store::now_ms();
+                    let claimed = store.claim(&owner, now, Duration::from_secs(60)).await;
+                    let Some(job) = claimed.expect("claim") else {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        continue;
+                    };
+                    let key = job.delivery_id.split('/').next().unwrap().to_string();
+                    seen.lock().unwrap().push(Seen::Start(key.clone(), job.seq));
+                    tokio::time::sleep(Duration::from_millis(job.seq as u64 % 4)).await;
+                    seen.lock().unwrap().push(Seen::End(key, job.seq));
+                    let now = itergate::serve::store::now_ms();
+                    assert!(store.complete(&job, &owner, now, "done").await.unwrap());
+                    completed.push(job.seq);
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+                completed
+            });
+        }
+    }
+    // Each key's deliveries arrive one after the other, at the replicas in turn, and each
+    // one at a second replica at the same moment (GitHub's redelivery racing the first).
+    let mut producers = tokio::task::JoinSet::new();
+    for k in 0..KEYS {
+        let stores = stores.clone();
+        producers.spawn(async move {
+            for i in 0..PER_KEY {
+                let d = delivery(&format!("key{k}/{i}"), &format!("{REPO}#{k}"));
+                let (a, b) = (&stores[(k + i) % 3], &stores[(k + i + 1) % 3]);
+                let (x, y) = tokio::join!(a.receive(d.clone()), b.receive(d));
+                let mut answers = vec![x.expect("stored"), y.expect("stored")];
+                answers.sort_by_key(|r| *r == Received::Duplicate);
+                assert_eq!(answers, vec![Received::New, Received::Duplicate]);
+            }
+        });
+    }
+    while let Some(p) = producers.join_next().await {
+        p.unwrap();
+    }
+    let mut completed = Vec::new();
+    while let Some(w) = workers.join_next().await {
+        completed.extend(w.unwrap());
+    }
+    completed.sort();
+    let before = completed.len();
+    completed.dedup();
+    assert_eq!(before, completed.len(), "a job completed twice");
+    assert_eq!(completed.len(), KEYS * PER_KEY);
+    assert_eq!(
+        pg.scalar("SELECT COUNT(*) FROM deliveries").await,
+        (KEYS * PER_KEY) as i64
+    );
+    // Per key: start, end, start, end... in the order the deliveries arrived.
+    let seen = seen.lock().unwrap().clone();
+    for k in 0..KEYS {
+        let key = format!("key{k}");
+        let events: Vec<&Seen> = seen
+            .iter()
+            .filter(|s| matches!(s, Seen::Start(x, _) | Seen::End(x, _) if *x == key))
+            .collect();
+        let mut last_seq = 0;
+        for pair in events.chunks(2) {
+            match pair {
+                [Seen::Start(_, a), Seen::End(_, b)] if a == b && *a > last_seq => last_seq = *a,
+                other => panic!("{key}: two jobs at once or out of order: {other:?}\n{events:?}"),
+            }
+        }
+        assert_eq!(events.len(), 2 * PER_KEY);
+    }
+    let order = pg
+        .pairs(
+            "SELECT seq, CAST(split_part(delivery_id, '/', 2) AS BIGINT) FROM deliveries
+             WHERE job_key = 'octo-org/widgets#3' ORDER BY seq",
+        )
+        .await;
+    let arrival: Vec<i64> = order.iter().map(|(_, i)| *i).collect();
+    assert_eq!(arrival, (0..PER_KEY as i64).collect::<Vec<_>>());
+    for store in &stores {
+        store.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_deliveries_at_two_replicas_in_opposite_orders_are_stored_once_each() {
+    let pg = Postgres::start().await;
+    let (a, b) = (open(&pg).await, open(&pg).await);
+    const N: usize = 300;
+    let mut sends = tokio::task::JoinSet::new();
+    for i in 0..N {
+        let (a, b) = (a.clone(), b.clone());
+        // Opposite orders: group commits at the two replicas lock the same ids crosswise.
+        let j = N - 1 - i;
+        sends.spawn(async move {
+            let x = a
+                .receive(delivery(&format!("d{i}"), &format!("k{i}")))
+                .await;
+            (i, x)
+        });
+        sends.spawn(async move {
+            let y = b
+                .receive(delivery(&format!("d{j}"), &format!("k{j}")))
+                .await;
+            (j, y)
+        });
+    }
+    let mut new = BTreeMap::new();
+    while let Some(sent) = sends.join_next().await {
+        let (i, received) = sent.unwrap();
+        if received.expect("stored") == Received::New {
+            *new.entry(i).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(new.len(), N, "every delivery stored");
+    assert!(
+        new.values().all(|n| *n == 1),
+        "one of the two copies is new"
+    );
+    assert_eq!(pg.scalar("SELECT COUNT(*) FROM deliveries").await, N as i64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_holds_the_sweep_lock_until_it_goes_then_another_takes_it() {
+    let pg = Postgres::start().await;
+    let (a, b) = (open(&pg).await, open(&pg).await);
+    assert!(a.hold_sweep_lock().await.unwrap());
+    assert!(!b.hold_sweep_lock().await.unwrap());
+    assert!(a.hold_sweep_lock().await.unwrap(), "the holder keeps it");
+    assert!(!b.hold_sweep_lock().await.unwrap());
+    a.close().await;
+    wait_for(Duration::from_secs(10), "the lock to pass on", async || {
+        b.hold_sweep_lock().await.unwrap()
+    })
+    .await;
+    // A lost connection loses the lock, and it is taken again.
+    let c = open(&pg).await;
+    assert!(!c.hold_sweep_lock().await.unwrap());
+    pg.stop();
+    pg.start_again();
+    wait_for(
+        Duration::from_secs(20),
+        "someone to sweep again",
+        async || {
+            matches!(b.hold_sweep_lock().await, Ok(true))
+                || matches!(c.hold_sweep_lock().await, Ok(true))
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded() {
+    let pg = Postgres::start().await;
+    let (a, b, c) = tokio::join!(open(&pg), open(&pg), open(&pg));
+    let versions = pg
+        .pairs("SELECT version, version FROM schema_version ORDER BY version")
+        .await;
+    assert_eq!(versions, vec![(1, 1), (2, 2)]);
+    for store in [a, b, c] {
+        store.close().await;
+    }
+    // A database left at version 1 by an older release gets version 2 at the next start.
+    {
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(pg.url())
+            .await
+            .unwrap();
+        sqlx::raw_sql(
+            "DELETE FROM schema_version WHERE version = 2; DROP INDEX deliveries_unfinished;",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    let store = open(&pg).await;
+    assert_eq!(
+        pg.scalar("SELECT MAX(version) FROM schema_version").await,
+        2
+    );
+    assert_eq!(
+        pg.scalar("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'deliveries_unfinished'")
+            .await,
+        1
+    );
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_database_down_intake_answers_503_and_readyz_too_then_both_recover() {
+    let pg = Postgres::start().await;
+    assert!(
+        pg.can_stop(),
+        "this test stops the server: it needs the temporary cluster (unset DATABASE_URL)"
+    );
+    let server = fake().await;
+    let serve = Serve::start(&server.api_url(), pg.url(), &[]);
+    assert_eq!(serve.get("/readyz").0, 200);
+    seed_pull(&server, 7, &[(&"a".repeat(40), "the change")]);
+    pg.stop();
+    let asked = Instant::now();
+    let status = serve.deliver(
+        "pull_request",
+        "d-down",
+        &pull_request("opened", 7, &"a".repeat(40)),
+    );
+    assert_eq!(status, 503, "{}", serve.log());
+    assert!(
+        asked.elapsed() < Duration::from_secs(9),
+        "answered within GitHub's 10 s: {:?}",
+        asked.elapsed()
+    );
+    assert_eq!(serve.get("/readyz").0, 503);
+    assert_eq!(
+        serve.metric("itergate_deliveries_total{result=\"refused\",reason=\"database\"}"),
+        Some(1.0)
+    );
+    pg.start_again();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while serve.get("/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "{}", serve.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // GitHub's redelivery of the refused delivery is a new one to the App.
+    let status = serve.deliver(
+        "pull_request",
+        "d-down",
+        &pull_request("opened", 7, &"a".repeat(40)),
+    );
+    assert_eq!(status, 202);
+    app_server::eventually(&[&serve], 20, "the waiting comment", || {
+        sticky_comments(&server, 7).len() == 1
+    })
+    .await;
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_three_replicas_one_sweeps_and_each_reports_itself() {
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    let replicas: Vec<Serve> = (0..3)
+        .map(|_| Serve::start(&server.api_url(), pg.url(), &[]))
+        .collect();
+    let leaders = || {
+        replicas
+            .iter()
+            .map(|r| r.metric("itergate_sweep_leader").unwrap_or(0.0))
+            .sum::<f64>()
+    };
+    let all: Vec<&Serve> = replicas.iter().collect();
+    app_server::eventually(&all, 20, "a sweeper", || {
+        leaders() == 1.0 && server.count("apps/list-webhook-deliveries") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(leaders(), 1.0);
+    assert_eq!(
+        server.count("apps/list-webhook-deliveries"),
+        1,
+        "one sweep, not three"
+    );
+    let mut names: Vec<String> = replicas
+        .iter()
+        .map(|r| {
+            let (_, text) = r.get("/metrics");
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("itergate_replica_info"))
+                .unwrap_or_else(|| panic!("no replica info:\n{text}"))
+                .to_string();
+            assert!(line.contains("database=\"postgres\""), "{line}");
+            line
+        })
+        .collect();
+    names.dedup();
+    assert_eq!(names.len(), 3, "{names:?}");
+    server.assert_no_violations();
+}
+
+/// One delivery the load sends: where it goes first, and what it is.
+struct Planned {
+    id: String,
+    event: &'static str,
+    payload: Value,
+    /// Sent to two replicas at the same moment.
+    twice: bool,
+}
+
+/// The head of event `i` on `pr`: distinct in its first seven characters.
+fn head(pr: u64, i: usize) -> String {
+    format!("{:07x}{}", 0x100_0000 + pr * 64 + i as u64, "a".repeat(33))
+}
+
+/// Sends `planned` until a replica answers 2xx (GitHub redelivers what failed), starting at
+/// replica `first`; every answer is recorded.
+fn send(addrs: &[String], first: usize, planned: &Planned, answers: &Mutex<Vec<u16>>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut attempt = 0;
+    loop {
+        let addr = &addrs[(first + attempt) % addrs.len()];
+        let status = app_server::deliver_to(addr, planned.event, &planned.id, &planned.payload);
+        answers.lock().unwrap().push(status);
+        if (200..300).contains(&status) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never acknowledged",
+            planned.id
+        );
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every write of the bot's sticky comment on `pr` (created, then edited), in order.
+fn sticky_writes(server: &FakeGithub, pr: u64) -> Vec<String> {
+    server.with(|m| {
+        let sticky_ids: Vec<u64> = m
+            .comments_on(pr)
+            .iter()
+            .filter(|c| c.author == BOT && c.body.starts_with(app_server::STICKY))
+            .map(|c| c.id)
+            .collect();
+        m.requests
+            .iter()
+            .filter(|r| {
+                let on_pr = r.operation_id == "issues/create-comment"
+                    && r.path.ends_with(&format!("/issues/{pr}/comments"));
+                let edit = r.operation_id == "issues/update-comment"
+                    && sticky_ids
+                        .iter()
+                        .any(|id| r.path.ends_with(&format!("/comments/{id}")));
+                on_pr || edit
+            })
+            .filter_map(|r| r.body.as_ref()?.get("body")?.as_str().map(String::from))
+            .filter(|body| body.starts_with(app_server::STICKY))
+            .collect()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_process_every_acknowledged_delivery_once_through_a_kill_9_and_a_database_restart(
+) {
+    const COMMENT_PRS: u64 = 60;
+    const ORDERED_PRS: u64 = 4;
+    const EVENTS_PER_PR: usize = 10;
+    // Each lane spreads its deliveries over this long, so that the kill and the database's
+    // restart happen in the middle of every lane.
+    const LANE_MS: u64 = 1500;
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    grant(&server, "maintainer", "admin", "admin");
+    let mut replicas: Vec<Serve> = (0..3)
+        .map(|_| Serve::start(&server.api_url(), pg.url(), &[]))
+        .collect();
+    let addrs: Vec<String> = replicas.iter().map(|r| r.addr.clone()).collect();
+
+    // Lanes: each PR's events in order (one after the other, each to the next replica), and
+    // comments, each on its own PR so that each job posts exactly one reply.
+    let mut lanes: Vec<Vec<Planned>> = Vec::new();
+    for pr in 10..10 + ORDERED_PRS {
+        seed_pull(&server, pr, &[(&head(pr, EVENTS_PER_PR - 1), "the change")]);
+        lanes.push(
+            (0..EVENTS_PER_PR)
+                .map(|i| Planned {
+                    id: format!("sync-{pr}-{i}"),
+                    event: "pull_request",
+                    payload: pull_request("synchronize", pr, &head(pr, i)),
+                    twice: false,
+                })
+                .collect(),
+        );
+    }
+    let mut comments: Vec<Vec<Planned>> = (0..3).map(|_| Vec::new()).collect();
+    for (n, pr) in (100..100 + COMMENT_PRS).enumerate() {
+        seed_pull(&server, pr, &[(&head(pr, 0), "c")]);
+        comments[n % 3].push(Planned {
+            id: format!("comment-{pr}"),
+            event: "issue_comment",
+            payload: comment(&server, pr, "maintainer", "/iterate help"),
+            twice: n % 5 == 0,
+        });
+    }
+    lanes.extend(comments);
+    let total: usize = lanes.iter().map(Vec::len).sum();
+
+    let acknowledged = Arc::new(AtomicUsize::new(0));
+    let answers = Arc::new(Mutex::new(Vec::new()));
+    let senders: Vec<_> = lanes
+        .into_iter()
+        .enumerate()
+        .map(|(lane, planned)| {
+            let (addrs, acknowledged, answers) =
+                (addrs.clone(), acknowledged.clone(), answers.clone());
+            std::thread::spawn(move || {
+                let pace = Duration::from_millis(LANE_MS / planned.len() as u64);
+                for (i, p) in planned.iter().enumerate() {
+                    std::thread::sleep(pace);
+                    let first = lane + i;
+                    if p.twice {
+                        std::thread::scope(|s| {
+                            s.spawn(|| send(&addrs, first, p, &answers));
+                            s.spawn(|| send(&addrs, first + 1, p, &answers));
+                        });
+                    } else {
+                        send(&addrs, first, p, &answers);
+                    }
+                    acknowledged.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+
+    // A third of the way: one replica dies mid-load. Two thirds: the database goes away and
+    // comes back (a crash and its recovery).
+    let progress = || acknowledged.load(Ordering::SeqCst);
+    while progress() < total / 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    replicas[0].kill_9();
+    while progress() < 2 * total / 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    pg.stop();
+    // Longer than a replica waits for a connection: intake answers 503 meanwhile.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    pg.start_again();
+    for s in senders {
+        s.join().expect("a sender");
+    }
+    assert_eq!(progress(), total, "every delivery acknowledged in the end");
+
+    let living: Vec<&Serve> = replicas[1..].iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while pg
+        .scalar("SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL")
+        .await
+        > 0
+    {
+        if Instant::now() > deadline {
+            let logs: Vec<String> = living.iter().map(|s| s.log()).collect();
+            panic!("jobs left undone; the logs:\n{}", logs.join("\n----\n"));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Each delivery stored once, whichever replicas received it and however often.
+    assert_eq!(
+        pg.scalar("SELECT COUNT(*) FROM deliveries").await,
+        total as i64
+    );
+    // Each comment answered once: nothing lost, nothing done twice.
+    for pr in 100..100 + COMMENT_PRS {
+        assert_eq!(replies(&server, pr), 1, "PR {pr}: one reply");
+    }
+    for pr in 10..10 + ORDERED_PRS {
+        // One sticky comment, written in the order the events arrived, ending at the last.
+        let sticky = sticky_comments(&server, pr);
+        assert_eq!(sticky.len(), 1, "PR {pr}: {sticky:?}");
+        let last = format!("`{}`", &head(pr, EVENTS_PER_PR - 1)[..7]);
+        assert!(sticky[0].contains(&last), "PR {pr}: {}", sticky[0]);
+        let written: Vec<usize> = sticky_writes(&server, pr)
+            .iter()
+            .filter_map(|body| {
+                (0..EVENTS_PER_PR).find(|i| body.contains(&format!("`{}`", &head(pr, *i)[..7])))
+            })
+            .collect();
+        assert!(
+            written.windows(2).all(|w| w[0] <= w[1]),
+            "PR {pr}: events applied out of order: {written:?}"
+        );
+        assert_eq!(written.last(), Some(&(EVENTS_PER_PR - 1)));
+        // In the database: stored in the order sent, finished in that order.
+        let rows = pg
+            .pairs(&format!(
+                "SELECT CAST(split_part(delivery_id, '-', 3) AS BIGINT), done_at FROM deliveries
+                 WHERE job_key = '{REPO}#{pr}' ORDER BY seq"
+            ))
+            .await;
+        let sent: Vec<i64> = rows.iter().map(|(i, _)| *i).collect();
+        assert_eq!(sent, (0..EVENTS_PER_PR as i64).collect::<Vec<_>>());
+        assert!(rows.windows(2).all(|w| w[0].1 <= w[1].1), "{rows:?}");
+    }
+    let answers = answers.lock().unwrap().clone();
+    assert!(
+        answers.contains(&0),
+        "the killed replica refused connections"
+    );
+    if pg.can_stop() {
+        assert!(
+            answers.contains(&503),
+            "intake answered 503 while the database was away: {answers:?}"
+        );
+    }
+    server.assert_no_violations();
+}
