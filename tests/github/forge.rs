@@ -2,7 +2,7 @@
 //! GitHub would, every request matches GitHub's OpenAPI description, and 502s, timeouts and
 //! rate limits are retried the way the retry policy says.
 
-mod fake_github;
+use crate::fake_github;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

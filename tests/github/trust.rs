@@ -11,8 +11,8 @@
 //! - A newer state is never overwritten, an unreadable one is reported, and a comment of
 //!   another workflow that carries the marker is not taken for the sticky comment.
 
-mod fake_github;
-mod gitrepo;
+use crate::fake_github;
+use crate::gitrepo;
 
 use std::path::Path;
 use std::process::Output;

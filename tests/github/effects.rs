@@ -9,7 +9,7 @@
 //! - a 403 that only says "secondary rate limit" is retried;
 //! - an artifact larger than the limit is refused, not read into memory.
 
-mod fake_github;
+use crate::fake_github;
 
 use std::time::Duration;
 

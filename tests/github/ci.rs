@@ -1,8 +1,8 @@
 //! `itergate ci` end to end: the real binary, a real git checkout, real webhook payloads, and
 //! the fake GitHub that checks every request against GitHub's OpenAPI description.
 
-mod fake_github;
-mod gitrepo;
+use crate::fake_github;
+use crate::gitrepo;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

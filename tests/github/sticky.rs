@@ -2,7 +2,7 @@
 //! text can neither forge nor break the marker or the state, and the body stays under
 //! GitHub's size limit by compacting old iterations.
 
-mod fake_github;
+use crate::fake_github;
 
 use chrono::{TimeZone, Utc};
 use fake_github::{FakeGithub, BOT_LOGIN, REPO};
