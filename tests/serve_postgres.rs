@@ -52,6 +52,7 @@ async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_ti
     let stores = vec![open(&pg).await, open(&pg).await, open(&pg).await];
     const KEYS: usize = 8;
     const PER_KEY: usize = 12;
+    const ORDERED_KEYS: usize = KEYS / 2;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let done = Arc::new(AtomicUsize::new(0));
     // Four workers per replica claim while the deliveries arrive.
@@ -82,10 +83,21 @@ async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_ti
             });
         }
     }
-    // Each key's deliveries arrive one after the other, at the replicas in turn, and each
-    // one at a second replica at the same moment (GitHub's redelivery racing the first).
+    // Half the keys get their deliveries one after the other, at the replicas in turn, and
+    // each one at a second replica at the same moment (GitHub's redelivery racing the
+    // first). The other half get theirs all at once, at all replicas: they become visible in
+    // no particular order, and still must not run two at a time.
     let mut producers = tokio::task::JoinSet::new();
-    for k in 0..KEYS {
+    for k in ORDERED_KEYS..KEYS {
+        for i in 0..PER_KEY {
+            let store = stores[i % 3].clone();
+            producers.spawn(async move {
+                let d = delivery(&format!("key{k}/{i}"), &format!("{REPO}#{k}"));
+                assert_eq!(store.receive(d).await.expect("stored"), Received::New);
+            });
+        }
+    }
+    for k in 0..ORDERED_KEYS {
         let stores = stores.clone();
         producers.spawn(async move {
             for i in 0..PER_KEY {
@@ -114,7 +126,8 @@ async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_ti
         pg.scalar("SELECT COUNT(*) FROM deliveries").await,
         (KEYS * PER_KEY) as i64
     );
-    // Per key: start, end, start, end... in the order the deliveries arrived.
+    // Per key: start, end, start, end... in the order the deliveries arrived when they
+    // arrived one after the other.
     let seen = seen.lock().unwrap().clone();
     for k in 0..KEYS {
         let key = format!("key{k}");
@@ -125,7 +138,11 @@ async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_ti
         let mut last_seq = 0;
         for pair in events.chunks(2) {
             match pair {
-                [Seen::Start(_, a), Seen::End(_, b)] if a == b && *a > last_seq => last_seq = *a,
+                [Seen::Start(_, a), Seen::End(_, b)]
+                    if a == b && (*a > last_seq || k >= ORDERED_KEYS) =>
+                {
+                    last_seq = *a
+                }
                 other => panic!("{key}: two jobs at once or out of order: {other:?}\n{events:?}"),
             }
         }
@@ -142,6 +159,44 @@ async fn replicas_claiming_at_once_run_each_job_once_and_a_keys_jobs_one_at_a_ti
     for store in &stores {
         store.close().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_committed_late_with_an_earlier_seq_waits_while_its_pull_request_is_busy() {
+    let pg = Postgres::start().await;
+    let (a, b) = (open(&pg).await, open(&pg).await);
+    let key = format!("{REPO}#5");
+    // Replica A's group commit takes its seq first but commits last.
+    let mut slow = <sqlx::PgConnection as sqlx::Connection>::connect(pg.url())
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut slow).await.unwrap();
+    sqlx::query(
+        "INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
+         VALUES ('late', 'pull_request', $1, '\\x7b7d', 0, 0)",
+    )
+    .bind(&key)
+    .execute(&mut slow)
+    .await
+    .unwrap();
+    assert_eq!(
+        b.receive(delivery("visible", &key)).await.unwrap(),
+        Received::New
+    );
+    let now = itergate::serve::store::now_ms;
+    let lease = Duration::from_secs(60);
+    let running = b.claim("b-0", now(), lease).await.unwrap().expect("a job");
+    assert_eq!(running.delivery_id, "visible");
+    sqlx::raw_sql("COMMIT").execute(&mut slow).await.unwrap();
+    // The PR is busy: the earlier job waits, though nothing earlier is unfinished.
+    assert!(a.claim("a-0", now(), lease).await.unwrap().is_none());
+    assert!(b.complete(&running, "b-0", now(), "done").await.unwrap());
+    let next = a
+        .claim("a-0", now(), lease)
+        .await
+        .unwrap()
+        .expect("the late job");
+    assert_eq!(next.delivery_id, "late");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
