@@ -2,7 +2,7 @@
 # Installs itergate for the GitHub Action (action.yml): the release archive for the runner's
 # OS and architecture, at the action's own version, verified against the release's
 # SHA256SUMS and kept in the runner's tool cache; built from the action's source only when
-# no release asset exists (a branch, a commit, `uses: ./`). Tested by tests/action_install.rs.
+# no release asset exists (a branch, a commit, `uses: ./`). Tested by tests/local/action_install.rs.
 #
 # Environment (set by the runner unless noted):
 #   RUNNER_OS, RUNNER_ARCH          Linux|macOS|Windows, X64|ARM64: pick the archive

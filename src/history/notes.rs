@@ -47,7 +47,7 @@
 //!
 //! Several processes may write notes at once (parallel pushes, agents in several
 //! worktrees). libgit2's own note writing moves the notes ref unconditionally, so two
-//! writers can each drop the other's note (the concurrency test in `tests/git_notes.rs`
+//! writers can each drop the other's note (the concurrency test in `tests/local/git_notes.rs`
 //! loses most notes that way). Instead each write builds its notes commit (blob, tree,
 //! commit: no ref is touched) and then moves the notes ref by compare-and-swap under git's
 //! ref lock, against the commit it built on, or against "absent" for the first note; a

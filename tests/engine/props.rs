@@ -1,0 +1,172 @@
+//! Properties of the engine over arbitrary histories and configurations.
+
+use crate::common;
+
+use chrono::Duration;
+use common::t0;
+use itergate::config::Config;
+use itergate::engine::{decide, DecideInput, Feedback, Recommendation};
+use itergate::model::{
+    CheckerIssue, IterationRecord, Scores, Severity, Status, Trigger, TriggerType,
+};
+use proptest::prelude::*;
+
+fn score() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![Just(None), (0.0f64..=1.0).prop_map(Some)]
+}
+
+fn status() -> impl Strategy<Value = Status> {
+    prop_oneof![
+        Just(Status::Pass),
+        Just(Status::Fail),
+        Just(Status::Void),
+        Just(Status::Error)
+    ]
+}
+
+fn trigger_type() -> impl Strategy<Value = TriggerType> {
+    prop_oneof![
+        Just(TriggerType::ValidationFailure),
+        Just(TriggerType::IncompleteOutput),
+        Just(TriggerType::HallucinationDetected),
+        Just(TriggerType::LowConfidence),
+    ]
+}
+
+prop_compose! {
+    fn record()(
+        scores in (score(), score(), score(), score()),
+        status in status(),
+        blockers in 0usize..4,
+        warnings in 0usize..3,
+        infos in 0usize..2,
+        triggers in proptest::collection::vec((trigger_type(), -0.5f64..1.5, any::<bool>()), 0..3),
+        tokens in proptest::option::of(0u64..100_000),
+        confidence in proptest::option::of(0.0f64..=1.0),
+        variant in any::<bool>(),
+    ) -> IterationRecord {
+        let mut r = IterationRecord::new(0, t0());
+        r.scores = Scores { tests_passing: scores.0, code_quality: scores.1, coverage: scores.2, complexity: scores.3 };
+        r.status = status;
+        let issue = |severity, i| CheckerIssue { dimension: "tests".into(), severity, finding: format!("f{i}"), affected_field: None, suggested_fix: None };
+        r.issues = (0..blockers).map(|i| issue(Severity::Blocker, i))
+            .chain((0..warnings).map(|i| issue(Severity::Warning, i)))
+            .chain((0..infos).map(|i| issue(Severity::Info, i)))
+            .collect();
+        r.triggers = triggers.into_iter().enumerate().map(|(i, (kind, severity, fixable))| Trigger {
+            kind, source: "p".into(), severity, details: format!("d{i}"), fixable }).collect();
+        r.tokens_used = tokens;
+        r.confidence = confidence;
+        if variant { r.experiment.structural_variant = Some("v".into()); }
+        r
+    }
+}
+
+prop_compose! {
+    fn history(max_len: usize)(records in proptest::collection::vec(record(), 1..max_len)) -> Vec<IterationRecord> {
+        records.into_iter().enumerate().map(|(i, mut r)| {
+            r.iteration = i as u32 + 1;
+            r.timestamp = t0() + Duration::minutes(i as i64 * 7);
+            r
+        }).collect()
+    }
+}
+
+prop_compose! {
+    fn config()(
+        min in 1u32..4, extra in 0u32..8, revisions in 1u32..5, k in 1u32..4,
+        quota in any::<bool>(), tokens in proptest::option::of(1u64..300_000),
+    ) -> Config {
+        let mut c = Config::default();
+        c.stopping_criteria.iteration_limits.min = min;
+        c.stopping_criteria.iteration_limits.max = min + extra;
+        c.revision.max_iterations = revisions;
+        c.stopping_criteria.exploration_quota.k = k;
+        c.stopping_criteria.exploration_quota.enabled = quota;
+        c.stopping_criteria.budget_limits.total_tokens = tokens;
+        c
+    }
+}
+
+fn run(config: &Config, history: &[IterationRecord]) -> itergate::engine::Decision {
+    decide(&DecideInput {
+        task_id: "p",
+        config,
+        history,
+        feedback: &Feedback::default(),
+        baseline: history.first(),
+        now: t0() + Duration::hours(10),
+    })
+    .expect("non-empty history")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn never_panics_and_stays_in_range(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        for t in &d.triggers {
+            prop_assert!((0.0..=1.0).contains(&t.severity), "severity {}", t.severity);
+        }
+        prop_assert!((0.0..=1.0).contains(&d.assessment.likelihood));
+        prop_assert!((0.0..=1.0).contains(&d.assessment.expected_gain));
+        prop_assert_eq!(d.decision.needs_iteration, d.recommendation() == Recommendation::Iterate);
+        if let Some(best) = d.best_iteration {
+            let r = &history[best as usize - 1];
+            prop_assert!(r.status.is_scored(), "best iteration {} is {:?}", best, r.status);
+        }
+    }
+
+    #[test]
+    fn limits_are_never_exceeded(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        let max = config.stopping_criteria.iteration_limits.max as usize;
+        if history.len() >= max {
+            prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
+        }
+        let used: u64 = history.iter().filter_map(|r| r.tokens_used).sum();
+        if let Some(limit) = config.stopping_criteria.budget_limits.total_tokens {
+            if history.iter().any(|r| r.tokens_used.is_some()) && used >= limit {
+                prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
+            }
+        }
+        // The revision round is the trailing run of iterations with BLOCKER/WARNING issues.
+        let round = history.iter().rev().take_while(|r| r.revision_issue_count() > 0).count() as u32;
+        prop_assert_eq!(d.revision.iteration, round);
+        if round > config.revision.max_iterations {
+            prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
+        }
+    }
+
+    #[test]
+    fn iterate_is_always_actionable(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        if d.recommendation() == Recommendation::Iterate {
+            let latest = history.last().expect("non-empty");
+            let actionable = latest.revision_issue_count() > 0
+                || d.triggers.iter().any(|t| t.kind != TriggerType::QualityThreshold);
+            prop_assert!(actionable, "iterate with nothing to act on: {:?}", d.triggers);
+        }
+    }
+
+    #[test]
+    fn the_revision_round_never_passes_the_limit_unless_escalating(config in config(), history in history(14)) {
+        let d = run(&config, &history);
+        // Abort (limits hit before any iteration could be scored) also stops the loop; it
+        // keeps the true round, which the line shows as "limit of m rounds reached".
+        if !matches!(d.recommendation(), Recommendation::Escalate | Recommendation::Abort) {
+            prop_assert!(
+                d.revision.iteration <= d.revision.max_iterations,
+                "{:?} with round {}/{}", d.recommendation(), d.revision.iteration, d.revision.max_iterations
+            );
+        }
+        let line = d.revision.line();
+        prop_assert!(!line.starts_with("Revision iteration") || d.revision.iteration <= d.revision.max_iterations, "{}", line);
+    }
+
+    #[test]
+    fn deterministic(config in config(), history in history(10)) {
+        prop_assert_eq!(run(&config, &history), run(&config, &history));
+    }
+}

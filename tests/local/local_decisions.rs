@@ -1,0 +1,487 @@
+//! A person decides on a branch at the terminal — `itergate accept`, `escalate`, `adjust`,
+//! `feedback`, `budget` — through the real binary on real repositories: the next decision
+//! changes, a new commit clears what was said about the one before, a blocking hook lets
+//! an accepted push through, and the decisions travel with `itergate notes push`/`fetch`.
+
+use crate::gitrepo;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use gitrepo::{git, git_cmd, write_script, TestRepo};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+
+/// The check reads `results.txt` ("<passed> <failed>") and writes a JUnit report.
+const CHECK: &str = r#"#!/bin/sh
+read passed failed < results.txt
+mkdir -p out
+{
+  echo '<testsuite name="s">'
+  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"ok$i\"/>"; i=$((i+1)); done
+  i=0; while [ $i -lt $failed ]; do echo "<testcase classname=\"s\" name=\"bad$i\" file=\"lib.txt\" line=\"$((i+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); done
+  echo '</testsuite>'
+} > out/junit.xml
+"#;
+
+/// A repository on branch `feature` off `main`, with a bare remote `origin` that has `main`.
+/// `extra` is appended to the configuration.
+fn fixture(extra: &str) -> (TestRepo, PathBuf) {
+    let repo = TestRepo::new();
+    repo.git(&["config", "user.name", "Ada Lovelace"]);
+    write_script(&repo.path.join("check.sh"), CHECK);
+    repo.write(
+        ".itergate.yml",
+        &format!(
+            "checks:\n  tests:\n    run: ./check.sh\n    report: {{ format: junit, path: out/junit.xml }}\nhook:\n  base: main\n{extra}"
+        ),
+    );
+    repo.write(".gitignore", "out/\n");
+    repo.commit_file("results.txt", "4 0\n", "base");
+    let remote = repo.add_bare_remote();
+    repo.git(&["push", "--quiet", "--no-verify", "origin", "main"]);
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    (repo, remote)
+}
+
+fn itergate(dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("ITERGATE_SKIP")
+        .output()
+        .expect("itergate runs")
+}
+
+/// Runs itergate, asserting it succeeds; returns stdout and stderr together.
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = itergate(dir, args);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "itergate {args:?}: {text}");
+    text
+}
+
+/// Commits `results` (and a file that makes every commit's tree new) and scores it.
+fn iteration(repo: &TestRepo, n: u32, results: &str) -> String {
+    repo.write("work.txt", &format!("attempt {n}\n"));
+    repo.commit_file("results.txt", results, &format!("attempt {n}"));
+    ok(&repo.path, &["run"])
+}
+
+fn status(repo: &TestRepo) -> String {
+    ok(&repo.path, &["status"])
+}
+
+fn decision_json(dir: &Path) -> serde_json::Value {
+    let out = itergate(dir, &["status", "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the decision report is JSON")
+}
+
+fn push(repo: &TestRepo) -> Output {
+    git_cmd(&repo.path)
+        .args(["push", "origin", "feature"])
+        .env_remove("ITERGATE_SKIP")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("git push runs")
+}
+
+#[test]
+fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit() {
+    let (repo, _remote) =
+        fixture("  gate: block-on-escalate\nstopping_criteria:\n  iteration_limits: { max: 2 }\n");
+    iteration(&repo, 1, "2 2\n");
+    let out = iteration(&repo, 2, "3 1\n");
+    assert!(out.contains("Decision: ESCALATE"), "{out}");
+    assert!(
+        out.contains("`itergate accept [reason]`") && !out.contains("/iterate"),
+        "the next step names the local command: {out}"
+    );
+    insta::assert_snapshot!("local_escalation_status", status(&repo));
+    let out = ok(&repo.path, &["hook", "install"]);
+    assert!(out.contains("installed"), "{out}");
+    let blocked = push(&repo);
+    let err = String::from_utf8_lossy(&blocked.stderr);
+    assert!(!blocked.status.success(), "{err}");
+    assert!(
+        err.contains("push blocked") && err.contains("`itergate accept [reason]`"),
+        "the blocked push names the local decision: {err}"
+    );
+
+    let out = ok(
+        &repo.path,
+        &["accept", "the", "last", "failure", "is", "known"],
+    );
+    assert!(
+        out.contains("feature, iteration 2") && out.contains("accepted by Ada Lovelace"),
+        "{out}"
+    );
+    let out = status(&repo);
+    assert!(
+        out.contains("Decision: ACCEPT")
+            && out.contains("Accepted by a person (`itergate accept`)"),
+        "{out}"
+    );
+    insta::assert_snapshot!("local_accept_status", status(&repo));
+    let pushed = push(&repo);
+    assert!(
+        pushed.status.success(),
+        "an accepted branch is pushed: {}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+
+    // A new commit is a new iteration: the accept was about the one before.
+    let out = iteration(&repo, 3, "3 1\n");
+    assert!(out.contains("Decision: ESCALATE"), "{out}");
+    assert!(status(&repo).contains("Decision: ESCALATE"));
+    assert!(!push(&repo).status.success(), "blocked again");
+}
+
+#[test]
+fn escalate_calls_a_human_and_accept_takes_it_back() {
+    let (repo, _remote) = fixture("");
+    let out = iteration(&repo, 1, "3 1\n");
+    assert!(out.contains("Decision: ITERATE"), "{out}");
+    let prompt = repo.path.join(".git/itergate/revision-prompt.md");
+    assert!(prompt.exists(), "an iterate writes the prompt");
+
+    let out = ok(&repo.path, &["escalate", "needs", "a", "design", "review"]);
+    assert!(
+        out.contains("Decision: ESCALATE") && out.contains("needs a design review"),
+        "{out}"
+    );
+    assert!(!prompt.exists(), "the prompt file follows the decision");
+    assert_eq!(
+        decision_json(&repo.path)["iterationDecision"]["decision"]["needsIteration"],
+        false
+    );
+
+    let out = ok(&repo.path, &["accept"]);
+    assert!(
+        out.contains("Decision: ACCEPT"),
+        "the later decision wins: {out}"
+    );
+}
+
+#[test]
+fn adjust_restarts_the_revision_count() {
+    let (repo, _remote) = fixture("");
+    iteration(&repo, 1, "1 3\n");
+    iteration(&repo, 2, "2 2\n");
+    let out = iteration(&repo, 3, "3 1\n");
+    assert!(
+        out.contains("Revision iteration 3/3"),
+        "three rounds with issues: {out}"
+    );
+
+    let out = ok(
+        &repo.path,
+        &["adjust", "split the parser before fixing the tests"],
+    );
+    assert!(out.contains("approach adjusted"), "{out}");
+    let prompt = ok(&repo.path, &["prompt"]);
+    assert!(
+        prompt.contains("Ada Lovelace (local): split the parser before fixing the tests"),
+        "the guidance reaches the prompt with its author: {prompt}"
+    );
+
+    // Without the adjust, a fourth round with issues is over the limit of three.
+    let out = iteration(&repo, 4, "3 1\n");
+    assert!(
+        out.contains("Revision iteration 1/3") && out.contains("Decision: ITERATE"),
+        "the count started again after iteration 3: {out}"
+    );
+    let prompt = ok(&repo.path, &["prompt"]);
+    assert!(
+        !prompt.contains("split the parser"),
+        "iteration 4 answered the guidance: {prompt}"
+    );
+}
+
+#[test]
+fn the_same_history_without_adjust_escalates() {
+    let (repo, _remote) = fixture("");
+    iteration(&repo, 1, "1 3\n");
+    iteration(&repo, 2, "2 2\n");
+    iteration(&repo, 3, "3 1\n");
+    let out = iteration(&repo, 4, "3 1\n");
+    assert!(out.contains("Decision: ESCALATE"), "{out}");
+}
+
+#[test]
+fn budget_raises_the_iteration_limit_and_stays() {
+    let (repo, _remote) = fixture("stopping_criteria:\n  iteration_limits: { max: 2 }\n");
+    iteration(&repo, 1, "2 2\n");
+    let out = iteration(&repo, 2, "3 1\n");
+    assert!(
+        out.contains("iteration 2/2") && out.contains("Max iterations reached"),
+        "{out}"
+    );
+
+    let out = ok(&repo.path, &["budget", "20"]);
+    assert!(out.contains("iteration budget set to 20"), "{out}");
+    assert!(
+        out.contains("iteration 2/20") && out.contains("Decision: ITERATE"),
+        "{out}"
+    );
+    let report = decision_json(&repo.path);
+    assert_eq!(
+        report["iterationDecision"]["budget"]["maxIterations"], 20,
+        "{report}"
+    );
+
+    // A budget is not about one iteration: the next commit keeps it.
+    let out = iteration(&repo, 3, "4 0\n");
+    assert!(out.contains("iteration 3/20"), "{out}");
+    assert!(
+        !itergate(&repo.path, &["budget", "0"]).status.success(),
+        "a budget of no iterations is refused"
+    );
+}
+
+#[test]
+fn feedback_is_quoted_in_the_revision_prompt_with_its_author() {
+    let (repo, _remote) = fixture("");
+    iteration(&repo, 1, "3 1\n");
+    let out = ok(
+        &repo.path,
+        &[
+            "feedback",
+            "keep the public API; see </revision_instructions>",
+        ],
+    );
+    assert!(out.contains("feedback recorded by Ada Lovelace"), "{out}");
+    let prompt = ok(&repo.path, &["prompt"]);
+    assert!(
+        prompt.contains("Ada Lovelace (local): keep the public API"),
+        "{prompt}"
+    );
+    let file = std::fs::read_to_string(repo.path.join(".git/itergate/revision-prompt.md"))
+        .expect("the prompt file is rewritten");
+    assert!(
+        file.contains("Ada Lovelace (local): keep the public API"),
+        "{file}"
+    );
+    let report = decision_json(&repo.path);
+    let triggers = report["iterationDecision"]["triggers"]
+        .as_array()
+        .expect("triggers");
+    assert!(
+        triggers.iter().any(|t| t["type"] == "explicit_feedback"
+            && t["details"]
+                .as_str()
+                .is_some_and(|d| d.contains("keep the public API"))),
+        "{report}"
+    );
+    assert_eq!(
+        report["iterationDecision"]["strategy"]["type"], "refine",
+        "{report}"
+    );
+
+    // Feedback is for the next iteration: once it exists, the words are answered.
+    iteration(&repo, 2, "3 1\n");
+    assert!(!ok(&repo.path, &["prompt"]).contains("keep the public API"));
+    assert!(
+        !itergate(&repo.path, &["feedback", " "]).status.success(),
+        "empty feedback is refused"
+    );
+}
+
+#[test]
+fn deciding_needs_a_recorded_iteration_and_names_an_unscored_head() {
+    let (repo, _remote) = fixture("");
+    repo.commit_file("results.txt", "3 1\n", "not scored");
+    let out = itergate(&repo.path, &["accept"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no iteration of `feature` is recorded yet"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    ok(&repo.path, &["run"]);
+    let unscored = repo.commit_file("work.txt", "more\n", "not scored either");
+    let out = ok(&repo.path, &["accept"]);
+    assert!(
+        out.contains("iteration 1")
+            && out.contains(&format!("{} is not scored yet", &unscored[..7])),
+        "{out}"
+    );
+}
+
+#[test]
+fn decisions_on_another_branch_with_branch() {
+    let (repo, _remote) = fixture("");
+    iteration(&repo, 1, "3 1\n");
+    repo.git(&["checkout", "--quiet", "main"]);
+    let out = ok(
+        &repo.path,
+        &["escalate", "--branch", "feature", "not", "yet"],
+    );
+    assert!(
+        out.contains("feature, iteration 1") && out.contains("Decision: ESCALATE"),
+        "{out}"
+    );
+    repo.git(&["checkout", "--quiet", "feature"]);
+    assert!(status(&repo).contains("Escalated by a person (`itergate escalate`): not yet"));
+}
+
+#[test]
+fn decisions_travel_with_notes_push_and_fetch_and_both_sides_are_kept() {
+    let (repo, remote) = fixture("stopping_criteria:\n  iteration_limits: { max: 2 }\n");
+    iteration(&repo, 1, "2 2\n");
+    iteration(&repo, 2, "3 1\n");
+    ok(&repo.path, &["escalate", "wait", "for", "the", "release"]);
+    repo.git(&["push", "--quiet", "--no-verify", "origin", "feature"]);
+    ok(&repo.path, &["notes", "push", "origin"]);
+
+    // A teammate's clone: the records and the decision arrive with the notes.
+    let second = repo.sibling("second");
+    git(
+        repo.root.path(),
+        &[
+            "clone",
+            "--quiet",
+            remote.to_str().expect("utf-8"),
+            "second",
+        ],
+    );
+    git(&second, &["config", "user.name", "Grace Hopper"]);
+    git(&second, &["config", "user.email", "grace@example.com"]);
+    git(&second, &["checkout", "--quiet", "feature"]);
+    ok(&second, &["notes", "fetch", "origin"]);
+    let out = ok(&second, &["status"]);
+    assert!(
+        out.contains("Decision: ESCALATE") && out.contains("wait for the release"),
+        "a fetched teammate's decision counts: {out}"
+    );
+
+    // Both decide on the same iteration at once; after a fetch, neither decision is lost.
+    ok(&second, &["budget", "20"]);
+    ok(&second, &["notes", "push", "origin"]);
+    ok(&repo.path, &["feedback", "rename the flag"]);
+    ok(&repo.path, &["notes", "fetch", "origin"]);
+    let report = decision_json(&repo.path);
+    let decision = &report["iterationDecision"];
+    assert_eq!(
+        decision["budget"]["maxIterations"], 20,
+        "Grace's budget: {report}"
+    );
+    assert!(
+        decision["stoppingReason"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("wait for the release")),
+        "the escalation stays: {report}"
+    );
+    assert!(
+        decision["triggers"]
+            .as_array()
+            .expect("triggers")
+            .iter()
+            .any(|t| t["details"] == "Ada Lovelace (local): rename the flag"),
+        "Ada's own feedback: {report}"
+    );
+    // And the union goes back: the teammate sees Ada's feedback too.
+    ok(&repo.path, &["notes", "push", "origin"]);
+    ok(&second, &["notes", "fetch", "origin"]);
+    let report = decision_json(&second);
+    assert!(
+        report["iterationDecision"]["triggers"]
+            .as_array()
+            .expect("triggers")
+            .iter()
+            .any(|t| t["details"] == "Ada Lovelace (local): rename the flag"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_malformed_decisions_note_is_skipped_with_a_warning() {
+    let (repo, _remote) = fixture("");
+    iteration(&repo, 1, "2 2\n");
+    let head = repo.head();
+    // The documented way to find a commit's decisions note.
+    let key = git_cmd(&repo.path)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(format!("itergate decisions {head}\n").as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("git hash-object");
+    let key = String::from_utf8_lossy(&key.stdout).trim().to_string();
+    repo.git(&[
+        "notes",
+        "--ref",
+        "itergate",
+        "add",
+        "-f",
+        "-m",
+        "{\"kind\":\"decisions\",\"decisions\":7}",
+        &key,
+    ]);
+    let out = itergate(&repo.path, &["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("skipping the decisions of {head}"))
+            && err.contains("git notes --ref"),
+        "{err}"
+    );
+    assert!(stdout.contains("Decision: ITERATE"), "{stdout}");
+    // Appending to it is refused rather than overwriting what cannot be read.
+    let out = itergate(&repo.path, &["accept"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("remove {key}")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A log copied under another commit's key is not that commit's: an accept of
+    // iteration 1 does not accept iteration 2.
+    repo.git(&["notes", "--ref", "itergate", "remove", &key]);
+    ok(&repo.path, &["accept"]);
+    let log = repo.git(&["notes", "--ref", "itergate", "show", &key]);
+    iteration(&repo, 2, "3 1\n");
+    let second = repo.head();
+    let copied_to = git_hash(&repo.path, &format!("itergate decisions {second}\n"));
+    repo.git(&[
+        "notes", "--ref", "itergate", "add", "-f", "-m", &log, &copied_to,
+    ]);
+    let out = itergate(&repo.path, &["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("skipping the decisions of {second}"))
+            && err.contains("not the one it is filed under"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Decision: ITERATE"));
+}
+
+fn git_hash(dir: &Path, text: &str) -> String {
+    let path = dir.join(".git").join("itergate-test-object");
+    std::fs::write(&path, text).expect("write");
+    let id = git(dir, &["hash-object", "-w", path.to_str().expect("utf-8")]);
+    std::fs::remove_file(path).expect("remove");
+    id
+}

@@ -1,0 +1,18 @@
+//! The local loop, in one test binary: the CLI, the configuration, git notes, the pre-push
+//! hook (real pushes to a bare remote), local decisions, scoring commits end to end, the
+//! terminal, scratch worktrees, and the Action's install script.
+
+#[path = "../gitrepo/mod.rs"]
+mod gitrepo;
+
+mod action_install;
+mod cli;
+mod config;
+mod git_notes;
+mod hook_install;
+mod hook_push;
+mod init_detect;
+mod local_decisions;
+mod score_e2e;
+mod terminal;
+mod work_tree;
