@@ -45,6 +45,12 @@ impl Postgres {
         }
     }
 
+    /// A temporary cluster of the test's own even when `DATABASE_URL` is set: for a test
+    /// that takes the server away.
+    pub fn start_own() -> Postgres {
+        Postgres::cluster()
+    }
+
     /// The URL `itergate serve --database` takes.
     pub fn url(&self) -> &str {
         &self.url
