@@ -180,7 +180,7 @@ impl Worker {
                 .complete(job, &self.owner, now_ms(), &outcome)
                 .await;
         }
-        // 2 s, 4 s, 8 s, ... up to 10 minutes.
+        // 2 s, 4 s, 8 s, ... up to 512 s.
         let wait = Duration::from_secs(1 << job.attempts.clamp(1, 9)).min(Duration::from_secs(600));
         tracing::warn!("failed; again in {} s: {why}", wait.as_secs());
         self.metrics.job("retried", None);

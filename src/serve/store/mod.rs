@@ -42,8 +42,9 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-/// Attempts before a job is given up (its outcome says why; the log too).
-pub const MAX_ATTEMPTS: i64 = 8;
+/// Attempts before a job is given up (its outcome says why; the log too). With the
+/// backoff (2 s doubling to 512 s) they span about half an hour of a GitHub outage.
+pub const MAX_ATTEMPTS: i64 = 12;
 /// Deliveries committed together at most.
 const GROUP_COMMIT_MAX: usize = 512;
 /// How long intake waits for its commit before answering 503: well inside GitHub's 10 s.
