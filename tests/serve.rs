@@ -1004,3 +1004,42 @@ async fn without_a_record_the_junit_report_ci_uploads_is_read_and_judged() {
     assert!(!sticky.contains("/home/runner"), "{sticky}");
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
+    use sqlx::Connection as _;
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    // Another process holds the database's write lock.
+    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::raw_sql("BEGIN EXCLUSIVE")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "answered inside GitHub's 10 s"
+    );
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    holder.close().await.unwrap();
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 0);
+    let (_, metrics) = serve.get("/metrics");
+    assert!(metrics.contains("reason=\"database\"} 1"), "{metrics}");
+    // GitHub delivers again: stored and applied.
+    assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 202);
+    eventually(&serve, 20, "the comment", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+}

@@ -52,7 +52,9 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePoo
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Full)
-        .busy_timeout(Duration::from_secs(10));
+        // A database locked for longer is unavailable: intake answers 503 well inside
+        // GitHub's 10 seconds, and GitHub (or the sweep) delivers again.
+        .busy_timeout(Duration::from_secs(3));
     let pool = SqlitePoolOptions::new()
         .max_connections(options.max_connections.max(1))
         .connect_with(connect)
