@@ -518,12 +518,7 @@ async fn commit_batch(
         }};
     }
     match backend {
-        Backend::Sqlite(pool) => {
-            let mut tx = pool.begin().await?;
-            let results = insert_all!(tx);
-            tx.commit().await?;
-            Ok(results)
-        }
+        Backend::Sqlite(pool) => sqlite::insert_batch(pool, batch, now).await,
         Backend::Postgres(pg) => {
             let mut tx = pg.pool.begin().await?;
             postgres::lock_delivery_ids(&mut tx, batch).await?;

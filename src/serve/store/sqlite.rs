@@ -3,6 +3,7 @@
 //! writer at a time, so the rule "no earlier unfinished job of the key" is enough for one
 //! job per pull request at a time, in order.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,7 +11,15 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::{JobRow, OpenOptions, StoreError};
+use super::{JobRow, NewDelivery, OpenOptions, Received, StoreError};
+
+/// Deliveries inserted by one statement (9 parameters each; SQLite allows 32,766).
+const ROWS_PER_STATEMENT: usize = 64;
+/// The WAL's size in pages at which a commit checkpoints it itself (SQLite's default is
+/// 1,000, about 170 deliveries of 14 KB): only if [`checkpoint_loop`] falls behind.
+const WAL_AUTOCHECKPOINT_PAGES: u32 = 20_000;
+/// How often the WAL is copied into the database, beside the commits.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
 /// Schema steps; step `i` brings the database to version `i + 1`. Only ever append.
 const SCHEMA: &[&str] = &[
@@ -54,13 +63,101 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePoo
         .synchronous(SqliteSynchronous::Full)
         // A database locked for longer is unavailable: intake answers 503 well inside
         // GitHub's 10 seconds, and GitHub (or the sweep) delivers again.
-        .busy_timeout(Duration::from_secs(3));
+        .busy_timeout(Duration::from_secs(3))
+        // Checkpoints run in their own task (`checkpoint_loop`), not in the commit that
+        // crosses SQLite's threshold, whose deliveries would wait on copying the WAL into
+        // the database. The threshold stays, far higher, in case that task falls behind.
+        .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES.to_string());
+    // No ping before handing out a connection: an embedded database's connection does not
+    // drop, and the ping is one more trip to SQLite's thread on every group commit.
     let pool = SqlitePoolOptions::new()
         .max_connections(options.max_connections.max(1))
+        .test_before_acquire(false)
         .connect_with(connect)
         .await?;
     migrate(&pool).await?;
+    tokio::spawn(checkpoint_loop(pool.clone()));
     Ok(pool)
+}
+
+/// Commits a group of deliveries: one multi-row statement (its own transaction) for up to
+/// [`ROWS_PER_STATEMENT`], one trip to SQLite's thread instead of one per row; a larger
+/// group in one transaction. Results in the group's order; the same id twice in a group is
+/// new once, then a duplicate.
+pub(super) async fn insert_batch(
+    pool: &SqlitePool,
+    batch: &[&NewDelivery],
+    now: i64,
+) -> Result<Vec<Received>, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    let mut inserted = HashSet::with_capacity(batch.len());
+    if batch.len() <= ROWS_PER_STATEMENT {
+        inserted.extend(insert_rows(&mut conn, batch, now).await?);
+    } else {
+        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        for chunk in batch.chunks(ROWS_PER_STATEMENT) {
+            inserted.extend(insert_rows(&mut tx, chunk, now).await?);
+        }
+        tx.commit().await?;
+    }
+    Ok(batch
+        .iter()
+        .map(|d| {
+            if inserted.remove(d.delivery_id.as_str()) {
+                Received::New
+            } else {
+                Received::Duplicate
+            }
+        })
+        .collect())
+}
+
+/// Inserts `rows` with one statement, in order (which is `seq` order); the ids that were new.
+async fn insert_rows(
+    conn: &mut sqlx::SqliteConnection,
+    rows: &[&NewDelivery],
+    now: i64,
+) -> Result<Vec<String>, sqlx::Error> {
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
+            job_key, payload, received_at, run_at) ",
+    );
+    insert.push_values(rows, |mut row, d| {
+        row.push_bind(&d.delivery_id)
+            .push_bind(&d.event)
+            .push_bind(&d.action)
+            .push_bind(d.installation_id)
+            .push_bind(&d.repository)
+            .push_bind(&d.job_key)
+            .push_bind(&d.payload)
+            .push_bind(now)
+            .push_bind(now);
+    });
+    insert.push(" ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id");
+    insert
+        .build_query_scalar::<String>()
+        .persistent(true)
+        .fetch_all(conn)
+        .await
+}
+
+/// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until the pool closes. A
+/// passive checkpoint waits for no reader or writer: commits go on meanwhile.
+async fn checkpoint_loop(pool: SqlitePool) {
+    let mut every = tokio::time::interval(CHECKPOINT_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !pool.is_closed() {
+        every.tick().await;
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            if pool.is_closed() {
+                break;
+            }
+            tracing::warn!("checkpoint: {e}");
+        }
+    }
 }
 
 async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
