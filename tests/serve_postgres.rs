@@ -235,6 +235,25 @@ async fn the_same_deliveries_at_two_replicas_in_opposite_orders_are_stored_once_
         "one of the two copies is new"
     );
     assert_eq!(pg.scalar("SELECT COUNT(*) FROM deliveries").await, N as i64);
+    // Handed over together (one group commit): stored in the order they came, and a copy
+    // within the group is a duplicate.
+    let key = "octo-org/widgets#1";
+    let answers = tokio::join!(
+        a.receive(delivery("g-1", key)),
+        a.receive(delivery("g-2", key)),
+        a.receive(delivery("g-1", key)),
+        a.receive(delivery("g-3", key)),
+    );
+    let answers = [answers.0, answers.1, answers.2, answers.3].map(|r| r.expect("stored"));
+    use Received::{Duplicate, New};
+    assert_eq!(answers, [New, New, Duplicate, New]);
+    let order = pg
+        .pairs(&format!(
+            "SELECT seq, CAST(substr(delivery_id, 3) AS BIGINT) FROM deliveries
+             WHERE job_key = '{key}' ORDER BY seq"
+        ))
+        .await;
+    assert_eq!(order.iter().map(|(_, g)| *g).collect::<Vec<_>>(), [1, 2, 3]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -487,45 +487,9 @@ async fn commit_batch(
     batch: &[&NewDelivery],
 ) -> Result<Vec<Received>, sqlx::Error> {
     let now = now_ms();
-    /// Inserts the batch in the transaction `$tx`, in arrival order (which is `seq` order).
-    macro_rules! insert_all {
-        ($tx:expr) => {{
-            let mut results = Vec::with_capacity(batch.len());
-            for d in batch {
-                let inserted = sqlx::query(
-                    "INSERT INTO deliveries (delivery_id, event, action, installation_id,
-                        repository, job_key, payload, received_at, run_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-                     ON CONFLICT (delivery_id) DO NOTHING",
-                )
-                .bind(&d.delivery_id)
-                .bind(&d.event)
-                .bind(&d.action)
-                .bind(d.installation_id)
-                .bind(&d.repository)
-                .bind(&d.job_key)
-                .bind(&d.payload)
-                .bind(now)
-                .execute(&mut *$tx)
-                .await?;
-                results.push(if inserted.rows_affected() == 1 {
-                    Received::New
-                } else {
-                    Received::Duplicate
-                });
-            }
-            results
-        }};
-    }
     match backend {
         Backend::Sqlite(pool) => sqlite::insert_batch(pool, batch, now).await,
-        Backend::Postgres(pg) => {
-            let mut tx = pg.pool.begin().await?;
-            postgres::lock_delivery_ids(&mut tx, batch).await?;
-            let results = insert_all!(tx);
-            tx.commit().await?;
-            Ok(results)
-        }
+        Backend::Postgres(pg) => postgres::insert_batch(&pg.pool, batch, now).await,
     }
 }
 

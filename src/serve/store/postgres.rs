@@ -12,6 +12,7 @@
 //! - **The sweep's leader**: a session advisory lock held on a connection of its own; it
 //!   is released when that connection ends, whatever ended it.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection as _, PgConnection, PgPool};
 use tokio::sync::Mutex;
 
-use super::{JobRow, NewDelivery, OpenOptions, StoreError};
+use super::{JobRow, NewDelivery, OpenOptions, Received, StoreError};
 
 /// The first key of every advisory lock this App takes ("itgt").
 const LOCK_CLASS: i32 = 0x6974_6774;
@@ -194,11 +195,65 @@ impl Postgres {
     }
 }
 
+/// Commits a group of deliveries in one transaction and one `INSERT` (one round trip for
+/// the rows), in arrival order, which is `seq` order; says which were new.
+pub(super) async fn insert_batch(
+    pool: &PgPool,
+    batch: &[&NewDelivery],
+    now: i64,
+) -> Result<Vec<Received>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    lock_delivery_ids(&mut tx, batch).await?;
+    let column = |f: fn(&NewDelivery) -> Option<&str>| -> Vec<Option<&str>> {
+        batch.iter().map(|d| f(d)).collect()
+    };
+    let inserted: Vec<String> = sqlx::query_scalar(
+        "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
+            job_key, payload, received_at, run_at)
+         SELECT id, event, action, installation_id, repository, job_key, payload, $8, $8
+         FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::text[],
+                     $7::bytea[])
+              WITH ORDINALITY
+              AS t(id, event, action, installation_id, repository, job_key, payload, ord)
+         ORDER BY ord
+         ON CONFLICT (delivery_id) DO NOTHING
+         RETURNING delivery_id",
+    )
+    .bind(column(|d| Some(&d.delivery_id)))
+    .bind(column(|d| Some(&d.event)))
+    .bind(column(|d| d.action.as_deref()))
+    .bind(batch.iter().map(|d| d.installation_id).collect::<Vec<_>>())
+    .bind(column(|d| d.repository.as_deref()))
+    .bind(column(|d| Some(&d.job_key)))
+    .bind(
+        batch
+            .iter()
+            .map(|d| d.payload.as_slice())
+            .collect::<Vec<_>>(),
+    )
+    .bind(now)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    // A delivery is new where its id was inserted, the first time it is in the batch.
+    let mut new: HashSet<String> = inserted.into_iter().collect();
+    Ok(batch
+        .iter()
+        .map(|d| {
+            if new.remove(&d.delivery_id) {
+                Received::New
+            } else {
+                Received::Duplicate
+            }
+        })
+        .collect())
+}
+
 /// Locks the batch's delivery ids for the transaction, in one order for every replica.
 /// Two replicas committing the same ids (GitHub's redelivery racing the first attempt)
 /// would otherwise wait on each other's unique-index entries crosswise, a deadlock that
 /// PostgreSQL breaks only after `deadlock_timeout` by failing one of the batches.
-pub(super) async fn lock_delivery_ids(
+async fn lock_delivery_ids(
     tx: &mut PgConnection,
     batch: &[&NewDelivery],
 ) -> Result<(), sqlx::Error> {
