@@ -16,14 +16,15 @@
 //!   again has its effects once.
 //! - **Retries.** A failed job is rescheduled with backoff up to [`MAX_ATTEMPTS`]; a rate
 //!   limit reschedules it at the reset time without counting an attempt (never dropped).
-//! - **Schema versions.** Each backend has a list of steps, applied in order at start in one
-//!   transaction each ([`sqlite`], [`postgres`]). Steps only add (tables, nullable columns,
+//! - **Schema versions.** Each backend has a list of steps, applied in order at start, in a
+//!   transaction ([`sqlite`], [`postgres`]). Steps only add (tables, nullable columns,
 //!   indexes), so replicas of the previous version keep working on a database a newer one
 //!   has upgraded: a rolling upgrade needs no downtime.
 //!
 //! The backends differ only where they must: how a claim is made safe against other
-//! processes, migrations, and the sweep's leader lock. Every other statement is the same
-//! SQL text on both (sqlx takes `$1` placeholders on SQLite too).
+//! processes, how a group of rows is inserted in one statement, migrations, and the
+//! sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
+//! placeholders on SQLite too).
 
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
 macro_rules! job_columns {

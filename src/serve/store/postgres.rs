@@ -7,6 +7,9 @@
 //!   need not become visible in `seq` order, so a claim also requires that no job of its
 //!   key is leased, and re-checks that under a transaction-scoped advisory lock on the key
 //!   (claims of one key are serialised; claims of different keys are not).
+//! - **The same delivery at two replicas at once**: a group commit locks its delivery ids
+//!   (advisory, in one order) before its `INSERT`, so two groups sharing ids wait for each
+//!   other instead of deadlocking on the unique index; the second finds them stored.
 //! - **Migrations**: each replica runs them at start under an advisory lock, in one
 //!   transaction; the version is the largest row of `schema_version`.
 //! - **The sweep's leader**: a session advisory lock held on a connection of its own; it
