@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The App's load benchmark: `itergate serve` against a minimal Probot app, side by side in
+# one run, on the same signed webhook. See README.md.
+#
+#   benches/app_load/run.sh
+#
+# Env (defaults): CONNECTIONS=10 DURATION_S=15 WARMUP_REQUESTS=3000 RATE=1000 DISK_S=5
+# PAYLOAD=tests/fixtures/github/webhooks/issue_comment.created.1.json
+# ITERGATE_BIN=path/to/itergate (skip the release build and measure that binary)
+# Installs Node packages under target/app_load; temporary files go to a directory in /tmp.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+
+connections="${CONNECTIONS:-10}"
+duration_s="${DURATION_S:-15}"
+warmup_requests="${WARMUP_REQUESTS:-3000}"
+rate="${RATE:-1000}"
+disk_s="${DISK_S:-5}"
+payload="$root/${PAYLOAD:-tests/fixtures/github/webhooks/issue_comment.created.1.json}"
+event=issue_comment
+
+work="$root/target/app_load"
+tmp="$(mktemp -d /tmp/itergate-app-load.XXXXXX)"
+out="$tmp/results"
+mkdir -p "$work" "$out"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+say() { printf '\n== %s\n' "$*" >&2; }
+
+say "building (release) and installing the Node packages"
+itergate="${ITERGATE_BIN:-}"
+if [[ -z "$itergate" ]]; then
+  if command -v flock >/dev/null; then
+    flock /tmp/cargo.lock cargo build --release --quiet
+  else
+    cargo build --release --quiet
+  fi
+  itergate="$root/target/release/itergate"
+fi
+cp "$here/package.json" "$here/package-lock.json" "$here"/*.mjs "$work/"
+(cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Waits for LOG to contain "listening on".
+wait_listening() {
+  local log="$1"
+  for _ in $(seq 1 100); do
+    grep -qs "listening on" "$log" && return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; return 1; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  return 1
+}
+
+peak_rss_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
+
+# load NAME URL [RATE]: the saturated or rate-limited run, JSON into $out/NAME.json.
+load() {
+  local name="$1" url="$2" r="${3:-}"
+  (cd "$work" && SERVER_PID="$server_pid" node load.mjs "$url" "$payload" "$event" \
+    "$connections" "$warmup_requests" "$duration_s" $r) >"$out/$name.json"
+}
+
+export WEBHOOK_SECRET="bench-secret-$(date +%s%N)"
+
+{
+  echo "{"
+  echo "\"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
+  echo "\"itergate\": \"$("$itergate" --version)\","
+  echo "\"cpus\": $(nproc),"
+  echo "\"cpu_model\": \"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)\","
+  echo "\"kernel\": \"$(uname -r)\","
+  echo "\"node\": \"$(node --version)\","
+  echo "\"filesystem\": \"$(df -T "$tmp" | awk 'NR == 2 { print $1 " " $2 }')\","
+  echo "\"load_before\": \"$(cut -d' ' -f1-3 /proc/loadavg)\","
+  echo "\"rustc_before\": $(pgrep -c rustc || true)"
+  echo "}"
+} >"$out/machine.json"
+
+say "Probot $(node -p 'require(process.argv[1]).version' "$work/node_modules/probot/package.json")"
+port="$(free_port)"
+(cd "$work" && exec node probot_app.mjs "$port") 2>"$tmp/probot.log" &
+server_pid=$!
+wait_listening "$tmp/probot.log"
+url="http://127.0.0.1:$port/api/github/webhooks"
+load probot "$url"
+load probot_rate "$url" "$rate"
+probot_rss_kb="$(peak_rss_kb "$server_pid")"
+probot_recorded="$(curl -fsS "http://127.0.0.1:$port/count")"
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+
+# The disk's own limit, just before and just after itergate (other work on the machine
+# changes it from minute to minute).
+disk_limit() {
+  say "this disk's limit ($1): SQLite WAL, synchronous=FULL, ${disk_s} s per batch size"
+  python3 "$here/disk_limit.py" "$tmp" "$payload" "$disk_s" 1 10 64 >"$out/disk_$1.json"
+  rm -f "$tmp"/disk_limit.db*
+}
+disk_limit before
+
+say "itergate serve"
+port="$(free_port)"
+closed_port="$(free_port)"
+# Workers wait on GET /app (a closed port; no ITERGATE_BOT_LOGIN): what is measured is intake.
+env -u ITERGATE_BOT_LOGIN -u ITERGATE_LOG -u GITHUB_TOKEN \
+  ITERGATE_APP_ID=1 \
+  ITERGATE_PRIVATE_KEY_PATH="$root/tests/fixtures/app/test-app-key.pem" \
+  ITERGATE_WEBHOOK_SECRET="$WEBHOOK_SECRET" \
+  GITHUB_API_URL="http://127.0.0.1:$closed_port" \
+  "$itergate" serve --listen "127.0.0.1:$port" --database "$tmp/inbox.db" --workers 1 \
+  2>"$tmp/itergate.log" &
+server_pid=$!
+wait_listening "$tmp/itergate.log"
+url="http://127.0.0.1:$port/webhook"
+load itergate "$url"
+load itergate_rate "$url" "$rate"
+itergate_rss_kb="$(peak_rss_kb "$server_pid")"
+kill -TERM "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+disk_limit after
+itergate_rows="$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM deliveries").fetchone()[0])' "$tmp/inbox.db")"
+
+cat >"$out/servers.json" <<EOF
+{"probot_peak_rss_kb": $probot_rss_kb, "probot_recorded": $probot_recorded,
+ "itergate_peak_rss_kb": $itergate_rss_kb, "itergate_rows": $itergate_rows,
+ "itergate_log_lines": $(wc -l <"$tmp/itergate.log"),
+ "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "rustc_after": $(pgrep -c rustc || true)}
+EOF
+cp "$tmp/itergate.log" "$out/itergate.log"
+
+say "results"
+rm -rf "$work/last"
+cp -r "$out" "$work/last"
+python3 "$here/report.py" "$work/last" | tee "$work/last/results.md"
