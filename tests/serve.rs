@@ -3,174 +3,27 @@
 //! (App JWTs verified against the App's public key, every request checked against GitHub's
 //! OpenAPI description).
 
+mod app_server;
 mod fake_github;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_github::model::{FakeApp, FakeArtifact};
-use fake_github::{grant, FakeGithub, Fault, Options, REPO};
+use app_server::{fake, fixture_path, webhook, Serve, APP_ID, BASE, BOT, INSTALLATION, SECRET};
+use fake_github::model::FakeArtifact;
+use fake_github::{grant, FakeGithub, Fault, REPO};
 use itergate::app::forge_flow::ArtifactRecord;
 use itergate::github::app_auth::{AppCredentials, Installations};
 use itergate::model::{CommitSha, IterationRecord};
 use itergate::serve::signature::sign;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_itergate");
-const SECRET: &str = "webhook-secret-for-tests";
-const APP_ID: u64 = 4242;
-const SLUG: &str = "itergate-test";
-const BOT: &str = "itergate-test[bot]";
-const INSTALLATION: u64 = 77;
 const PR: u64 = 7;
-const BASE: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
-fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn webhook(name: &str) -> Value {
-    let bytes = std::fs::read(fixture_path(&format!("github/webhooks/{name}"))).expect("fixture");
-    let mut p: Value = serde_json::from_slice(&bytes).expect("json");
-    p["repository"]["full_name"] = json!(REPO);
-    p["repository"]["name"] = json!("widgets");
-    p["repository"]["owner"]["login"] = json!("octo-org");
-    p["installation"] = json!({ "id": INSTALLATION, "node_id": "MDIz" });
-    p
-}
-
-async fn fake() -> FakeGithub {
-    let server = FakeGithub::start_with(Options {
-        login: BOT.into(),
-        user_endpoint_forbidden: true,
-        ..Options::default()
-    })
-    .await;
-    let public_key = std::fs::read(fixture_path("app/test-app-key.pub.pem")).expect("key");
-    server.with(|m| {
-        m.app = Some(FakeApp {
-            id: APP_ID,
-            slug: SLUG.into(),
-            public_key_pem: public_key,
-            token_lifetime_secs: 3600,
-            tokens: Vec::new(),
-            deliveries: Vec::new(),
-            redelivered: Vec::new(),
-        });
-        m.files.insert(
-            (BASE.into(), ".itergate.yml".into()),
-            b"github:\n  label: needs-a-human\n".to_vec(),
-        );
-    });
-    server
-}
-
-/// A running `itergate serve`; killed on drop.
-struct Serve {
-    child: Child,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
-
-impl Serve {
-    fn start(api_url: &str, database: &Path) -> Serve {
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                "2",
-                "--lease-seconds",
-                "3",
-                "--writes-per-minute",
-                "100000",
-            ])
-            .arg("--database")
-            .arg(database)
-            .env("ITERGATE_APP_ID", APP_ID.to_string())
-            .env(
-                "ITERGATE_PRIVATE_KEY_PATH",
-                fixture_path("app/test-app-key.pem"),
-            )
-            .env(
-                "ITERGATE_WEBHOOK_SECRET",
-                format!("{SECRET},an-older-secret"),
-            )
-            .env("GITHUB_API_URL", api_url)
-            .env("ITERGATE_GITHUB_RETRY_BASE_MS", "10")
-            .env_remove("GITHUB_TOKEN")
-            .env_remove("ITERGATE_BOT_LOGIN")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn itergate serve");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let mut addr = None;
-        let mut seen = String::new();
-        for line in lines.by_ref() {
-            let line = line.expect("read");
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                addr = rest.split_whitespace().next().map(String::from);
-                break;
-            }
-        }
-        let addr = addr.unwrap_or_else(|| panic!("itergate serve did not start:\n{seen}"));
-        let log = Arc::new(Mutex::new(seen));
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        Serve { child, addr, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn post(&self, event: &str, delivery: &str, body: &[u8], signature: Option<&str>) -> u16 {
-        let signed = sign(SECRET.as_bytes(), body);
-        let mut headers = vec![
-            ("X-GitHub-Event", event.to_string()),
-            ("X-GitHub-Delivery", delivery.to_string()),
-        ];
-        match signature {
-            Some("") => {}
-            Some(other) => headers.push(("X-Hub-Signature-256", other.to_string())),
-            None => headers.push(("X-Hub-Signature-256", signed)),
-        }
-        request(&self.addr, "POST", "/webhook", &headers, body).0
-    }
-
-    fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> u16 {
-        self.post(event, delivery, &serde_json::to_vec(payload).unwrap(), None)
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        request(&self.addr, "GET", path, &[], b"")
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One HTTP/1.1 exchange; the status and the body.
+/// One HTTP/1.1 exchange that must be answered.
 fn request(
     addr: &str,
     method: &str,
@@ -178,26 +31,7 @@ fn request(
     headers: &[(&str, String)],
     body: &[u8],
 ) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("answer");
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    (status, body)
+    app_server::try_request(addr, method, path, headers, body).expect("an answer")
 }
 
 async fn rows(database: &Path, sql: &str) -> i64 {
@@ -212,26 +46,12 @@ async fn rows(database: &Path, sql: &str) -> i64 {
 }
 
 /// Waits until `done` holds (or fails after `secs`).
-async fn eventually(serve: &Serve, secs: u64, what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(secs),
-            "timed out waiting for {what}; the server's log:\n{}",
-            serve.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn eventually(serve: &Serve, secs: u64, what: &str, done: impl FnMut() -> bool) {
+    app_server::eventually(&[serve], secs, what, done).await
 }
 
 fn sticky_comments(server: &FakeGithub) -> Vec<String> {
-    server.with(|m| {
-        m.comments_on(PR)
-            .into_iter()
-            .filter(|c| c.author == BOT && c.body.starts_with("<!-- itergate:sticky -->"))
-            .map(|c| c.body.clone())
-            .collect()
-    })
+    app_server::sticky_comments(server, PR)
 }
 
 fn seed_pr(server: &FakeGithub, head: &str) {
@@ -302,7 +122,7 @@ async fn forged_signatures_get_401_and_store_nothing() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let body = serde_json::to_vec(&opened(&"a".repeat(40))).unwrap();
     let mut changed = body.clone();
     let at = changed.len() / 2;
@@ -366,7 +186,7 @@ async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
 
@@ -426,7 +246,7 @@ async fn a_delivery_seen_twice_even_at_once_is_one_job() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Arc::new(Serve::start(&server.api_url(), &db));
+    let serve = Arc::new(Serve::start(&server.api_url(), &db, &[]));
     let head = "c".repeat(40);
     seed_pr(&server, &head);
     grant(&server, "maintainer", "admin", "admin");
@@ -469,7 +289,7 @@ async fn twenty_events_on_one_pr_edit_one_sticky_comment_in_order() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let mut head = String::new();
     for i in 0..20u8 {
         head = format!("{:040x}", u128::from(i) + 1);
@@ -517,7 +337,7 @@ async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_on
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let mut serve = Serve::start(&server.api_url(), &db);
+    let mut serve = Serve::start(&server.api_url(), &db, &[]);
     // Each delivery is a comment on its own PR, so each job posts exactly one reply.
     grant(&server, "maintainer", "admin", "admin");
     let n = 60u64;
@@ -539,7 +359,7 @@ async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_on
             // Mid-load, mid-job: no goodbye.
             serve.child.kill().unwrap();
             serve.child.wait().unwrap();
-            serve = Serve::start(&server.api_url(), &db);
+            serve = Serve::start(&server.api_url(), &db, &[]);
         }
     }
     assert!(
@@ -568,7 +388,7 @@ async fn sigterm_drains_and_the_rest_waits_for_the_next_start() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let mut serve = Serve::start(&server.api_url(), &db);
+    let mut serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "d".repeat(40);
     seed_pr(&server, &head);
     assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 202);
@@ -579,7 +399,7 @@ async fn sigterm_drains_and_the_rest_waits_for_the_next_start() {
     assert!(TcpStream::connect(&serve.addr).is_err());
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
     // The next start finishes what is left.
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     eventually(&serve, 20, "the job", || rows_now(&db) == 1).await;
     assert_eq!(sticky_comments(&server).len(), 1);
     drop(serve);
@@ -590,7 +410,7 @@ async fn a_secondary_rate_limit_makes_the_job_wait_and_complete() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "e".repeat(40);
     seed_pr(&server, &head);
     server.fail_next(
@@ -614,7 +434,7 @@ async fn a_fork_record_must_match_the_prs_head_repository() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "f".repeat(40);
     seed_pr(&server, &head);
     // A run of the same commit in another repository (a fork pushing the PR's sha).
@@ -689,7 +509,7 @@ async fn a_state_edited_by_hand_is_detected_and_not_believed() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     upload(&server, 501, record(&head, 0.5));
@@ -802,7 +622,7 @@ async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     grant(&server, "maintainer", "write", "write");
@@ -847,7 +667,7 @@ async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     let mut deleted = webhook("installation.deleted.1.json");
@@ -882,7 +702,7 @@ async fn a_token_github_does_not_know_yet_is_replaced_and_the_job_completes() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     // A just-minted token can be refused for a moment.
@@ -906,7 +726,7 @@ async fn an_agents_gap_report_gets_one_delivery_read_through_the_api() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "c".repeat(40);
     seed_pr(&server, &head);
     server.with(|m| {
@@ -962,7 +782,7 @@ async fn without_a_record_the_junit_report_ci_uploads_is_read_and_judged() {
     });
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     // A real CI's JUnit (absolute runner paths), beside a file the glob does not take.
@@ -1011,7 +831,7 @@ async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db);
+    let serve = Serve::start(&server.api_url(), &db, &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     // Another process holds the database's write lock.

@@ -128,7 +128,7 @@ pub struct Serve {
 impl Serve {
     /// Starts the binary on `database` (a SQLite path or a PostgreSQL URL) with 2 workers,
     /// 3-second leases and no write pacing to speak of; `extra` arguments come last.
-    pub fn start(api_url: &str, database: &str, extra: &[&str]) -> Serve {
+    pub fn start(api_url: &str, database: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> Serve {
         let mut child = Command::new(BIN)
             .args([
                 "serve",
@@ -141,8 +141,8 @@ impl Serve {
                 "--writes-per-minute",
                 "100000",
                 "--database",
-                database,
             ])
+            .arg(database)
             .args(extra)
             .env("ITERGATE_APP_ID", APP_ID.to_string())
             .env(
@@ -196,6 +196,21 @@ impl Serve {
     pub fn kill_9(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+
+    /// Posts `body` as a delivery signed with `signature`: `None` signs it with the secret,
+    /// `Some("")` sends no signature.
+    pub fn post(&self, event: &str, delivery: &str, body: &[u8], signature: Option<&str>) -> u16 {
+        let mut headers = vec![
+            ("X-GitHub-Event", event.to_string()),
+            ("X-GitHub-Delivery", delivery.to_string()),
+        ];
+        match signature {
+            Some("") => {}
+            Some(other) => headers.push(("X-Hub-Signature-256", other.to_string())),
+            None => headers.push(("X-Hub-Signature-256", sign(SECRET.as_bytes(), body))),
+        }
+        try_request(&self.addr, "POST", "/webhook", &headers, body).map_or(0, |(status, _)| status)
     }
 
     /// Posts a signed delivery; the status, or 0 when no answer came (a dead replica).
