@@ -863,3 +863,48 @@ async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliveries() {
+    use itergate::serve::store::{NewDelivery, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let store = Store::open(&db).await.unwrap();
+    store
+        .receive(NewDelivery {
+            delivery_id: "kept".into(),
+            event: "pull_request".into(),
+            action: None,
+            installation_id: Some(INSTALLATION as i64),
+            repository: Some(REPO.into()),
+            job_key: "k".into(),
+            payload: b"{}".to_vec(),
+        })
+        .await
+        .unwrap();
+    store.close().await;
+    // As version 1 left it: no index of the unfinished jobs.
+    {
+        use sqlx::Connection as _;
+        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
+            .await
+            .unwrap();
+        sqlx::raw_sql("DROP INDEX deliveries_unfinished; PRAGMA user_version = 1;")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+    let store = Store::open(&db).await.unwrap();
+    assert!(store.has_delivery("kept").await.unwrap());
+    store.close().await;
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 2);
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'deliveries_unfinished'"
+        )
+        .await,
+        1
+    );
+}
