@@ -132,13 +132,15 @@ impl Postgres {
     }
 
     fn cluster() -> Postgres {
-        let bin = server_binaries().unwrap_or_else(|| {
-            panic!(
+        let bin = server_binaries()
+            .or_else(install_server)
+            .unwrap_or_else(|| {
+                panic!(
                 "these tests need a PostgreSQL server: set DATABASE_URL, or install the server \
                  binaries (Debian: apt-get install postgresql; initdb and pg_ctl are looked for \
                  in /usr/lib/postgresql/*/bin and on PATH)"
             )
-        });
+            });
         let dir = tempfile::Builder::new()
             .prefix("itergate-pg-")
             .tempdir()
@@ -305,6 +307,16 @@ fn server_binaries() -> Option<PathBuf> {
         std::env::split_paths(&path)
             .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
     })
+}
+
+/// Runs `scripts/ensure-postgres.sh` (Debian's package, as root) and looks again.
+fn install_server() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-postgres.sh");
+    let out = Command::new("bash").arg(script).output().ok()?;
+    if !out.status.success() {
+        eprintln!("{}", text(&out));
+    }
+    server_binaries()
 }
 
 fn as_root() -> bool {
