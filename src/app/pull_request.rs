@@ -289,8 +289,8 @@ impl Handler<'_> {
             .map_err(HandlerError::Render)
     }
 
-    fn status(&self, state: &StickyState) -> Result<String, HandlerError> {
-        let Some(evaluation) = self.evaluate(state, None) else {
+    fn status(&self, pr: PrNumber, state: &StickyState) -> Result<String, HandlerError> {
+        let Some(evaluation) = self.evaluate(pr, state, None) else {
             return Ok("No iteration of this pull request is recorded yet.".into());
         };
         let mut result = crate::analytics::build(self.config, &state.records, &evaluation, None);
@@ -302,14 +302,21 @@ impl Handler<'_> {
         Ok(fence_with_info(&text, "text"))
     }
 
-    fn evaluate(&self, state: &StickyState, base: Option<&IterationRecord>) -> Option<Evaluation> {
+    /// The PR's decision; its task is named `#N` (the revision prompt says what to revise).
+    fn evaluate(
+        &self,
+        pr: PrNumber,
+        state: &StickyState,
+        base: Option<&IterationRecord>,
+    ) -> Option<Evaluation> {
         // People decide here with `/iterate` comments: the next steps say so.
         let feedback = Feedback {
             surface: Surface::PullRequest,
             ..state.feedback.clone()
         };
+        let task_id = format!("#{}", pr.0);
         evaluate(&EvaluateInput {
-            task_id: "pull request",
+            task_id: &task_id,
             config: self.config,
             history: &state.records,
             feedback: &feedback,
@@ -344,7 +351,7 @@ impl Handler<'_> {
         mut actions: Vec<String>,
         self_reported: bool,
     ) -> Result<Outcome, HandlerError> {
-        let Some(evaluation) = self.evaluate(&state, base) else {
+        let Some(evaluation) = self.evaluate(pr, &state, base) else {
             let visible = with_notices(
                 "itergate has no iteration of this pull request yet.",
                 &state,

@@ -608,6 +608,12 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
     let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(sticky(&server).contains("Revision iteration 1/3 -- 1 blockers"));
+    // The revision prompt names the pull request it asks to revise.
+    assert!(
+        sticky(&server).contains("Revise `#7`"),
+        "{}",
+        sticky(&server)
+    );
 
     // A record that does not belong to the run's commit is refused.
     run["workflow_run"]["head_sha"] = json!("f".repeat(40));

@@ -89,7 +89,7 @@ impl Handler<'_> {
             };
             match command {
                 Command::Help => reply.help = Some(self.help()?),
-                Command::Status => reply.status = Some(self.status(&state)?),
+                Command::Status => reply.status = Some(self.status(event.pr, &state)?),
                 Command::Reevaluate if commenter.privileged => {
                     actions.push(self.rerun(event.pr).await?)
                 }

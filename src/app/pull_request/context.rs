@@ -59,12 +59,14 @@ impl Handler<'_> {
         let limits = Limits::from_config(self.config);
         let head = pull.head.sha.0.clone();
         let latest = state.records.last().cloned();
-        let decision = self.evaluate(&state, None).and_then(|evaluation| {
-            serde_yaml::to_string(&DecisionReport {
-                iteration_decision: evaluation.decision,
-            })
-            .ok()
-        });
+        let decision = self
+            .evaluate(event.pr, &state, None)
+            .and_then(|evaluation| {
+                serde_yaml::to_string(&DecisionReport {
+                    iteration_decision: evaluation.decision,
+                })
+                .ok()
+            });
         let requests = requests_to_answer(&report, state.context_rounds, &limits);
         let files = self
             .prefetch(&head, &requests, latest.as_ref(), &policy)

@@ -25,7 +25,7 @@ impl Handler<'_> {
             "⏳ Waiting for checks on `{}`: the decision follows when CI has scored this commit.",
             escape_markdown_inline(short(head))
         );
-        let visible = match self.evaluate(&state, None) {
+        let visible = match self.evaluate(pr, &state, None) {
             Some(evaluation) => {
                 format!("{waiting}\n\n{}", self.visible(&state, None, &evaluation)?)
             }
