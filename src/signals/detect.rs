@@ -216,7 +216,7 @@ fn ruff_configured(root: &Path) -> bool {
     if root.join("ruff.toml").is_file() || root.join(".ruff.toml").is_file() {
         return true;
     }
-    std::fs::read_to_string(root.join("pyproject.toml")).is_ok_and(|text| {
+    project_file(root, "pyproject.toml").is_some_and(|text| {
         text.lines().any(|l| {
             let l = l.trim();
             l == "[tool.ruff]" || l.starts_with("[tool.ruff.")
@@ -238,8 +238,13 @@ fn eslint_configured(root: &Path) -> bool {
         ".eslintrc.yaml",
     ];
     files.iter().any(|f| root.join(f).is_file())
-        || std::fs::read_to_string(root.join("package.json"))
-            .is_ok_and(|text| text.contains("\"eslintConfig\""))
+        || project_file(root, "package.json").is_some_and(|text| text.contains("\"eslintConfig\""))
+}
+
+/// A project file detection reads: a regular file inside the work tree, at most 1 MiB (a
+/// FIFO, a device or a link out of the tree named `package.json` is no project file).
+fn project_file(root: &Path, name: &str) -> Option<String> {
+    crate::signals::tree_file::read_text_in_tree(root, &root.join(name), 1024 * 1024)
 }
 
 /// Whether `python` can import `module` (it runs the interpreter once).

@@ -106,3 +106,27 @@ fn without_pytest_cov_init_says_how_to_install_it() {
         );
     }
 }
+
+/// A FIFO named like a project file is not read: detection answers at once instead of
+/// waiting for a writer that never comes.
+#[test]
+fn a_fifo_named_package_json_does_not_hang_detection() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("package-lock.json"), "{}").expect("write");
+    let made = Command::new("mkfifo")
+        .arg(dir.path().join("package.json"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo");
+    let root = dir.path().to_path_buf();
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = itergate::signals::detect::detect(&root);
+        let _ = done.send(());
+    });
+    assert!(
+        wait.recv_timeout(std::time::Duration::from_secs(10))
+            .is_ok(),
+        "detection hung on a FIFO named package.json"
+    );
+}
