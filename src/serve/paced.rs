@@ -68,10 +68,7 @@ pub struct PacedForge {
 }
 
 impl PacedForge {
-    async fn read<T>(&self, result: Result<T, ForgeError>) -> Result<T, ForgeError> {
-        result
-    }
-
+    /// Waits for the installation's turn, then writes.
     async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
@@ -91,7 +88,7 @@ impl Forge for PacedForge {
         repo: &RepoName,
         pr: PrNumber,
     ) -> Result<Vec<Comment>, ForgeError> {
-        self.read(self.inner.list_comments(repo, pr).await).await
+        self.inner.list_comments(repo, pr).await
     }
     async fn create_comment(
         &self,
@@ -138,18 +135,17 @@ impl Forge for PacedForge {
         self.write(self.inner.remove_label(repo, pr, name)).await
     }
     async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
-        self.read(self.inner.permission(repo, user).await).await
+        self.inner.permission(repo, user).await
     }
     async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
-        self.read(self.inner.pull_request(repo, pr).await).await
+        self.inner.pull_request(repo, pr).await
     }
     async fn pull_request_commits(
         &self,
         repo: &RepoName,
         pr: PrNumber,
     ) -> Result<Vec<PrCommit>, ForgeError> {
-        self.read(self.inner.pull_request_commits(repo, pr).await)
-            .await
+        self.inner.pull_request_commits(repo, pr).await
     }
     async fn create_check_run(
         &self,
@@ -172,8 +168,7 @@ impl Forge for PacedForge {
         repo: &RepoName,
         git_ref: &str,
     ) -> Result<Vec<CheckRun>, ForgeError> {
-        self.read(self.inner.list_check_runs(repo, git_ref).await)
-            .await
+        self.inner.list_check_runs(repo, git_ref).await
     }
     async fn rerequest_check_suite(
         &self,
@@ -190,12 +185,9 @@ impl Forge for PacedForge {
         artifact: &str,
         file: &str,
     ) -> Result<Vec<u8>, ForgeError> {
-        self.read(
-            self.inner
-                .download_artifact_file(repo, run, artifact, file)
-                .await,
-        )
-        .await
+        self.inner
+            .download_artifact_file(repo, run, artifact, file)
+            .await
     }
     async fn download_artifact_files(
         &self,
@@ -204,12 +196,9 @@ impl Forge for PacedForge {
         artifact: &str,
         matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
     ) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
-        self.read(
-            self.inner
-                .download_artifact_files(repo, run, artifact, matches)
-                .await,
-        )
-        .await
+        self.inner
+            .download_artifact_files(repo, run, artifact, matches)
+            .await
     }
     async fn file_content(
         &self,
@@ -217,8 +206,7 @@ impl Forge for PacedForge {
         git_ref: &str,
         path: &str,
     ) -> Result<Option<Vec<u8>>, ForgeError> {
-        self.read(self.inner.file_content(repo, git_ref, path).await)
-            .await
+        self.inner.file_content(repo, git_ref, path).await
     }
     async fn rerun_pull_request_runs(
         &self,

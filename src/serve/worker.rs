@@ -258,12 +258,12 @@ impl Worker {
                     .await
             }
             Event::WorkflowRun(run) => {
-                let pull = forge
+                let first = forge
                     .pull_request(&repo, run.prs.first().copied().unwrap_or(PrNumber(0)))
                     .await;
                 // The artifact's name is the base's configuration; a PR's own run cannot
                 // choose which artifact is read.
-                let config = match &pull {
+                let config = match &first {
                     Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
                     Err(_) => crate::config::Config::default(),
                 };
@@ -280,8 +280,15 @@ impl Worker {
                         run.run_id, config.github.artifact
                     )));
                 };
-                let config =
-                    app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+                // The bound PR is usually the one asked first: its base's config is in hand.
+                let same_base = first
+                    .as_ref()
+                    .is_ok_and(|p| p.number == pull.number && p.base.sha == pull.base.sha);
+                let config = if same_base {
+                    config
+                } else {
+                    app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?
+                };
                 let input = Input::Iteration {
                     pr: pull.number,
                     record: Box::new(record),
