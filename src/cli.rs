@@ -246,9 +246,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub lease_seconds: u64,
     /// How often the App's recent deliveries are checked for ones GitHub could not hand
-    /// over (they are redelivered); also done at start.
-    #[arg(long, default_value_t = 5, value_name = "MINUTES")]
-    pub sweep_minutes: u64,
+    /// over (they are redelivered), also done at start; and how long a pull request waits
+    /// for CI's record before it is checked against GitHub (then after twice as long each
+    /// time, at most 6 hours). Fractions are fine (0.5 is 30 seconds).
+    #[arg(long, default_value_t = 5.0, value_name = "MINUTES", value_parser = positive_minutes)]
+    pub sweep_minutes: f64,
     /// Content writes (comments, labels, check runs) per installation and minute, under
     /// GitHub's secondary limit of about 80.
     #[arg(long, default_value_t = 60, value_name = "N")]
@@ -495,4 +497,15 @@ pub enum AnalyticsFormat {
     Text,
     Json,
     Csv,
+}
+
+/// A positive, finite number of minutes, at least one second.
+fn positive_minutes(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(m) if m.is_finite() && m * 60.0 >= 1.0 => Ok(m),
+        Ok(_) => Err("expected a number of minutes, at least 1/60 (one second)".into()),
+        Err(_) => Err(format!(
+            "`{text}` is not a number of minutes (e.g. 5 or 0.5)"
+        )),
+    }
 }

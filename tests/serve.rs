@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use app_server::{fake, fixture_path, webhook, Serve, APP_ID, BASE, BOT, INSTALLATION, SECRET};
-use fake_github::model::FakeArtifact;
+use fake_github::model::{FakeArtifact, FakeRun};
 use fake_github::{grant, FakeGithub, Fault, REPO};
 use itergate::app::forge_flow::ArtifactRecord;
 use itergate::github::app_auth::{AppCredentials, Installations};
@@ -303,7 +303,7 @@ async fn twenty_events_on_one_pr_edit_one_sticky_comment_in_order() {
     }
     let last = format!("`{}`", &head[..7]);
     eventually(&serve, 30, "the last event", || {
-        rows_now(&db) == 20
+        rows_now(&db, DONE) == 20
             && sticky_comments(&server)
                 .first()
                 .is_some_and(|b| b.contains(&last))
@@ -316,17 +316,17 @@ async fn twenty_events_on_one_pr_edit_one_sticky_comment_in_order() {
     server.assert_no_violations();
 }
 
-fn rows_now(db: &Path) -> i64 {
-    let db = db.to_path_buf();
+const DONE: &str = "SELECT COUNT(*) FROM deliveries WHERE done_at IS NOT NULL";
+
+/// [`rows`] from a synchronous closure.
+fn rows_now(db: &Path, sql: &str) -> i64 {
+    let (db, sql) = (db.to_path_buf(), sql.to_string());
     std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
-            .block_on(rows(
-                &db,
-                "SELECT COUNT(*) FROM deliveries WHERE done_at IS NOT NULL",
-            ))
+            .block_on(rows(&db, &sql))
     })
     .join()
     .unwrap()
@@ -368,7 +368,7 @@ async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_on
         acknowledged.len()
     );
     eventually(&serve, 60, "every acknowledged delivery", || {
-        rows_now(&db) as usize >= acknowledged.len()
+        rows_now(&db, DONE) as usize >= acknowledged.len()
     })
     .await;
     for pr in &acknowledged {
@@ -400,7 +400,7 @@ async fn sigterm_drains_and_the_rest_waits_for_the_next_start() {
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
     // The next start finishes what is left.
     let serve = Serve::start(&server.api_url(), &db, &[]);
-    eventually(&serve, 20, "the job", || rows_now(&db) == 1).await;
+    eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
     assert_eq!(sticky_comments(&server).len(), 1);
     drop(serve);
 }
@@ -447,7 +447,7 @@ async fn a_fork_record_must_match_the_prs_head_repository() {
         ),
         202
     );
-    eventually(&serve, 20, "the job", || rows_now(&db) == 1).await;
+    eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
     assert!(sticky_comments(&server).is_empty());
     assert_eq!(
         rows(
@@ -628,20 +628,10 @@ async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
     grant(&server, "maintainer", "write", "write");
     server.with(|m| {
         m.workflow_runs = vec![
-            (31, head.clone(), "pull_request".into(), "completed".into()),
-            (32, head.clone(), "push".into(), "completed".into()),
-            (
-                33,
-                "0".repeat(40),
-                "pull_request".into(),
-                "completed".into(),
-            ),
-            (
-                34,
-                head.clone(),
-                "pull_request".into(),
-                "in_progress".into(),
-            ),
+            FakeRun::new(31, &head, "pull_request", "completed"),
+            FakeRun::new(32, &head, "push", "completed"),
+            FakeRun::new(33, &"0".repeat(40), "pull_request", "completed"),
+            FakeRun::new(34, &head, "pull_request", "in_progress"),
         ]
     });
     let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
@@ -673,9 +663,9 @@ async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
     let mut deleted = webhook("installation.deleted.1.json");
     deleted["installation"]["id"] = json!(INSTALLATION);
     assert_eq!(serve.deliver("installation", "d-del", &deleted), 202);
-    eventually(&serve, 20, "the bookkeeping", || rows_now(&db) == 1).await;
+    eventually(&serve, 20, "the bookkeeping", || rows_now(&db, DONE) == 1).await;
     assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
-    eventually(&serve, 20, "the event", || rows_now(&db) == 2).await;
+    eventually(&serve, 20, "the event", || rows_now(&db, DONE) == 2).await;
     assert!(sticky_comments(&server).is_empty());
     assert_eq!(
         rows(&db, "SELECT COUNT(*) FROM deliveries WHERE outcome LIKE 'ignored: installation 77 was removed%'").await,
@@ -686,7 +676,7 @@ async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
     let mut created = webhook("installation.created.1.json");
     created["installation"]["id"] = json!(INSTALLATION);
     assert_eq!(serve.deliver("installation", "d-new", &created), 202);
-    eventually(&serve, 20, "the bookkeeping", || rows_now(&db) == 3).await;
+    eventually(&serve, 20, "the bookkeeping", || rows_now(&db, DONE) == 3).await;
     let mut event = opened(&head);
     event["action"] = json!("reopened");
     assert_eq!(serve.deliver("pull_request", "d-reopen", &event), 202);
@@ -883,22 +873,32 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
         .await
         .unwrap();
     store.close().await;
-    // As version 1 left it: no index of the unfinished jobs.
+    // As version 1 left it: no index of the unfinished jobs, no table of waiting heads.
     {
         use sqlx::Connection as _;
         let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
             .await
             .unwrap();
-        sqlx::raw_sql("DROP INDEX deliveries_unfinished; PRAGMA user_version = 1;")
-            .execute(&mut conn)
-            .await
-            .unwrap();
+        sqlx::raw_sql(
+            "DROP INDEX deliveries_unfinished; DROP TABLE waiting; PRAGMA user_version = 1;",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
         conn.close().await.unwrap();
     }
     let store = Store::open(&db).await.unwrap();
     assert!(store.has_delivery("kept").await.unwrap());
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 2);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 3);
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'waiting'"
+        )
+        .await,
+        1
+    );
     assert_eq!(
         rows(
             &db,
@@ -907,4 +907,123 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
         .await,
         1
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_of_waiting_heads_keeps_its_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
+        .await
+        .unwrap();
+    app_server::check_waiting_rules(&store).await;
+}
+
+/// A reconcile as short as a test allows: the sweep's interval, 1.2 s.
+const QUICK_SWEEP: [&str; 2] = ["--sweep-minutes", "0.02"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_event_never_came_is_found_by_the_reconcile_and_decides() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &QUICK_SWEEP);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the waiting comment", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
+    })
+    .await;
+
+    // CI ran and uploaded its record, but GitHub never delivered `workflow_run` (and its
+    // deliveries list has nothing to redeliver). Another head's run must not count.
+    upload(&server, 601, record(&head, 0.5));
+    upload(&server, 602, record(&"c".repeat(40), 1.0));
+    server.with(|m| {
+        let mut run = FakeRun::new(601, &head, "pull_request", "completed");
+        run.pull_requests = vec![PR];
+        m.workflow_runs = vec![
+            run,
+            FakeRun::new(602, &"c".repeat(40), "pull_request", "completed"),
+        ];
+    });
+    eventually(&serve, 30, "the decision from the reconcile", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("teration 1"))
+    })
+    .await;
+    let sticky = sticky_comments(&server);
+    assert_eq!(sticky.len(), 1, "{sticky:?}");
+    assert!(!sticky[0].contains("Waiting for checks"), "{}", sticky[0]);
+    let gate = server.with(|m| {
+        m.check_runs
+            .iter()
+            .filter(|r| r.name == "itergate" && r.status == "completed")
+            .count()
+    });
+    assert_eq!(gate, 1);
+    eventually(&serve, 10, "the head no longer waiting", || {
+        rows_now(&db, "SELECT COUNT(*) FROM waiting") == 0
+    })
+    .await;
+    // Decided: no more checks of this PR.
+    let listed = server.count("actions/list-workflow-runs-for-repo");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(server.count("actions/list-workflow-runs-for-repo"), listed);
+    assert!(
+        serve.log().contains("checking them against GitHub"),
+        "{}",
+        serve.log()
+    );
+    assert!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE event = 'itergate.reconcile' AND outcome LIKE '%record had not been read%'"
+        )
+        .await
+            == 1
+    );
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pull_request_waits_no_more_and_a_lost_push_is_caught_up() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &QUICK_SWEEP);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the waiting comment", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
+    })
+    .await;
+    // A push whose `synchronize` never came: the reconcile follows the PR's new head.
+    let moved = "d".repeat(40);
+    server.with(|m| m.pulls.get_mut(&PR).unwrap().head_sha = moved.clone());
+    eventually(&serve, 30, "the comment following the new head", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("Waiting for checks on `ddddddd`"))
+    })
+    .await;
+    assert_eq!(
+        rows(&db, "SELECT COUNT(*) FROM waiting WHERE head_sha = 'dddddddddddddddddddddddddddddddddddddddd'").await,
+        1
+    );
+    // Closed: the next check drops it and writes nothing.
+    server.with(|m| m.pulls.get_mut(&PR).unwrap().closed = true);
+    let before = sticky_comments(&server);
+    eventually(&serve, 30, "the closed PR dropped", || {
+        rows_now(&db, "SELECT COUNT(*) FROM waiting") == 0
+    })
+    .await;
+    assert_eq!(sticky_comments(&server), before);
+    server.assert_no_violations();
 }

@@ -286,23 +286,31 @@ async fn one_replica_holds_the_sweep_lock_until_it_goes_then_another_takes_it() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_of_waiting_heads_keeps_its_rules() {
+    let pg = Postgres::start().await;
+    app_server::check_waiting_rules(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded() {
     let pg = Postgres::start().await;
     let (a, b, c) = tokio::join!(open(&pg), open(&pg), open(&pg));
     let versions = pg
         .pairs("SELECT version, version FROM schema_version ORDER BY version")
         .await;
-    assert_eq!(versions, vec![(1, 1), (2, 2)]);
+    assert_eq!(versions, vec![(1, 1), (2, 2), (3, 3)]);
     for store in [a, b, c] {
         store.close().await;
     }
-    // A database left at version 1 by an older release gets version 2 at the next start.
+    // A database left at version 1 by an older release is brought up to date at the next
+    // start.
     {
         let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(pg.url())
             .await
             .unwrap();
         sqlx::raw_sql(
-            "DELETE FROM schema_version WHERE version = 2; DROP INDEX deliveries_unfinished;",
+            "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
+             DROP TABLE waiting;",
         )
         .execute(&mut conn)
         .await
@@ -311,7 +319,12 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        2
+        3
+    );
+    assert_eq!(
+        pg.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'waiting'")
+            .await,
+        1
     );
     assert_eq!(
         pg.scalar("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'deliveries_unfinished'")

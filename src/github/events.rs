@@ -288,6 +288,54 @@ struct RunP {
     pull_requests: Vec<PullNumberP>,
     #[serde(default)]
     conclusion: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
+impl RunP {
+    fn into_event(self, repo: RepoName, installation_id: Option<u64>) -> WorkflowRunEvent {
+        WorkflowRunEvent {
+            repo,
+            run_id: RunId(self.id),
+            workflow_name: self.name,
+            triggering_event: self.event,
+            head_sha: CommitSha(self.head_sha),
+            head_branch: self.head_branch,
+            head_repo: self.head_repository.and_then(|r| r.full_name.parse().ok()),
+            prs: self
+                .pull_requests
+                .into_iter()
+                .map(|p| PrNumber(p.number))
+                .collect(),
+            conclusion: self.conclusion,
+            installation_id,
+        }
+    }
+}
+
+/// A workflow run as `GET /repos/{owner}/{repo}/actions/runs` lists it: the same object as
+/// the `workflow_run` event's.
+#[derive(Deserialize)]
+#[serde(transparent)]
+pub struct ListedRun(RunP);
+
+impl ListedRun {
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    pub fn head_sha(&self) -> &str {
+        &self.0.head_sha
+    }
+
+    pub fn is_completed(&self) -> bool {
+        self.0.status.as_deref() == Some("completed")
+    }
+
+    /// The run as its `workflow_run` `completed` event would have told it.
+    pub fn into_event(self, repo: RepoName, installation_id: Option<u64>) -> WorkflowRunEvent {
+        self.0.into_event(repo, installation_id)
+    }
 }
 
 #[derive(Deserialize)]
@@ -402,21 +450,9 @@ fn workflow_run(e: Envelope<WorkflowRunBody>) -> Result<Parsed, EventError> {
     if e.action.as_deref() != Some("completed") {
         return Ok(ignored_action("workflow_run", e.action.as_deref()));
     }
-    let run = e.body.workflow_run;
-    Ok(Parsed::Event(Event::WorkflowRun(WorkflowRunEvent {
-        repo: repo_of("workflow_run", &e.repository)?,
-        run_id: RunId(run.id),
-        workflow_name: run.name,
-        triggering_event: run.event,
-        head_sha: CommitSha(run.head_sha),
-        head_branch: run.head_branch,
-        head_repo: run.head_repository.and_then(|r| r.full_name.parse().ok()),
-        prs: run
-            .pull_requests
-            .into_iter()
-            .map(|p| PrNumber(p.number))
-            .collect(),
-        conclusion: run.conclusion,
-        installation_id: e.installation.map(|i| i.id),
-    })))
+    let repo = repo_of("workflow_run", &e.repository)?;
+    let installation_id = e.installation.map(|i| i.id);
+    Ok(Parsed::Event(Event::WorkflowRun(
+        e.body.workflow_run.into_event(repo, installation_id),
+    )))
 }

@@ -270,6 +270,15 @@ pub trait Forge: Send + Sync {
         head_sha: &str,
     ) -> Result<Vec<RunId>, ForgeError>;
 
+    /// The completed workflow runs of `head_sha` that a `pull_request` event started, newest
+    /// first, as their `workflow_run` events would have told them (the App's reconcile:
+    /// a run whose event was lost is found here).
+    async fn completed_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<super::events::WorkflowRunEvent>, ForgeError>;
+
     /// Downloads the workflow run's artifact named `artifact` and returns its files whose
     /// names `matches` accepts (bounded like [`Forge::download_artifact_file`]). An empty
     /// list when the run has no such artifact.

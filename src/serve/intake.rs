@@ -5,7 +5,7 @@
 //! | --- | --- |
 //! | 202 | a new delivery, committed to the inbox |
 //! | 200 | a delivery id seen before (no new work), or a `ping` |
-//! | 400 | no `X-GitHub-Event`/`X-GitHub-Delivery`, or a body that is not a JSON object |
+//! | 400 | no `X-GitHub-Event`/`X-GitHub-Delivery`, an event named like itergate's own jobs, or a body that is not a JSON object |
 //! | 401 | a signature missing, wrong, or SHA-1 only: nothing is stored |
 //! | 413 | a body over 25 MB (GitHub's own limit) |
 //! | 503 | the database did not commit: GitHub records the failure and the sweep redelivers |
@@ -134,6 +134,15 @@ pub async fn webhook(
         )
             .into_response();
     };
+    if event.starts_with("itergate.") {
+        // The queue's own jobs (reconcile) are never a webhook's.
+        metrics.refused("headers");
+        return (
+            StatusCode::BAD_REQUEST,
+            "X-GitHub-Event names one of itergate's own jobs\n",
+        )
+            .into_response();
+    }
     let envelope: Envelope = match serde_json::from_slice(&body) {
         Ok(e) => e,
         Err(e) => {

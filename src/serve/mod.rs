@@ -11,6 +11,7 @@
 pub mod intake;
 pub mod metrics;
 pub mod paced;
+pub mod reconcile;
 pub mod signature;
 pub mod store;
 pub mod sweep;
@@ -92,11 +93,12 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
     };
     let installations = Arc::new(Installations::new(settings, credentials));
     let renderer = Arc::new(Renderer::new(None, false).map_err(Failure::Internal)?);
+    let every = Duration::from_secs_f64(args.sweep_minutes * 60.0).max(Duration::from_secs(1));
     tokio::spawn(sweep::run(
         installations.clone(),
         store.clone(),
         metrics.clone(),
-        Duration::from_secs(60 * args.sweep_minutes.max(1)),
+        every,
         stop.clone(),
     ));
     let workers = tokio::spawn(start_workers(
@@ -110,6 +112,7 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
             wake,
             lease: Duration::from_secs(args.lease_seconds.max(1)),
             state_key: crate::github::sticky::StateKey::derive(&pem),
+            reconcile_every: every,
         },
         stop.clone(),
     ));
@@ -153,6 +156,7 @@ struct WorkerParts {
     wake: Arc<Notify>,
     lease: Duration,
     state_key: crate::github::sticky::StateKey,
+    reconcile_every: Duration,
 }
 
 /// Learns the App's bot login (its comments are the only trusted state), then runs `n`
@@ -192,6 +196,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
             wake: parts.wake.clone(),
             lease: parts.lease,
             state_key: parts.state_key.clone(),
+            reconcile_every: parts.reconcile_every,
         });
         handles.push(tokio::spawn(worker.run(stop.clone())));
     }

@@ -216,6 +216,13 @@ impl Forge for PacedForge {
         self.write(self.inner.rerun_pull_request_runs(repo, head_sha))
             .await
     }
+    async fn completed_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<crate::github::events::WorkflowRunEvent>, ForgeError> {
+        self.inner.completed_pull_request_runs(repo, head_sha).await
+    }
     async fn dispatch_workflow(
         &self,
         repo: &RepoName,

@@ -5,6 +5,8 @@
 //! (`POST /app/hook/deliveries/{id}/attempts`). GitHub keeps deliveries for three days;
 //! the sweep looks back [`LOOK_BACK`].
 //!
+//! The same tick queues the reconcile of pull requests left waiting ([`super::reconcile`]).
+//!
 //! One replica sweeps at a time: with SQLite there is one process; on PostgreSQL each
 //! replica asks at every tick for the sweep's lock ([`Store::hold_sweep_lock`]), and only
 //! the one holding it sweeps. When that replica stops or dies, another takes the lock at
@@ -78,6 +80,17 @@ pub async fn run(
             ),
             Ok(swept) => tracing::debug!(listed = swept.listed, "no delivery to recover"),
             Err(e) => tracing::warn!("the redelivery sweep failed: {e}; trying again later"),
+        }
+        if leading {
+            match super::reconcile::queue_due(&store, super::store::now_ms(), every).await {
+                Ok(queued) if !queued.is_empty() => tracing::info!(
+                    "pull requests waited a whole interval for CI's record; checking them \
+                     against GitHub: {}",
+                    queued.join(", ")
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("queueing reconciles: {e}; trying again later"),
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

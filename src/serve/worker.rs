@@ -10,15 +10,18 @@ use serde::Deserialize;
 use tokio::sync::{watch, Notify};
 use tracing::Instrument as _;
 
+use super::intake::job_key;
 use super::metrics::Metrics;
 use super::paced::{PacedForge, Pacer};
-use super::store::{now_ms, Job, Store, MAX_ATTEMPTS};
+use super::reconcile;
+use super::store::{now_ms, Job, Store, Waiting, MAX_ATTEMPTS};
 use crate::app::forge_flow::{self, FlowError};
 use crate::app::pull_request::{Handler, HandlerError, Input};
 use crate::github::app_auth::Installations;
 use crate::github::events::{self, Event, Parsed};
 use crate::github::types::{PrNumber, RepoName};
 use crate::github::{Forge, ForgeError};
+use crate::model::CommitSha;
 use crate::render::Renderer;
 
 /// The longest one job may run before it is abandoned (and retried).
@@ -38,6 +41,37 @@ pub struct Worker {
     pub lease: Duration,
     /// Signs the sticky comment's state.
     pub state_key: crate::github::sticky::StateKey,
+    /// How long a head waits before the reconcile first checks it (the sweep's interval).
+    pub reconcile_every: Duration,
+}
+
+/// What a job works on.
+enum Work {
+    Event(Event),
+    /// A waiting pull request, checked against GitHub (see [`reconcile`]).
+    Reconcile(RepoName, PrNumber, String),
+}
+
+/// How a waiting pull request changed.
+enum WaitChange {
+    /// Its head now waits for CI's record.
+    WaitsFor(PrNumber, CommitSha),
+    /// A record decided this head.
+    Decided(PrNumber, CommitSha),
+    /// Closed, or its head scored already: it waits for nothing.
+    NoLonger(PrNumber),
+}
+
+/// A job's end, and how it changed which pull requests wait.
+struct Applied {
+    ended: Ended,
+    waiting: Option<(RepoName, WaitChange)>,
+}
+
+impl Applied {
+    fn new(ended: Ended, waiting: Option<(RepoName, WaitChange)>) -> Applied {
+        Applied { ended, waiting }
+    }
 }
 
 /// How a job ended.
@@ -195,10 +229,22 @@ impl Worker {
         if job.event.starts_with("installation") {
             return self.installation(job).await;
         }
-        let event = match events::parse_event(&job.event, &job.payload) {
-            Ok(Parsed::Event(event)) => event,
-            Ok(Parsed::Ignored(why)) => return Ok(Ended::Ignored(why)),
-            Err(e) => return Err(JobError::Refused(e.to_string())),
+        let work = if job.event == reconcile::EVENT {
+            let payload: reconcile::Payload = serde_json::from_slice(&job.payload)
+                .map_err(|e| JobError::Refused(format!("a reconcile job's payload: {e}")))?;
+            let repo = payload
+                .repository
+                .full_name
+                .parse()
+                .map_err(|e| JobError::Refused(format!("a reconcile job's repository: {e}")))?;
+            let pr = PrNumber(u64::try_from(payload.pull_request.number).unwrap_or(0));
+            Work::Reconcile(repo, pr, payload.head_sha)
+        } else {
+            match events::parse_event(&job.event, &job.payload) {
+                Ok(Parsed::Event(event)) => Work::Event(event),
+                Ok(Parsed::Ignored(why)) => return Ok(Ended::Ignored(why)),
+                Err(e) => return Err(JobError::Refused(e.to_string())),
+            }
         };
         let Some(installation) = job.installation_id.and_then(|i| u64::try_from(i).ok()) else {
             return Ok(Ended::Ignored("the delivery names no installation".into()));
@@ -213,7 +259,7 @@ impl Worker {
                 "installation {installation} was removed"
             )));
         }
-        if let Event::Comment(comment) = &event {
+        if let Work::Event(Event::Comment(comment)) = &work {
             // Most comments hold no command: no API call for those.
             if !crate::app::forge_flow::holds_work(&comment.body) {
                 return Ok(Ended::Ignored(
@@ -231,76 +277,200 @@ impl Worker {
             installation,
             pacer: self.pacer.clone(),
         };
-        self.apply(&forge, event)
-            .await
-            .map_err(|e| classify(installation, e))
+        let applied = match work {
+            Work::Event(event) => self.apply(&forge, event).await,
+            Work::Reconcile(repo, pr, head) => self.reconcile(&forge, &repo, pr, &head).await,
+        }
+        .map_err(|e| classify(installation, e))?;
+        if let Some((repo, change)) = applied.waiting {
+            self.note_waiting(&repo, installation, change)
+                .await
+                .map_err(|e| JobError::Retry(e.to_string()))?;
+        }
+        Ok(applied.ended)
+    }
+
+    /// Keeps the table of heads waiting for CI (what the reconcile checks) up to date.
+    async fn note_waiting(
+        &self,
+        repo: &RepoName,
+        installation: u64,
+        change: WaitChange,
+    ) -> Result<(), super::store::StoreError> {
+        let key = |pr: PrNumber| job_key(Some(&repo.to_string()), Some(pr.0), None);
+        match change {
+            WaitChange::WaitsFor(pr, head) => {
+                let now = now_ms();
+                let waiting = Waiting {
+                    job_key: key(pr),
+                    installation_id: i64::try_from(installation).unwrap_or(0),
+                    repository: repo.to_string(),
+                    pr: i64::try_from(pr.0).unwrap_or(0),
+                    head_sha: head.0,
+                    since: now,
+                    checks: 0,
+                };
+                let first = reconcile::first_check_at(now, self.reconcile_every);
+                self.store.set_waiting(&waiting, first).await
+            }
+            WaitChange::Decided(pr, head) => {
+                self.store.clear_waiting(&key(pr), Some(&head.0)).await
+            }
+            WaitChange::NoLonger(pr) => self.store.clear_waiting(&key(pr), None).await,
+        }
     }
 
     /// The event, applied to its pull request.
-    async fn apply(&self, forge: &dyn Forge, event: Event) -> Result<Ended, FlowError> {
+    async fn apply(&self, forge: &dyn Forge, event: Event) -> Result<Applied, FlowError> {
         let repo = event.repo().clone();
         match event {
             Event::PullRequest(pr) => {
                 let config = app_config(forge, &repo, &pr.base_sha.0, &pr.base_ref).await?;
                 let handler = self.handler(forge, &repo, &config);
                 let outcome = handler.waiting(pr.pr, &pr.head_sha).await?;
-                Ok(Ended::Done(outcome.actions.join("; ")))
+                // A summary means the PR now waits (none: the head was scored already).
+                let change = outcome
+                    .summary
+                    .is_some()
+                    .then(|| WaitChange::WaitsFor(pr.pr, pr.head_sha.clone()));
+                Ok(Applied::new(
+                    Ended::Done(outcome.actions.join("; ")),
+                    change.map(|c| (repo, c)),
+                ))
             }
             Event::Comment(comment) => {
                 let pr = comment.pr;
                 let until = Some(comment.comment_id.0);
                 self.on_pull_request(forge, &repo, pr, until, Input::Comment(comment))
                     .await
+                    .map(|ended| Applied::new(ended, None))
             }
             Event::Review(review) => {
                 let pr = review.pr;
                 self.on_pull_request(forge, &repo, pr, None, Input::Review(review))
                     .await
+                    .map(|ended| Applied::new(ended, None))
             }
             Event::WorkflowRun(run) => {
-                let first = forge
-                    .pull_request(&repo, run.prs.first().copied().unwrap_or(PrNumber(0)))
-                    .await;
-                // The artifact's name is the base's configuration; a PR's own run cannot
-                // choose which artifact is read.
-                let config = match &first {
-                    Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
-                    Err(_) => crate::config::Config::default(),
-                };
-                let found = match forge_flow::record_from_run(forge, &run, &config.github.artifact)
-                    .await?
-                {
-                    Some(found) => Some(found),
-                    // No record: the reports the project's CI uploads, if configured.
-                    None => forge_flow::record_from_reports(forge, &run, &config).await?,
-                };
-                let Some((pull, record)) = found else {
-                    return Ok(Ended::Ignored(format!(
-                        "workflow run {} uploaded no `{}` artifact and none of github.reports",
-                        run.run_id, config.github.artifact
-                    )));
-                };
-                // The bound PR is usually the one asked first: its base's config is in hand.
-                let same_base = first
-                    .as_ref()
-                    .is_ok_and(|p| p.number == pull.number && p.base.sha == pull.base.sha);
-                let config = if same_base {
-                    config
-                } else {
-                    app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?
-                };
-                let input = Input::Iteration {
-                    pr: pull.number,
-                    record: Box::new(record),
-                    base: None,
-                    self_reported: pull.is_fork(),
-                };
-                let handler = self.handler(forge, &repo, &config);
-                let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
-                actions.extend(handler.handle(input).await?.actions);
-                Ok(Ended::Done(actions.join("; ")))
+                let run_id = run.run_id;
+                Ok(match self.on_workflow_run(forge, run).await? {
+                    Some((pr, head, actions)) => Applied::new(
+                        Ended::Done(actions.join("; ")),
+                        Some((repo, WaitChange::Decided(pr, head))),
+                    ),
+                    None => Applied::new(
+                        Ended::Ignored(format!(
+                            "workflow run {run_id} uploaded no record and none of github.reports"
+                        )),
+                        None,
+                    ),
+                })
             }
         }
+    }
+
+    /// A pull request that waited a whole sweep interval with nothing in the queue: what
+    /// GitHub says now, as if the events that were lost had come.
+    async fn reconcile(
+        &self,
+        forge: &dyn Forge,
+        repo: &RepoName,
+        pr: PrNumber,
+        waited: &str,
+    ) -> Result<Applied, FlowError> {
+        let pull = forge.pull_request(repo, pr).await?;
+        if pull.state != "open" {
+            return Ok(Applied::new(
+                Ended::Ignored(format!("#{} is {}; it waits no more", pr.0, pull.state)),
+                Some((repo.clone(), WaitChange::NoLonger(pr))),
+            ));
+        }
+        let head = pull.head.sha.clone();
+        let mut actions = Vec::new();
+        let mut change = None;
+        if head.0 != waited {
+            // The push's own event was lost too: the comment and the check follow the head.
+            let config = app_config(forge, repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+            let outcome = self
+                .handler(forge, repo, &config)
+                .waiting(pr, &head)
+                .await?;
+            actions.extend(outcome.actions);
+            change = Some(match outcome.summary {
+                Some(_) => WaitChange::WaitsFor(pr, head.clone()),
+                None => WaitChange::NoLonger(pr),
+            });
+        }
+        for run in forge.completed_pull_request_runs(repo, &head.0).await? {
+            let run_id = run.run_id;
+            if let Some((pr, decided, found)) = self.on_workflow_run(forge, run).await? {
+                actions.push(format!("workflow run {run_id}'s record had not been read"));
+                actions.extend(found);
+                return Ok(Applied::new(
+                    Ended::Done(actions.join("; ")),
+                    Some((repo.clone(), WaitChange::Decided(pr, decided))),
+                ));
+            }
+        }
+        actions.push(format!(
+            "no completed pull_request run of {} has a record yet",
+            head.0.get(..7).unwrap_or(&head.0)
+        ));
+        Ok(Applied::new(
+            Ended::Done(actions.join("; ")),
+            change.map(|c| (repo.clone(), c)),
+        ))
+    }
+
+    /// A completed workflow run: its record (or configured reports) applied to the pull
+    /// request it is bound to. `None` when the run uploaded neither.
+    async fn on_workflow_run(
+        &self,
+        forge: &dyn Forge,
+        run: crate::github::events::WorkflowRunEvent,
+    ) -> Result<Option<(PrNumber, CommitSha, Vec<String>)>, FlowError> {
+        let repo = run.repo.clone();
+        let first = forge
+            .pull_request(&repo, run.prs.first().copied().unwrap_or(PrNumber(0)))
+            .await;
+        // The artifact's name is the base's configuration; a PR's own run cannot
+        // choose which artifact is read.
+        let config = match &first {
+            Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
+            Err(_) => crate::config::Config::default(),
+        };
+        let found = match forge_flow::record_from_run(forge, &run, &config.github.artifact).await? {
+            Some(found) => Some(found),
+            // No record: the reports the project's CI uploads, if configured.
+            None => forge_flow::record_from_reports(forge, &run, &config).await?,
+        };
+        let Some((pull, record)) = found else {
+            tracing::debug!(
+                "workflow run {} uploaded no `{}` artifact and none of github.reports",
+                run.run_id,
+                config.github.artifact
+            );
+            return Ok(None);
+        };
+        // The bound PR is usually the one asked first: its base's config is in hand.
+        let same_base = first
+            .as_ref()
+            .is_ok_and(|p| p.number == pull.number && p.base.sha == pull.base.sha);
+        let config = if same_base {
+            config
+        } else {
+            app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?
+        };
+        let input = Input::Iteration {
+            pr: pull.number,
+            record: Box::new(record),
+            base: None,
+            self_reported: pull.is_fork(),
+        };
+        let handler = self.handler(forge, &repo, &config);
+        let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
+        actions.extend(handler.handle(input).await?.actions);
+        Ok(Some((pull.number, pull.head.sha, actions)))
     }
 
     /// A comment or a review: the PR's base says which rules apply.

@@ -293,3 +293,125 @@ pub async fn eventually(servers: &[&Serve], secs: u64, what: &str, mut done: imp
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The rules of the table of heads waiting for CI, checked on `store` (either backend).
+pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
+    use itergate::serve::reconcile;
+    use itergate::serve::store::{NewDelivery, Waiting};
+    let key = format!("{REPO}#7");
+    let waiting = |head: &str, since: i64| Waiting {
+        job_key: key.clone(),
+        installation_id: INSTALLATION as i64,
+        repository: REPO.into(),
+        pr: 7,
+        head_sha: head.into(),
+        since,
+        checks: 0,
+    };
+    let heads = |due: Vec<Waiting>| {
+        due.into_iter()
+            .map(|w| (w.head_sha, w.checks))
+            .collect::<Vec<_>>()
+    };
+    let a = "a".repeat(40);
+    let b = "b".repeat(40);
+    store.set_waiting(&waiting(&a, 0), 1_000).await.unwrap();
+    assert!(store.due_waiting(999, 10).await.unwrap().is_empty());
+    assert_eq!(
+        heads(store.due_waiting(1_000, 10).await.unwrap()),
+        [(a.clone(), 0)]
+    );
+    store.checked_waiting(&waiting(&a, 0), 5_000).await.unwrap();
+    assert!(store.due_waiting(4_999, 10).await.unwrap().is_empty());
+    // The same head told again (a redelivered event) keeps its pace.
+    store.set_waiting(&waiting(&a, 100), 100).await.unwrap();
+    assert!(store.due_waiting(4_999, 10).await.unwrap().is_empty());
+    assert_eq!(
+        heads(store.due_waiting(5_000, 10).await.unwrap()),
+        [(a.clone(), 1)]
+    );
+    // A new head starts over.
+    store.set_waiting(&waiting(&b, 200), 2_000).await.unwrap();
+    assert_eq!(
+        heads(store.due_waiting(2_000, 10).await.unwrap()),
+        [(b.clone(), 0)]
+    );
+    // An unfinished job of the PR tells more than a check: nothing is due meanwhile.
+    let delivery = |id: &str| NewDelivery {
+        delivery_id: id.into(),
+        event: "issue_comment".into(),
+        action: Some("created".into()),
+        installation_id: Some(INSTALLATION as i64),
+        repository: Some(REPO.into()),
+        job_key: key.clone(),
+        payload: b"{}".to_vec(),
+    };
+    store.receive(delivery("waiting-rules-1")).await.unwrap();
+    assert!(store.due_waiting(10_000, 10).await.unwrap().is_empty());
+    let job = store
+        .claim(
+            "rules",
+            itergate::serve::store::now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .expect("the comment's job");
+    assert!(store.complete(&job, "rules", 10_001, "done").await.unwrap());
+    assert_eq!(store.due_waiting(10_000, 10).await.unwrap().len(), 1);
+    // A decision about an older head does not end the wait for the new one.
+    store.clear_waiting(&key, Some(&a)).await.unwrap();
+    assert_eq!(store.due_waiting(10_000, 10).await.unwrap().len(), 1);
+    store.clear_waiting(&key, Some(&b)).await.unwrap();
+    assert!(store
+        .due_waiting(i64::MAX / 2, 10)
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Due heads become reconcile jobs; a head that waited past the limit is dropped.
+    let every = Duration::from_secs(60);
+    let now = 30 * 24 * 3600 * 1000_i64;
+    store
+        .set_waiting(&waiting(&a, now - 120_000), now - 60_000)
+        .await
+        .unwrap();
+    let mut old = waiting(&b, now - 8 * 24 * 3600 * 1000);
+    old.job_key = format!("{REPO}#8");
+    old.pr = 8;
+    store.set_waiting(&old, now - 60_000).await.unwrap();
+    let queued = reconcile::queue_due(store, now, every).await.unwrap();
+    assert_eq!(queued, vec![key.clone()]);
+    assert!(store
+        .due_waiting(i64::MAX / 2, 10)
+        .await
+        .unwrap()
+        .iter()
+        .all(|w| w.pr == 7));
+    let job = store
+        .claim(
+            "rules",
+            itergate::serve::store::now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .expect("the reconcile job");
+    assert_eq!(job.event, reconcile::EVENT);
+    let payload: reconcile::Payload = serde_json::from_slice(&job.payload).unwrap();
+    assert_eq!(
+        (payload.pull_request.number, payload.head_sha.as_str()),
+        (7, a.as_str())
+    );
+    assert!(store.complete(&job, "rules", now, "done").await.unwrap());
+    // The next check comes after twice the interval.
+    assert!(store
+        .due_waiting(now + 119_999, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        heads(store.due_waiting(now + 120_000, 10).await.unwrap()),
+        [(a, 1)]
+    );
+}

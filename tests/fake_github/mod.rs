@@ -449,6 +449,7 @@ pub fn seed_pull(server: &FakeGithub, number: u64, commits: &[(&str, &str)]) {
                     .iter()
                     .map(|(s, m)| (s.to_string(), m.to_string()))
                     .collect(),
+                closed: false,
             },
         );
     });

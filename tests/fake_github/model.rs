@@ -59,6 +59,7 @@ pub struct FakePull {
     pub base_ref: String,
     /// `(sha, message)`, oldest first.
     pub commits: Vec<(String, String)>,
+    pub closed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +69,53 @@ pub struct FakeArtifact {
     pub name: String,
     pub zip: Vec<u8>,
     pub expired: bool,
+}
+
+/// A workflow run of the repository, listed as GitHub lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeRun {
+    pub id: u64,
+    pub head_sha: String,
+    /// What started it: `pull_request`, `push`, ...
+    pub event: String,
+    /// `queued`, `in_progress`, `completed`.
+    pub status: String,
+    pub head_branch: String,
+    pub head_repo: String,
+    pub pull_requests: Vec<u64>,
+}
+
+impl FakeRun {
+    /// A run of the `feature` branch of the repository itself.
+    pub fn new(id: u64, head_sha: &str, event: &str, status: &str) -> FakeRun {
+        FakeRun {
+            id,
+            head_sha: head_sha.into(),
+            event: event.into(),
+            status: status.into(),
+            head_branch: "feature".into(),
+            head_repo: super::REPO.into(),
+            pull_requests: Vec::new(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        let conclusion = (self.status == "completed").then_some("success");
+        json!({
+            "id": self.id, "name": "CI", "node_id": "WFR_1", "head_branch": self.head_branch,
+            "head_sha": self.head_sha, "path": ".github/workflows/ci.yml", "run_number": 1,
+            "event": self.event, "status": self.status, "conclusion": conclusion,
+            "workflow_id": 1, "url": "", "html_url": "", "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z",
+            "head_repository": { "id": 1, "full_name": self.head_repo },
+            "pull_requests": self.pull_requests.iter().map(|n| json!({
+                "id": n, "number": n, "url": "",
+                "head": { "ref": self.head_branch, "sha": self.head_sha,
+                          "repo": { "id": 1, "url": "", "name": "widgets" } },
+                "base": { "ref": "main", "sha": "0000000000000000000000000000000000000000",
+                          "repo": { "id": 1, "url": "", "name": "widgets" } } })).collect::<Vec<_>>(),
+        })
+    }
 }
 
 /// The GitHub App the fake knows: JWTs must verify against its public key.
@@ -152,8 +200,8 @@ pub struct Model {
     pub app: Option<FakeApp>,
     /// Workflow runs re-run (`POST .../actions/runs/{run_id}/rerun`).
     pub reruns: Vec<u64>,
-    /// `(id, head_sha, event, status)` of the repository's workflow runs.
-    pub workflow_runs: Vec<(u64, String, String, String)>,
+    /// The repository's workflow runs.
+    pub workflow_runs: Vec<FakeRun>,
     pub dispatches: Vec<Value>,
     pub rerequested_suites: Vec<u64>,
     pub faults: BTreeMap<String, VecDeque<Fault>>,
@@ -278,12 +326,16 @@ impl Model {
             "actions/list-workflow-runs-for-repo" => {
                 let wanted =
                     |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-                let (sha, event) = (wanted("head_sha"), wanted("event"));
+                let (sha, event, status) = (wanted("head_sha"), wanted("event"), wanted("status"));
                 let runs: Vec<Value> = self
                     .workflow_runs
                     .iter()
-                    .filter(|(_, s, e, _)| sha.as_ref().is_none_or(|w| w == s) && event.as_ref().is_none_or(|w| w == e))
-                    .map(|(id, s, e, st)| json!({ "id": id, "head_sha": s, "event": e, "status": st }))
+                    .filter(|r| {
+                        sha.as_ref().is_none_or(|w| *w == r.head_sha)
+                            && event.as_ref().is_none_or(|w| *w == r.event)
+                            && status.as_ref().is_none_or(|w| *w == r.status)
+                    })
+                    .map(FakeRun::json)
                     .collect();
                 Answer::json(
                     200,
@@ -606,7 +658,8 @@ impl Model {
         Answer::json(
             200,
             json!({
-                "number": p.number, "title": p.title, "body": null, "state": "open", "draft": false,
+                "number": p.number, "title": p.title, "body": null,
+                "state": if p.closed { "closed" } else { "open" }, "draft": false,
                 "user": self.user_json(&p.author, "User"),
                 "head": branch(&p.head_sha, &p.head_ref, &p.head_repo),
                 "base": branch(&p.base_sha, &p.base_ref, &self.repo),

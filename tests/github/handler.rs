@@ -223,6 +223,13 @@ impl Forge for MemoryForge {
     ) -> Result<Vec<RunId>, ForgeError> {
         Err(unused("rerun_pull_request_runs"))
     }
+    async fn completed_pull_request_runs(
+        &self,
+        _: &RepoName,
+        _: &str,
+    ) -> Result<Vec<itergate::github::events::WorkflowRunEvent>, ForgeError> {
+        Err(unused("completed_pull_request_runs"))
+    }
     async fn download_artifact_files(
         &self,
         _: &RepoName,

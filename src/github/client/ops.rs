@@ -14,6 +14,7 @@ use super::{decode, segment, Call, Created, OctocrabForge};
 use crate::github::artifact;
 use crate::github::checks::{check_run_bodies, CheckRunSpec};
 use crate::github::commands::Permission;
+use crate::github::events::{ListedRun, WorkflowRunEvent};
 use crate::github::forge::{reply_marker_of, Forge, ForgeError};
 use crate::github::types::{
     Actor, ActorKind, BranchRef, CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity,
@@ -38,14 +39,6 @@ impl UserJson {
             None => Actor::ghost(),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct WorkflowRunJson {
-    id: u64,
-    head_sha: String,
-    #[serde(default)]
-    status: String,
 }
 
 /// `GET /repos/{owner}/{repo}/contents/{path}`: a file (a directory answers with a list).
@@ -746,29 +739,29 @@ impl Forge for OctocrabForge {
         repo: &RepoName,
         head_sha: &str,
     ) -> Result<Vec<RunId>, ForgeError> {
-        let path = format!(
-            "{}/actions/runs?head_sha={}&event=pull_request",
-            repo_path(repo),
-            segment(head_sha)
-        );
-        let runs: Vec<WorkflowRunJson> = self
-            .paginate(
-                "list workflow runs for a repository",
-                &path,
-                Some("workflow_runs"),
-            )
-            .await?;
         let mut rerun = Vec::new();
-        for run in runs
-            .iter()
-            .filter(|r| r.head_sha == head_sha && r.status == "completed")
-        {
-            let path = format!("{}/actions/runs/{}/rerun", repo_path(repo), run.id);
+        for run in self.completed_pull_request_runs_of(repo, head_sha).await? {
+            let path = format!("{}/actions/runs/{}/rerun", repo_path(repo), run.id());
             self.send(call("re-run a workflow", Method::POST, path, None))
                 .await?;
-            rerun.push(RunId(run.id));
+            rerun.push(RunId(run.id()));
         }
         Ok(rerun)
+    }
+
+    async fn completed_pull_request_runs(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<WorkflowRunEvent>, ForgeError> {
+        let mut runs: Vec<WorkflowRunEvent> = self
+            .completed_pull_request_runs_of(repo, head_sha)
+            .await?
+            .into_iter()
+            .map(|run| run.into_event(repo.clone(), None))
+            .collect();
+        runs.sort_by_key(|run| std::cmp::Reverse(run.run_id.0));
+        Ok(runs)
     }
 
     async fn dispatch_workflow(
@@ -804,5 +797,31 @@ impl Forge for OctocrabForge {
         self.send(call("repository dispatch", Method::POST, path, Some(&body)))
             .await?;
         Ok(())
+    }
+}
+
+impl OctocrabForge {
+    /// The completed runs of `head_sha` that a `pull_request` event started, every page.
+    async fn completed_pull_request_runs_of(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<ListedRun>, ForgeError> {
+        let path = format!(
+            "{}/actions/runs?head_sha={}&event=pull_request&status=completed",
+            repo_path(repo),
+            segment(head_sha)
+        );
+        let runs: Vec<ListedRun> = self
+            .paginate(
+                "list workflow runs for a repository",
+                &path,
+                Some("workflow_runs"),
+            )
+            .await?;
+        Ok(runs
+            .into_iter()
+            .filter(|r| r.head_sha() == head_sha && r.is_completed())
+            .collect())
     }
 }

@@ -53,6 +53,18 @@ const SCHEMA: &[&str] = &[
     // Version 2: the next job is found among the unfinished ones, not after every done one.
     "CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries (seq)
         WHERE done_at IS NULL;",
+    // Version 3: pull requests waiting for CI's verdict, for the reconcile.
+    "CREATE TABLE IF NOT EXISTS waiting (
+        job_key TEXT PRIMARY KEY,
+        installation_id INTEGER NOT NULL,
+        repository TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        since INTEGER NOT NULL,
+        checks INTEGER NOT NULL DEFAULT 0,
+        next_check_at INTEGER NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
 ];
 
 pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
