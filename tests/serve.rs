@@ -856,31 +856,23 @@ async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliveries() {
-    use itergate::serve::store::{NewDelivery, Store};
+    use itergate::serve::store::Store;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
-    let store = Store::open(&db).await.unwrap();
-    store
-        .receive(NewDelivery {
-            delivery_id: "kept".into(),
-            event: "pull_request".into(),
-            action: None,
-            installation_id: Some(INSTALLATION as i64),
-            repository: Some(REPO.into()),
-            job_key: "k".into(),
-            payload: b"{}".to_vec(),
-        })
-        .await
-        .unwrap();
-    store.close().await;
-    // As version 1 left it: no index of the unfinished jobs, no table of waiting heads.
+    Store::open(&db).await.unwrap().close().await;
+    // As version 1 left it: no index of the unfinished jobs, no table of waiting heads, and
+    // a delivery stored as it came.
     {
         use sqlx::Connection as _;
         let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
             .await
             .unwrap();
         sqlx::raw_sql(
-            "DROP INDEX deliveries_unfinished; DROP TABLE waiting; PRAGMA user_version = 1;",
+            "DROP INDEX deliveries_unfinished; DROP TABLE waiting;
+             ALTER TABLE deliveries DROP COLUMN payload_encoding;
+             INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
+                VALUES ('kept', 'pull_request', 'k', CAST('{\"number\": 7}' AS BLOB), 1, 1);
+             PRAGMA user_version = 1;",
         )
         .execute(&mut conn)
         .await
@@ -889,24 +881,30 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     }
     let store = Store::open(&db).await.unwrap();
     assert!(store.has_delivery("kept").await.unwrap());
+    let job = store
+        .claim(
+            "upgrade",
+            itergate::serve::store::now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .expect("the kept delivery");
+    assert_eq!(job.payload, br#"{"number": 7}"#);
+    assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 3);
-    assert_eq!(
-        rows(
-            &db,
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'waiting'"
-        )
-        .await,
-        1
-    );
-    assert_eq!(
-        rows(
-            &db,
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'deliveries_unfinished'"
-        )
-        .await,
-        1
-    );
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 4);
+    for name in ["deliveries_unfinished", "waiting"] {
+        assert_eq!(
+            rows(
+                &db,
+                &format!("SELECT COUNT(*) FROM sqlite_master WHERE name = '{name}'")
+            )
+            .await,
+            1,
+            "{name}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -226,6 +226,9 @@ impl Worker {
     }
 
     async fn process(&self, job: &Job) -> Result<Ended, JobError> {
+        if let Some(why) = &job.damaged {
+            return Err(JobError::Refused(why.clone()));
+        }
         if job.event.starts_with("installation") {
             return self.installation(job).await;
         }

@@ -29,10 +29,11 @@
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
 macro_rules! job_columns {
     () => {
-        "seq, delivery_id, event, installation_id, payload, attempts, received_at"
+        "seq, delivery_id, event, installation_id, payload, attempts, received_at, payload_encoding"
     };
 }
 
+mod payload;
 mod postgres;
 mod sqlite;
 
@@ -167,22 +168,39 @@ pub struct Job {
     pub event: String,
     pub installation_id: Option<i64>,
     pub payload: Vec<u8>,
+    /// Why the stored payload could not be read back (the payload is then empty).
+    pub damaged: Option<String>,
     pub attempts: i64,
     pub received_at: i64,
 }
 
 /// A claimed job's columns, as the claims return them ([`job_columns`]).
-type JobRow = (i64, String, String, Option<i64>, Vec<u8>, i64, i64);
+type JobRow = (
+    i64,
+    String,
+    String,
+    Option<i64>,
+    Vec<u8>,
+    i64,
+    i64,
+    Option<String>,
+);
 
 impl From<JobRow> for Job {
     fn from(row: JobRow) -> Job {
-        let (seq, delivery_id, event, installation_id, payload, attempts, received_at) = row;
+        let (seq, delivery_id, event, installation_id, stored, attempts, received_at, encoding) =
+            row;
+        let (payload, damaged) = match payload::unpack(encoding.as_deref(), stored) {
+            Ok(payload) => (payload, None),
+            Err(why) => (Vec::new(), Some(why)),
+        };
         Job {
             seq,
             delivery_id,
             event,
             installation_id,
             payload,
+            damaged,
             attempts,
             received_at,
         }
@@ -278,7 +296,11 @@ impl Store {
     /// Commits `delivery` (with whatever else arrived meanwhile) and says whether it was
     /// new. Returns only after the commit, or with an error after [`RECEIVE_TIMEOUT`] (the
     /// delivery may then be stored or not: GitHub's redelivery finds out, as a duplicate).
-    pub async fn receive(&self, delivery: NewDelivery) -> Result<Received, StoreError> {
+    pub async fn receive(&self, mut delivery: NewDelivery) -> Result<Received, StoreError> {
+        if let Backend::Sqlite(_) = self.backend {
+            // Here, on the request's own task, not in the one writer's.
+            delivery.payload = payload::pack(&delivery.payload);
+        }
         let (reply, answer) = oneshot::channel();
         let committed = async {
             self.writer

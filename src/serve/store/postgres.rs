@@ -84,6 +84,8 @@ const SCHEMA: &[&str] = &[
         next_check_at BIGINT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
+    // Version 4: how the payload is stored (NULL: as it came; see `payload.rs`).
+    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS payload_encoding TEXT;",
 ];
 
 /// A runnable job: not done, due, not leased (or its lease ran out), no earlier unfinished

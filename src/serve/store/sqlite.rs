@@ -13,7 +13,7 @@ use sqlx::SqlitePool;
 
 use super::{JobRow, NewDelivery, OpenOptions, Received, StoreError};
 
-/// Deliveries inserted by one statement (9 parameters each; SQLite allows 32,766).
+/// Deliveries inserted by one statement (10 parameters each; SQLite allows 32,766).
 const ROWS_PER_STATEMENT: usize = 64;
 /// The WAL's size in pages at which a commit checkpoints it itself (SQLite's default is
 /// 1,000, about 170 deliveries of 14 KB): only if [`checkpoint_loop`] falls behind.
@@ -65,6 +65,8 @@ const SCHEMA: &[&str] = &[
         next_check_at INTEGER NOT NULL
     );
     CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
+    // Version 4: how the payload is stored (NULL: as it came; see `payload.rs`).
+    "ALTER TABLE deliveries ADD COLUMN payload_encoding TEXT;",
 ];
 
 pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
@@ -132,7 +134,7 @@ async fn insert_rows(
 ) -> Result<Vec<String>, sqlx::Error> {
     let mut insert = sqlx::QueryBuilder::new(
         "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-            job_key, payload, received_at, run_at) ",
+            job_key, payload, payload_encoding, received_at, run_at) ",
     );
     insert.push_values(rows, |mut row, d| {
         row.push_bind(&d.delivery_id)
@@ -142,6 +144,7 @@ async fn insert_rows(
             .push_bind(&d.repository)
             .push_bind(&d.job_key)
             .push_bind(&d.payload)
+            .push_bind(super::payload::LZ4)
             .push_bind(now)
             .push_bind(now);
     });
