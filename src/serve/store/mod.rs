@@ -2,9 +2,10 @@
 //! default, one process) or on PostgreSQL (shared by several replicas). A delivery is
 //! committed before its 2xx; then it is a job, claimed with a lease, done once.
 //!
-//! - **Group commit.** Intake hands rows to one writer task per process that commits
-//!   everything that arrived meanwhile in one transaction (one fsync for many deliveries)
-//!   and then answers each. A delivery id seen before is reported as a duplicate (`INSERT
+//! - **Group commit.** Intake hands rows to one writer per process that commits everything
+//!   that arrived meanwhile in one transaction (one fsync for many deliveries) and then
+//!   answers each: on SQLite a thread of its own with its own connection (rusqlite, no
+//!   async hop per group), on PostgreSQL a task with one multi-row statement. A delivery id seen before is reported as a duplicate (`INSERT
 //!   ... ON CONFLICT DO NOTHING` on a unique column), so GitHub's redelivery and a second
 //!   replica's copy make no second job.
 //! - **Order per pull request.** Every delivery has a job key (`owner/repo#12`, or the
@@ -22,8 +23,8 @@
 //!   has upgraded: a rolling upgrade needs no downtime.
 //!
 //! The backends differ only where they must: how a claim is made safe against other
-//! processes, how a group of rows is inserted in one statement, migrations, and the
-//! sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
+//! processes, how a group of rows is committed, how a payload is stored (compressed on
+//! SQLite, [`payload`]), migrations, and the sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
 //! placeholders on SQLite too).
 
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
@@ -211,6 +212,8 @@ impl From<JobRow> for Job {
 pub enum StoreError {
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("the database writer has stopped")]
     WriterGone,
     #[error("the database did not commit within {} s", RECEIVE_TIMEOUT.as_secs())]
@@ -233,6 +236,8 @@ impl Default for OpenOptions {
 }
 
 type Reply = oneshot::Sender<Result<Received, String>>;
+/// What intake hands the writer: deliveries, each with where its answer goes.
+type Inbox = mpsc::Receiver<(NewDelivery, Reply)>;
 
 #[derive(Clone)]
 enum Backend {
@@ -281,7 +286,13 @@ impl Store {
             }
         };
         let (writer, inbox) = mpsc::channel(4 * GROUP_COMMIT_MAX);
-        tokio::spawn(write_loop(backend.clone(), inbox));
+        match (&backend, location) {
+            (Backend::Postgres(pg), _) => {
+                tokio::spawn(write_loop(pg.clone(), inbox));
+            }
+            (Backend::Sqlite(_), Location::Sqlite(path)) => sqlite::spawn_writer(path, inbox)?,
+            (Backend::Sqlite(_), Location::Postgres(_)) => unreachable!("backend of location"),
+        }
         Ok(Store { backend, writer })
     }
 
@@ -578,56 +589,58 @@ impl Store {
     }
 }
 
-/// Commits what intake hands over, in groups: the first row, then every row already
-/// waiting (up to [`GROUP_COMMIT_MAX`]), in one transaction.
-async fn write_loop(backend: Backend, mut inbox: mpsc::Receiver<(NewDelivery, Reply)>) {
-    let mut batch = Vec::with_capacity(GROUP_COMMIT_MAX);
-    while let Some(first) = inbox.recv().await {
-        batch.push(first);
-        while batch.len() < GROUP_COMMIT_MAX {
-            match inbox.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+/// Fills `batch` with `first` and every delivery already waiting behind it (up to
+/// [`GROUP_COMMIT_MAX`]): one group, one commit. Deliveries intake gave up on (it answered
+/// 503) are left out, which keeps that answer true.
+fn gather(first: (NewDelivery, Reply), inbox: &mut Inbox, batch: &mut Vec<(NewDelivery, Reply)>) {
+    batch.clear();
+    batch.push(first);
+    while batch.len() < GROUP_COMMIT_MAX {
+        match inbox.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
+        }
+    }
+    batch.retain(|(_, reply)| !reply.is_closed());
+}
+
+/// Answers every delivery of the group: its own result, or the group's error.
+fn answer(batch: &mut Vec<(NewDelivery, Reply)>, outcome: Result<Vec<Received>, String>) {
+    match outcome {
+        Ok(results) => {
+            for ((_, reply), result) in batch.drain(..).zip(results) {
+                let _ = reply.send(Ok(result));
             }
         }
-        // Intake gave up on these (it answered 503): not committing them keeps the answer
-        // true.
-        batch.retain(|(_, reply)| !reply.is_closed());
-        let outcome = {
-            let deliveries: Vec<&NewDelivery> = batch.iter().map(|(d, _)| d).collect();
-            let mut outcome = commit_batch(&backend, &deliveries).await;
-            for _ in 1..COMMIT_TRIES {
-                match &outcome {
-                    Err(e) if is_deadlock(e) => outcome = commit_batch(&backend, &deliveries).await,
-                    _ => break,
-                }
-            }
-            outcome
-        };
-        match outcome {
-            Ok(results) => {
-                for ((_, reply), result) in batch.drain(..).zip(results) {
-                    let _ = reply.send(Ok(result));
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for (_, reply) in batch.drain(..) {
-                    let _ = reply.send(Err(message.clone()));
-                }
+        Err(message) => {
+            for (_, reply) in batch.drain(..) {
+                let _ = reply.send(Err(message.clone()));
             }
         }
     }
 }
 
-async fn commit_batch(
-    backend: &Backend,
-    batch: &[&NewDelivery],
-) -> Result<Vec<Received>, sqlx::Error> {
-    let now = now_ms();
-    match backend {
-        Backend::Sqlite(pool) => sqlite::insert_batch(pool, batch, now).await,
-        Backend::Postgres(pg) => postgres::insert_batch(&pg.pool, batch, now).await,
+/// PostgreSQL's writer: the same groups, committed by one task (SQLite's has a thread of
+/// its own, [`sqlite::spawn_writer`]). A deadlock with another replica's group is retried.
+async fn write_loop(pg: Arc<postgres::Postgres>, mut inbox: Inbox) {
+    let mut batch = Vec::with_capacity(GROUP_COMMIT_MAX);
+    while let Some(first) = inbox.recv().await {
+        gather(first, &mut inbox, &mut batch);
+        if batch.is_empty() {
+            continue;
+        }
+        let deliveries: Vec<&NewDelivery> = batch.iter().map(|(d, _)| d).collect();
+        let mut outcome = postgres::insert_batch(&pg.pool, &deliveries, now_ms()).await;
+        for _ in 1..COMMIT_TRIES {
+            match &outcome {
+                Err(e) if is_deadlock(e) => {
+                    outcome = postgres::insert_batch(&pg.pool, &deliveries, now_ms()).await
+                }
+                _ => break,
+            }
+        }
+        drop(deliveries);
+        answer(&mut batch, outcome.map_err(|e| e.to_string()));
     }
 }
 

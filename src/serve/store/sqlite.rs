@@ -3,7 +3,6 @@
 //! writer at a time, so the rule "no earlier unfinished job of the key" is enough for one
 //! job per pull request at a time, in order.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,10 +10,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::{JobRow, NewDelivery, OpenOptions, Received, StoreError};
+use super::{Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply, StoreError};
 
-/// Deliveries inserted by one statement (10 parameters each; SQLite allows 32,766).
-const ROWS_PER_STATEMENT: usize = 64;
 /// The WAL's size in pages at which a commit checkpoints it itself (SQLite's default is
 /// 1,000, about 170 deliveries of 14 KB): only if [`checkpoint_loop`] falls behind.
 const WAL_AUTOCHECKPOINT_PAGES: u32 = 20_000;
@@ -94,66 +91,71 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePoo
     Ok(pool)
 }
 
-/// Commits a group of deliveries: one multi-row statement (its own transaction) for up to
-/// [`ROWS_PER_STATEMENT`], one trip to SQLite's thread instead of one per row; a larger
-/// group in one transaction. Results in the group's order; the same id twice in a group is
-/// new once, then a duplicate.
-pub(super) async fn insert_batch(
-    pool: &SqlitePool,
-    batch: &[&NewDelivery],
-    now: i64,
-) -> Result<Vec<Received>, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    let mut inserted = HashSet::with_capacity(batch.len());
-    if batch.len() <= ROWS_PER_STATEMENT {
-        inserted.extend(insert_rows(&mut conn, batch, now).await?);
-    } else {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        for chunk in batch.chunks(ROWS_PER_STATEMENT) {
-            inserted.extend(insert_rows(&mut tx, chunk, now).await?);
+/// Starts the inbox's writer: a thread of its own with its own connection, committing
+/// what intake hands over in groups (see [`super::gather`]). A group is one transaction
+/// of one cached statement per row: no async hop, no row sent back; `changes()` says
+/// whether a delivery was new. The same id twice in a group is new once, then a duplicate.
+pub(super) fn spawn_writer(path: &Path, inbox: Inbox) -> Result<(), StoreError> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+    // As the pool's: a database locked for longer is unavailable (intake answers 503).
+    conn.busy_timeout(Duration::from_secs(3))?;
+    std::thread::Builder::new()
+        .name("itergate-inbox".into())
+        .spawn(move || write_thread(conn, inbox))
+        .map_err(|e| StoreError::Schema(format!("starting the inbox's writer: {e}")))?;
+    Ok(())
+}
+
+/// Runs until every [`super::Store`] is gone.
+fn write_thread(mut conn: rusqlite::Connection, mut inbox: Inbox) {
+    let mut batch = Vec::new();
+    while let Some(first) = inbox.blocking_recv() {
+        super::gather(first, &mut inbox, &mut batch);
+        if batch.is_empty() {
+            continue;
         }
-        tx.commit().await?;
+        let outcome = insert_group(&mut conn, &batch, super::now_ms()).map_err(|e| e.to_string());
+        super::answer(&mut batch, outcome);
     }
-    Ok(batch
-        .iter()
-        .map(|d| {
-            if inserted.remove(d.delivery_id.as_str()) {
+}
+
+fn insert_group(
+    conn: &mut rusqlite::Connection,
+    batch: &[(NewDelivery, Reply)],
+    now: i64,
+) -> rusqlite::Result<Vec<Received>> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let mut results = Vec::with_capacity(batch.len());
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
+                job_key, payload, payload_encoding, received_at, run_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+             ON CONFLICT (delivery_id) DO NOTHING",
+        )?;
+        for (d, _) in batch {
+            let changed = insert.execute(rusqlite::params![
+                d.delivery_id,
+                d.event,
+                d.action,
+                d.installation_id,
+                d.repository,
+                d.job_key,
+                d.payload,
+                super::payload::LZ4,
+                now,
+            ])?;
+            results.push(if changed == 1 {
                 Received::New
             } else {
                 Received::Duplicate
-            }
-        })
-        .collect())
-}
-
-/// Inserts `rows` with one statement, in order (which is `seq` order); the ids that were new.
-async fn insert_rows(
-    conn: &mut sqlx::SqliteConnection,
-    rows: &[&NewDelivery],
-    now: i64,
-) -> Result<Vec<String>, sqlx::Error> {
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-            job_key, payload, payload_encoding, received_at, run_at) ",
-    );
-    insert.push_values(rows, |mut row, d| {
-        row.push_bind(&d.delivery_id)
-            .push_bind(&d.event)
-            .push_bind(&d.action)
-            .push_bind(d.installation_id)
-            .push_bind(&d.repository)
-            .push_bind(&d.job_key)
-            .push_bind(&d.payload)
-            .push_bind(super::payload::LZ4)
-            .push_bind(now)
-            .push_bind(now);
-    });
-    insert.push(" ON CONFLICT (delivery_id) DO NOTHING RETURNING delivery_id");
-    insert
-        .build_query_scalar::<String>()
-        .persistent(true)
-        .fetch_all(conn)
-        .await
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(results)
 }
 
 /// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until the pool closes. A
