@@ -5,6 +5,7 @@
 #   benches/app_load/run.sh
 #
 # Env (defaults): CONNECTIONS=10 DURATION_S=15 WARMUP_REQUESTS=3000 RATE=1000 DISK_S=5
+# LOADGEN_REQUESTS=80000 (the saturated run of the second generator, loadgen/)
 # PAYLOAD=tests/fixtures/github/webhooks/issue_comment.created.1.json
 # ITERGATE_BIN=path/to/itergate (skip the release build and measure that binary)
 # Installs Node packages under target/app_load; temporary files go to a directory in /tmp.
@@ -50,6 +51,13 @@ if [[ -z "$itergate" ]]; then
 fi
 cp "$here/package.json" "$here/package-lock.json" "$here"/*.mjs "$work/"
 (cd "$work" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+# The second load generator (see loadgen/src/main.rs): autocannon's own cost bounds what it
+# can show on 2 cores.
+loadgen_build=(cargo build --release --quiet --manifest-path "$here/loadgen/Cargo.toml"
+  --target-dir "$root/target/loadgen")
+if command -v flock >/dev/null; then flock /tmp/cargo.lock "${loadgen_build[@]}"; else "${loadgen_build[@]}"; fi
+loadgen="$root/target/loadgen/release/itergate-loadgen"
+loadgen_requests="${LOADGEN_REQUESTS:-80000}"
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -77,6 +85,26 @@ load() {
 }
 
 export WEBHOOK_SECRET="bench-secret-$(date +%s%N)"
+signature="sha256=$(python3 -c 'import hashlib, hmac, os, sys; print(hmac.new(os.environ["WEBHOOK_SECRET"].encode(), open(sys.argv[1], "rb").read(), hashlib.sha256).hexdigest())' "$payload")"
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# loadgen_run NAME URL: a warm-up and the measured saturated run of loadgen, with the
+# server's CPU seconds over the measured run, into $out/NAME.json.
+loadgen_run() {
+  local name="$1" url="$2" before after
+  "$loadgen" "$url" "$payload" "$event" "$signature" "$connections" "$warmup_requests" >"$out/$name.warmup.json"
+  before="$(cpu_ticks "$server_pid")"
+  "$loadgen" "$url" "$payload" "$event" "$signature" "$connections" "$loadgen_requests" >"$out/$name.measured.json"
+  after="$(cpu_ticks "$server_pid")"
+  python3 - "$out/$name" "$before" "$after" <<'PY'
+import json, sys
+base, before, after = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+warmup, measured = (json.load(open(f"{base}.{part}.json")) for part in ("warmup", "measured"))
+measured["server_cpu_s"] = (after - before) / 100
+json.dump({"warmup": warmup, "measured": measured}, open(f"{base}.json", "w"))
+PY
+}
 
 {
   echo "{"
@@ -99,6 +127,7 @@ server_pid=$!
 wait_listening "$tmp/probot.log"
 url="http://127.0.0.1:$port/api/github/webhooks"
 load probot "$url"
+loadgen_run probot_loadgen "$url"
 load probot_rate "$url" "$rate"
 probot_rss_kb="$(peak_rss_kb "$server_pid")"
 probot_recorded="$(curl -fsS "http://127.0.0.1:$port/count")"
@@ -130,6 +159,7 @@ server_pid=$!
 wait_listening "$tmp/itergate.log"
 url="http://127.0.0.1:$port/webhook"
 load itergate "$url"
+loadgen_run itergate_loadgen "$url"
 load itergate_rate "$url" "$rate"
 itergate_rss_kb="$(peak_rss_kb "$server_pid")"
 kill -TERM "$server_pid"
