@@ -1025,3 +1025,36 @@ async fn a_closed_pull_request_waits_no_more_and_a_lost_push_is_caught_up() {
     assert_eq!(sticky_comments(&server), before);
     server.assert_no_violations();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_of_a_removed_installation_waits_no_more() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &QUICK_SWEEP);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    eventually(&serve, 20, "the head waiting", || {
+        rows_now(&db, "SELECT COUNT(*) FROM waiting") == 1
+    })
+    .await;
+    let mut deleted = webhook("installation.deleted.1.json");
+    deleted["installation"]["id"] = json!(INSTALLATION);
+    assert_eq!(serve.deliver("installation", "d-del", &deleted), 202);
+    eventually(&serve, 30, "the head dropped", || {
+        rows_now(&db, "SELECT COUNT(*) FROM waiting") == 0
+    })
+    .await;
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE event = 'itergate.reconcile'
+             AND outcome LIKE 'ignored: installation 77 was removed%'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(server.count("actions/list-workflow-runs-for-repo"), 0);
+    server.assert_no_violations();
+}

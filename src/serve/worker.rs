@@ -258,6 +258,12 @@ impl Worker {
             .await
             .map_err(|e| JobError::Retry(e.to_string()))?;
         if removed {
+            if let Work::Reconcile(repo, pr, _) = &work {
+                // Nothing of this installation is acted on: the PR waits no more.
+                self.note_waiting(repo, installation, WaitChange::NoLonger(*pr))
+                    .await
+                    .map_err(|e| JobError::Retry(e.to_string()))?;
+            }
             return Ok(Ended::Ignored(format!(
                 "installation {installation} was removed"
             )));
