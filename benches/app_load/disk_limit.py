@@ -3,7 +3,8 @@
     python3 disk_limit.py DIRECTORY PAYLOAD SECONDS_PER_CASE BATCH [BATCH ...]
 
 For each BATCH (rows per transaction) a fresh database in DIRECTORY gets the same table and
-index as `itergate serve`'s inbox and the same payload per row, committed for
+index as `itergate serve`'s inbox and the same payload per row (PAYLOAD as it came, or a file of as many bytes as itergate
+stores), committed for
 SECONDS_PER_CASE. Prints one JSON object: rows/s, commits/s and the p50/p99 time of one
 transaction (inserts and commit) per batch size. One writer,
 like itergate's group commit; SQLite's defaults otherwise (automatic checkpoints included).
@@ -26,6 +27,7 @@ CREATE TABLE deliveries (
     repository TEXT,
     job_key TEXT NOT NULL,
     payload BLOB NOT NULL,
+    payload_encoding TEXT,
     received_at INTEGER NOT NULL,
     run_at INTEGER NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
@@ -36,6 +38,7 @@ CREATE TABLE deliveries (
     last_error TEXT
 );
 CREATE INDEX deliveries_pending ON deliveries (job_key, seq) WHERE done_at IS NULL;
+CREATE INDEX deliveries_unfinished ON deliveries (seq) WHERE done_at IS NULL;
 """
 
 INSERT = """INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
