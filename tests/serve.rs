@@ -1015,6 +1015,11 @@ async fn a_closed_pull_request_waits_no_more_and_a_lost_push_is_caught_up() {
         rows(&db, "SELECT COUNT(*) FROM waiting WHERE head_sha = 'dddddddddddddddddddddddddddddddddddddddd'").await,
         1
     );
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("itergate_waiting_pull_requests 1"),
+        "{metrics}"
+    );
     // Closed: the next check drops it and writes nothing.
     server.with(|m| m.pulls.get_mut(&PR).unwrap().closed = true);
     let before = sticky_comments(&server);

@@ -214,12 +214,13 @@ pub async fn readyz(State(intake): State<Arc<Intake>>) -> Response {
 
 pub async fn metrics(State(intake): State<Arc<Intake>>) -> Response {
     let depth = intake.store.pending().await.ok();
+    let waiting = intake.store.waiting().await.ok();
     (
         [(
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4",
         )],
-        intake.metrics.render(depth),
+        intake.metrics.render(depth, waiting),
     )
         .into_response()
 }

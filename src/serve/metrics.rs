@@ -100,7 +100,9 @@ impl crate::github::client::AnswerObserver for Metrics {
 
 impl Metrics {
     /// The text format; `queue_depth` is read from the database by the caller.
-    pub fn render(&self, queue_depth: Option<i64>) -> String {
+    /// The text of `/metrics`; the database's gauges (queue depth, pull requests waiting
+    /// for CI's record) when it answered.
+    pub fn render(&self, queue_depth: Option<i64>, waiting: Option<i64>) -> String {
         let mut out = String::new();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let _ = writeln!(
@@ -136,6 +138,14 @@ impl Metrics {
             );
             let _ = writeln!(out, "# TYPE itergate_queue_depth gauge");
             let _ = writeln!(out, "itergate_queue_depth {depth}");
+        }
+        if let Some(waiting) = waiting {
+            let _ = writeln!(
+                out,
+                "# HELP itergate_waiting_pull_requests Pull requests whose head waits for CI's record (checked by the reconcile)."
+            );
+            let _ = writeln!(out, "# TYPE itergate_waiting_pull_requests gauge");
+            let _ = writeln!(out, "itergate_waiting_pull_requests {waiting}");
         }
         let _ = writeln!(out, "# HELP itergate_jobs_total Jobs by outcome.");
         let _ = writeln!(out, "# TYPE itergate_jobs_total counter");

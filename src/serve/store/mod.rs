@@ -424,6 +424,15 @@ impl Store {
         .await?))
     }
 
+    /// Pull requests waiting for CI's record (all replicas together).
+    pub async fn waiting(&self) -> Result<i64, StoreError> {
+        Ok(with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM waiting",
+        )
+        .fetch_one(pool)
+        .await?))
+    }
+
     /// Whether the delivery id is in the inbox.
     pub async fn has_delivery(&self, delivery_id: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(
