@@ -169,6 +169,12 @@ async fn forged_signatures_get_401_and_store_nothing() {
         202
     );
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
+    // Signed, but named like one of the queue's own jobs: never a webhook.
+    assert_eq!(
+        serve.post("itergate.reconcile", "d-own-job", &body, None),
+        400
+    );
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
     let (_, metrics) = serve.get("/metrics");
     assert!(
         metrics.contains("itergate_deliveries_total{result=\"refused\",reason=\"signature\"} 4"),
