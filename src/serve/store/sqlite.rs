@@ -71,7 +71,12 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePoo
         .filename(path)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Full)
+        // Deliveries are committed by the writer thread, with `synchronous=FULL` (its
+        // commit syncs the WAL up to and including every earlier frame). This pool writes
+        // the workers' bookkeeping (claims, leases, ends): with NORMAL those commits wait
+        // for no fsync of their own. A power cut may undo the last ones (a job then runs
+        // again; handlers are idempotent); checkpoints still sync the WAL and the database.
+        .synchronous(SqliteSynchronous::Normal)
         // A database locked for longer is unavailable: intake answers 503 well inside
         // GitHub's 10 seconds, and GitHub (or the sweep) delivers again.
         .busy_timeout(Duration::from_secs(3))
@@ -99,8 +104,10 @@ pub(super) fn spawn_writer(path: &Path, inbox: Inbox) -> Result<(), StoreError> 
     let conn = rusqlite::Connection::open(path)?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
-    // As the pool's: a database locked for longer is unavailable (intake answers 503).
-    conn.busy_timeout(Duration::from_secs(3))?;
+    // A database locked for longer than about 3 s is unavailable (intake answers 503).
+    // SQLite's own handler sleeps 1, 2, 5 ... 100 ms between tries: a worker's write of
+    // a millisecond would hold every delivery of the group up for that long.
+    conn.busy_handler(Some(retry_soon))?;
     std::thread::Builder::new()
         .name("itergate-inbox".into())
         .spawn(move || write_thread(conn, inbox))
@@ -119,6 +126,18 @@ fn write_thread(mut conn: rusqlite::Connection, mut inbox: Inbox) {
         let outcome = insert_group(&mut conn, &batch, super::now_ms()).map_err(|e| e.to_string());
         super::answer(&mut batch, outcome);
     }
+}
+
+/// The writer's busy handler: tries again after 50 µs for the first 10 ms, then every
+/// millisecond, and gives up after about 3 s.
+fn retry_soon(tries: i32) -> bool {
+    const QUICK: i32 = 200;
+    match tries {
+        0..QUICK => std::thread::sleep(Duration::from_micros(50)),
+        QUICK..3_200 => std::thread::sleep(Duration::from_millis(1)),
+        _ => return false,
+    }
+    true
 }
 
 fn insert_group(
