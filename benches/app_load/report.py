@@ -99,6 +99,21 @@ def main() -> None:
         f"| non-2xx / errors / timeouts | {failures(pr)} | {failures(ir)} | |",
         "",
     ]
+    working = os.path.join(d, "itergate_rate_working.json")
+    if os.path.exists(working):
+        w = load(d, "itergate_rate_working")["measured"]
+        done = servers.get("itergate_jobs_done_working", 0)
+        lines += [
+            f"| {rate:,} deliveries/s, {conns} connections, workers applying every delivery "
+            "(itergate's default 4) | itergate serve |",
+            "| --- | --- |",
+            f"| achieved (2xx/s) | {count(w['ok_per_s'])} |",
+            f"| p50 / p99 acknowledgement | {ms(w['p50_ms'])} / {ms(w['p99_ms'])} |",
+            f"| p99, corrected for coordinated omission | {w['autocannon_p99_ms']} ms |",
+            f"| max | {ms(w['max_ms'])} |",
+            f"| jobs finished by the end of the run | {done:,} |",
+            "",
+        ]
     answered = sum(rows_answered(load(d, n)) for n in ("itergate", "itergate_rate")) + twoxx(
         load(d, "itergate_loadgen")
     )

@@ -174,9 +174,31 @@ size = sqlite3.connect(sys.argv[1]).execute("SELECT CAST(AVG(LENGTH(payload)) AS
 open(sys.argv[2], "wb").write(os.urandom(size))' "$tmp/inbox.db" "$tmp/stored_payload"
 disk_limit stored "$tmp/stored_payload"
 
+# The paced run again with the workers at work: with a bot login they claim, apply (the
+# comment holds no command: nothing to call GitHub for) and finish every delivery, writing
+# to the same database while intake commits.
+say "itergate serve, workers processing every delivery"
+port="$(free_port)"
+env -u ITERGATE_LOG -u GITHUB_TOKEN \
+  ITERGATE_BOT_LOGIN="bench[bot]" \
+  ITERGATE_APP_ID=1 \
+  ITERGATE_PRIVATE_KEY_PATH="$root/tests/fixtures/app/test-app-key.pem" \
+  ITERGATE_WEBHOOK_SECRET="$WEBHOOK_SECRET" \
+  GITHUB_API_URL="http://127.0.0.1:$closed_port" \
+  "$itergate" serve --listen "127.0.0.1:$port" --database "$tmp/working.db" \
+  2>"$tmp/working.log" &
+server_pid=$!
+wait_listening "$tmp/working.log"
+load itergate_rate_working "http://127.0.0.1:$port/webhook" "$rate"
+kill -TERM "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+itergate_jobs_done="$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM deliveries WHERE done_at IS NOT NULL").fetchone()[0])' "$tmp/working.db")"
+
 cat >"$out/servers.json" <<EOF
 {"probot_peak_rss_kb": $probot_rss_kb, "probot_recorded": $probot_recorded,
  "itergate_peak_rss_kb": $itergate_rss_kb, "itergate_rows": $itergate_rows,
+ "itergate_jobs_done_working": $itergate_jobs_done,
  "itergate_log_lines": $(wc -l <"$tmp/itergate.log"),
  "load_after": "$(cut -d' ' -f1-3 /proc/loadavg)", "rustc_after": $(pgrep -c rustc || true)}
 EOF
