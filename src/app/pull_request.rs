@@ -9,10 +9,11 @@
 //!   `accept` it removes the label.
 //! - A comment is looked at only if it holds an `/iterate` command (no API call otherwise)
 //!   and is not written by itergate itself or, unless allowed, another bot: see
-//!   [`commands`] for who may give which command and how little the bot says back. A
-//!   comment with an agent's `CONTEXT_GAP_REPORT` instead gets one reply: see [`context`].
+//!   `pull_request/commands.rs` for who may give which command and how little the bot
+//!   says back. A comment with an agent's `CONTEXT_GAP_REPORT` instead gets one reply: see
+//!   `pull_request/context.rs`.
 //! - Reviews count only from people with the permission and about the newest iteration: see
-//!   [`reviews`].
+//!   `pull_request/reviews.rs`.
 //!
 //! Effects are idempotent: the sticky comment is upserted, commands of a comment already
 //! applied (its id is in the state) are not applied twice. "We did it" is recorded only after
