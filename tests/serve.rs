@@ -54,6 +54,17 @@ fn sticky_comments(server: &FakeGithub) -> Vec<String> {
     app_server::sticky_comments(server, PR)
 }
 
+/// Waits until the sticky comment says it waits for checks on `short` (a head's first 7).
+async fn waits_for_checks(serve: &Serve, server: &FakeGithub, secs: u64, short: &str) {
+    let text = format!("Waiting for checks on `{short}`");
+    eventually(serve, secs, "the waiting comment", || {
+        sticky_comments(server)
+            .first()
+            .is_some_and(|b| b.contains(&text))
+    })
+    .await
+}
+
 fn seed_pr(server: &FakeGithub, head: &str) {
     fake_github::seed_pull(server, PR, &[(head, "the change")]);
 }
@@ -197,12 +208,7 @@ async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
     seed_pr(&server, &head);
 
     assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
-    eventually(&serve, 20, "the waiting comment", || {
-        sticky_comments(&server)
-            .first()
-            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
-    })
-    .await;
+    waits_for_checks(&serve, &server, 20, "aaaaaaa").await;
 
     // CI uploaded a record with a failing test: the App reads it, it never runs code.
     upload(&server, 501, record(&head, 0.5));
@@ -934,12 +940,7 @@ async fn a_run_whose_event_never_came_is_found_by_the_reconcile_and_decides() {
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
-    eventually(&serve, 20, "the waiting comment", || {
-        sticky_comments(&server)
-            .first()
-            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
-    })
-    .await;
+    waits_for_checks(&serve, &server, 20, "aaaaaaa").await;
 
     // CI ran and uploaded its record, but GitHub never delivered `workflow_run` (and its
     // deliveries list has nothing to redeliver). Another head's run must not count.
@@ -1002,21 +1003,11 @@ async fn a_closed_pull_request_waits_no_more_and_a_lost_push_is_caught_up() {
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
-    eventually(&serve, 20, "the waiting comment", || {
-        sticky_comments(&server)
-            .first()
-            .is_some_and(|b| b.contains("Waiting for checks on `aaaaaaa`"))
-    })
-    .await;
+    waits_for_checks(&serve, &server, 20, "aaaaaaa").await;
     // A push whose `synchronize` never came: the reconcile follows the PR's new head.
     let moved = "d".repeat(40);
     server.with(|m| m.pulls.get_mut(&PR).unwrap().head_sha = moved.clone());
-    eventually(&serve, 30, "the comment following the new head", || {
-        sticky_comments(&server)
-            .first()
-            .is_some_and(|b| b.contains("Waiting for checks on `ddddddd`"))
-    })
-    .await;
+    waits_for_checks(&serve, &server, 30, "ddddddd").await;
     assert_eq!(
         rows(&db, "SELECT COUNT(*) FROM waiting WHERE head_sha = 'dddddddddddddddddddddddddddddddddddddddd'").await,
         1
