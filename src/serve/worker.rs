@@ -62,6 +62,14 @@ enum WaitChange {
     NoLonger(PrNumber),
 }
 
+/// What a completed workflow run gave.
+enum RunRecord {
+    /// Its record decided this head of this PR; what was done.
+    Applied(PrNumber, CommitSha, Vec<String>),
+    /// It uploaded no record and none of the configured reports: why.
+    Missing(String),
+}
+
 /// A job's end, and how it changed which pull requests wait.
 struct Applied {
     ended: Ended,
@@ -360,21 +368,13 @@ impl Worker {
                     .await
                     .map(|ended| Applied::new(ended, None))
             }
-            Event::WorkflowRun(run) => {
-                let run_id = run.run_id;
-                Ok(match self.on_workflow_run(forge, run).await? {
-                    Some((pr, head, actions)) => Applied::new(
-                        Ended::Done(actions.join("; ")),
-                        Some((repo, WaitChange::Decided(pr, head))),
-                    ),
-                    None => Applied::new(
-                        Ended::Ignored(format!(
-                            "workflow run {run_id} uploaded no record and none of github.reports"
-                        )),
-                        None,
-                    ),
-                })
-            }
+            Event::WorkflowRun(run) => Ok(match self.on_workflow_run(forge, run).await? {
+                RunRecord::Applied(pr, head, actions) => Applied::new(
+                    Ended::Done(actions.join("; ")),
+                    Some((repo, WaitChange::Decided(pr, head))),
+                ),
+                RunRecord::Missing(why) => Applied::new(Ended::Ignored(why), None),
+            }),
         }
     }
 
@@ -412,7 +412,8 @@ impl Worker {
         }
         for run in forge.completed_pull_request_runs(repo, &head.0).await? {
             let run_id = run.run_id;
-            if let Some((pr, decided, found)) = self.on_workflow_run(forge, run).await? {
+            if let RunRecord::Applied(pr, decided, found) = self.on_workflow_run(forge, run).await?
+            {
                 actions.push(format!("workflow run {run_id}'s record had not been read"));
                 actions.extend(found);
                 return Ok(Applied::new(
@@ -432,12 +433,12 @@ impl Worker {
     }
 
     /// A completed workflow run: its record (or configured reports) applied to the pull
-    /// request it is bound to. `None` when the run uploaded neither.
+    /// request it is bound to.
     async fn on_workflow_run(
         &self,
         forge: &dyn Forge,
         run: crate::github::events::WorkflowRunEvent,
-    ) -> Result<Option<(PrNumber, CommitSha, Vec<String>)>, FlowError> {
+    ) -> Result<RunRecord, FlowError> {
         let repo = run.repo.clone();
         let first = forge
             .pull_request(&repo, run.prs.first().copied().unwrap_or(PrNumber(0)))
@@ -454,12 +455,10 @@ impl Worker {
             None => forge_flow::record_from_reports(forge, &run, &config).await?,
         };
         let Some((pull, record)) = found else {
-            tracing::debug!(
+            return Ok(RunRecord::Missing(format!(
                 "workflow run {} uploaded no `{}` artifact and none of github.reports",
-                run.run_id,
-                config.github.artifact
-            );
-            return Ok(None);
+                run.run_id, config.github.artifact
+            )));
         };
         // The bound PR is usually the one asked first: its base's config is in hand.
         let same_base = first
@@ -479,7 +478,7 @@ impl Worker {
         let handler = self.handler(forge, &repo, &config);
         let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
         actions.extend(handler.handle(input).await?.actions);
-        Ok(Some((pull.number, pull.head.sha, actions)))
+        Ok(RunRecord::Applied(pull.number, pull.head.sha, actions))
     }
 
     /// A comment or a review: the PR's base says which rules apply.
