@@ -251,6 +251,12 @@ pub struct ServeArgs {
     /// time, at most 6 hours). Fractions are fine (0.5 is 30 seconds).
     #[arg(long, default_value_t = 5.0, value_name = "MINUTES", value_parser = positive_minutes)]
     pub sweep_minutes: f64,
+    /// How long a finished delivery stays in the database before the sweep deletes it.
+    /// Until then the same delivery again is answered 200 and not run twice, so it is at
+    /// least 3 days: GitHub keeps deliveries, and may redeliver them, for 3 days.
+    #[arg(long, env = "ITERGATE_KEEP_DAYS", default_value_t = 7, value_name = "DAYS",
+          value_parser = keep_days)]
+    pub keep_days: u32,
     /// Content writes (comments, labels, check runs) per installation and minute, under
     /// GitHub's secondary limit of about 80.
     #[arg(long, default_value_t = 60, value_name = "N")]
@@ -500,6 +506,18 @@ pub enum AnalyticsFormat {
 }
 
 /// A positive, finite number of minutes, at least one second.
+fn keep_days(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(days) if days >= 3 => Ok(days),
+        Ok(_) => Err(
+            "expected at least 3 days: GitHub may redeliver a delivery for 3 days, and a \
+             delivery deleted before would run again"
+                .into(),
+        ),
+        Err(_) => Err(format!("`{text}` is not a whole number of days (e.g. 7)")),
+    }
+}
+
 fn positive_minutes(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(m) if m.is_finite() && m * 60.0 >= 1.0 => Ok(m),

@@ -905,8 +905,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 4);
-    for name in ["deliveries_unfinished", "waiting"] {
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 5);
+    for name in ["deliveries_unfinished", "waiting", "deliveries_finished"] {
         assert_eq!(
             rows(
                 &db,
@@ -926,6 +926,89 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
         .await
         .unwrap();
     app_server::check_waiting_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_deliveries_are_deleted_after_the_days_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
+        .await
+        .unwrap();
+    app_server::check_prune_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_than_3() {
+    use itergate::serve::store::{now_ms, NewDelivery, Store};
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let day = 24 * 3600 * 1000_i64;
+    let store = Store::open(&db).await.unwrap();
+    for (id, age_days) in [("ten-days-old", 10), ("four-days-old", 4)] {
+        store
+            .receive(NewDelivery {
+                delivery_id: id.into(),
+                event: "issue_comment".into(),
+                action: Some("created".into()),
+                installation_id: Some(INSTALLATION as i64),
+                repository: Some(REPO.into()),
+                job_key: format!("{REPO}#{id}"),
+                payload: b"{}".to_vec(),
+            })
+            .await
+            .unwrap();
+        let job = store
+            .claim("test", now_ms(), Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap();
+        let done_at = now_ms() - age_days * day;
+        assert!(store.complete(&job, "test", done_at, "done").await.unwrap());
+    }
+    store.close().await;
+
+    let refused = std::process::Command::new(app_server::BIN)
+        .args(["serve", "--app-id", "1", "--private-key-path", "k.pem"])
+        .args(["--webhook-secret", "s", "--keep-days", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--keep-days") && stderr.contains("at least 3 days"),
+        "{stderr}"
+    );
+
+    let serve = Serve::start(&server.api_url(), &db, &["--keep-days", "5"]);
+    eventually(&serve, 20, "the sweep's deletion", || {
+        serve.metric("itergate_deliveries_pruned_total") == Some(1.0)
+    })
+    .await;
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE delivery_id = 'ten-days-old'"
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE delivery_id = 'four-days-old'"
+        )
+        .await,
+        1
+    );
+    assert!(serve
+        .log()
+        .contains("deleted 1 deliveries finished before the --keep-days"));
+    // A kept delivery is still "seen before".
+    assert_eq!(
+        serve.post("issue_comment", "four-days-old", b"{}", None),
+        200
+    );
 }
 
 /// A reconcile as short as a test allows: the sweep's interval, 1.2 s.

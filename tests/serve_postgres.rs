@@ -292,13 +292,19 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_deliveries_are_deleted_after_the_days_kept() {
+    let pg = Postgres::start().await;
+    app_server::check_prune_rules(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded() {
     let pg = Postgres::start().await;
     let (a, b, c) = tokio::join!(open(&pg), open(&pg), open(&pg));
     let versions = pg
         .pairs("SELECT version, version FROM schema_version ORDER BY version")
         .await;
-    assert_eq!(versions, vec![(1, 1), (2, 2), (3, 3), (4, 4)]);
+    assert_eq!(versions, vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]);
     for store in [a, b, c] {
         store.close().await;
     }
@@ -310,7 +316,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             .unwrap();
         sqlx::raw_sql(
             "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
-             DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;",
+             DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;",
         )
         .execute(&mut conn)
         .await
@@ -319,18 +325,23 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        4
+        5
     );
     assert_eq!(
         pg.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'waiting'")
             .await,
         1
     );
-    assert_eq!(
-        pg.scalar("SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'deliveries_unfinished'")
+    for index in ["deliveries_unfinished", "deliveries_finished"] {
+        assert_eq!(
+            pg.scalar(&format!(
+                "SELECT COUNT(*) FROM pg_indexes WHERE indexname = '{index}'"
+            ))
             .await,
-        1
-    );
+            1,
+            "{index}"
+        );
+    }
     store.close().await;
 }
 

@@ -13,6 +13,8 @@ const LATENCY_BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 pub struct Metrics {
     accepted: AtomicU64,
     duplicate: AtomicU64,
+    /// Finished deliveries deleted after `--keep-days`.
+    pruned: AtomicU64,
     refused: Mutex<BTreeMap<&'static str, u64>>,
     jobs: Mutex<BTreeMap<&'static str, u64>>,
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
@@ -45,6 +47,10 @@ impl Metrics {
 
     pub fn duplicate(&self) {
         self.duplicate.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn pruned(&self, deliveries: u64) {
+        self.pruned.fetch_add(deliveries, Ordering::Relaxed);
     }
 
     /// A delivery refused for `reason` (`signature`, `headers`, `payload`, `database`).
@@ -99,7 +105,6 @@ impl crate::github::client::AnswerObserver for Metrics {
 }
 
 impl Metrics {
-    /// The text format; `queue_depth` is read from the database by the caller.
     /// The text of `/metrics`; the database's gauges (queue depth, pull requests waiting
     /// for CI's record) when it answered.
     pub fn render(&self, queue_depth: Option<i64>, waiting: Option<i64>) -> String {
@@ -202,6 +207,16 @@ impl Metrics {
                 "itergate_replica_info{{replica=\"{replica}\",database=\"{backend}\"}} 1"
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP itergate_deliveries_pruned_total Finished deliveries deleted after --keep-days."
+        );
+        let _ = writeln!(out, "# TYPE itergate_deliveries_pruned_total counter");
+        let _ = writeln!(
+            out,
+            "itergate_deliveries_pruned_total {}",
+            load(&self.pruned)
+        );
         let _ = writeln!(
             out,
             "# HELP itergate_sweep_leader 1 while this replica runs the redelivery sweep."

@@ -94,11 +94,15 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let installations = Arc::new(Installations::new(settings, credentials));
     let renderer = Arc::new(Renderer::new(None, false).map_err(Failure::Internal)?);
     let every = Duration::from_secs_f64(args.sweep_minutes * 60.0).max(Duration::from_secs(1));
+    let schedule = sweep::Schedule {
+        every,
+        keep: Duration::from_secs(u64::from(args.keep_days) * 24 * 3600),
+    };
     tokio::spawn(sweep::run(
         installations.clone(),
         store.clone(),
         metrics.clone(),
-        every,
+        schedule,
         stop.clone(),
     ));
     let workers = tokio::spawn(start_workers(

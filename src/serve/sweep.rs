@@ -5,7 +5,8 @@
 //! (`POST /app/hook/deliveries/{id}/attempts`). GitHub keeps deliveries for three days;
 //! the sweep looks back [`LOOK_BACK`].
 //!
-//! The same tick queues the reconcile of pull requests left waiting ([`super::reconcile`]).
+//! The same tick queues the reconcile of pull requests left waiting ([`super::reconcile`])
+//! and deletes deliveries finished more than `--keep-days` ago ([`prune`]).
 //!
 //! One replica sweeps at a time: with SQLite there is one process; on PostgreSQL each
 //! replica asks at every tick for the sweep's lock ([`Store::hold_sweep_lock`]), and only
@@ -22,7 +23,7 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use super::metrics::Metrics;
-use super::store::Store;
+use super::store::{Store, StoreError};
 use crate::github::app_auth::Installations;
 use crate::github::client::Call;
 
@@ -32,6 +33,20 @@ pub const LOOK_BACK: Duration = Duration::from_secs(24 * 3600);
 const MAX_PAGES: usize = 20;
 /// Redeliveries asked for at most per sweep (GitHub rate-limits the endpoint).
 const MAX_REDELIVERIES: usize = 100;
+/// Finished deliveries deleted per transaction: a short one, so that intake's commits
+/// wait for it no longer than for a group of their own.
+const PRUNE_BATCH: i64 = 500;
+/// Transactions of [`PRUNE_BATCH`] per tick at most; what is left waits for the next.
+const PRUNE_BATCHES: usize = 200;
+
+/// What the sweep does and how often.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    /// The interval between ticks (`--sweep-minutes`).
+    pub every: Duration,
+    /// How long a finished delivery is kept (`--keep-days`).
+    pub keep: Duration,
+}
 
 #[derive(Debug, Deserialize)]
 struct DeliveryJson {
@@ -53,9 +68,10 @@ pub async fn run(
     installations: Arc<Installations>,
     store: Store,
     metrics: Arc<Metrics>,
-    every: Duration,
+    schedule: Schedule,
     mut stop: watch::Receiver<bool>,
 ) {
+    let every = schedule.every;
     loop {
         let leading = match store.hold_sweep_lock().await {
             Ok(leading) => leading,
@@ -91,12 +107,38 @@ pub async fn run(
                 Ok(_) => {}
                 Err(e) => tracing::warn!("queueing reconciles: {e}; trying again later"),
             }
+            match prune(&store, super::store::now_ms(), schedule.keep).await {
+                Ok(0) => {}
+                Ok(deleted) => {
+                    metrics.pruned(deleted);
+                    tracing::info!("deleted {deleted} deliveries finished before the --keep-days");
+                }
+                Err(e) => tracing::warn!("deleting old deliveries: {e}; trying again later"),
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.changed() => return,
         }
     }
+}
+
+/// Deletes the deliveries finished more than `keep` before `now` (ms), in short
+/// transactions, at most [`PRUNE_BATCHES`] of them, and says how many. A kept delivery's id
+/// answers "seen before" (200, no new work); `keep` must therefore outlast GitHub's own
+/// keeping of deliveries (3 days, checked by `--keep-days`), or a redelivery of a deleted
+/// one would run again. Unfinished deliveries are never deleted.
+pub async fn prune(store: &Store, now: i64, keep: Duration) -> Result<u64, StoreError> {
+    let before = now.saturating_sub(i64::try_from(keep.as_millis()).unwrap_or(i64::MAX));
+    let mut deleted = 0;
+    for _ in 0..PRUNE_BATCHES {
+        let batch = store.prune_finished(before, PRUNE_BATCH).await?;
+        deleted += batch;
+        if batch < PRUNE_BATCH as u64 {
+            break;
+        }
+    }
+    Ok(deleted)
 }
 
 /// One sweep at `now`.

@@ -415,3 +415,60 @@ pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
         [(a, 1)]
     );
 }
+
+/// The rules of deleting finished deliveries, checked on `store` (either backend).
+pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
+    use itergate::serve::store::NewDelivery;
+    use itergate::serve::sweep;
+    let delivery = |id: &str| NewDelivery {
+        delivery_id: id.into(),
+        event: "issue_comment".into(),
+        action: Some("created".into()),
+        installation_id: Some(INSTALLATION as i64),
+        repository: Some(REPO.into()),
+        // A key each: every one can be claimed at once.
+        job_key: format!("{REPO}#prune-{id}"),
+        payload: b"{}".to_vec(),
+    };
+    let day = 24 * 3600 * 1000_i64;
+    let now = 100 * day;
+    // Finished 9, 8 and 2 days ago, and one still queued.
+    let ids = ["prune-old-1", "prune-old-2", "prune-recent", "prune-queued"];
+    for id in ids {
+        store.receive(delivery(id)).await.unwrap();
+    }
+    for done_at in [now - 9 * day, now - 8 * day, now - 2 * day] {
+        let job = store
+            .claim(
+                "prune",
+                itergate::serve::store::now_ms(),
+                Duration::from_secs(60),
+            )
+            .await
+            .unwrap()
+            .expect("a finished delivery's job");
+        assert!(store
+            .complete(&job, "prune", done_at, "done")
+            .await
+            .unwrap());
+    }
+    // The limit holds; the oldest goes first.
+    assert_eq!(store.prune_finished(now, 1).await.unwrap(), 1);
+    assert!(!store.has_delivery("prune-old-1").await.unwrap());
+    assert!(store.has_delivery("prune-old-2").await.unwrap());
+    // Seven days kept: the 8-day-old goes, the 2-day-old and the unfinished one stay.
+    let keep = Duration::from_secs(7 * 24 * 3600);
+    assert_eq!(sweep::prune(store, now, keep).await.unwrap(), 1);
+    assert_eq!(sweep::prune(store, now, keep).await.unwrap(), 0);
+    for (id, kept) in [
+        ("prune-old-2", false),
+        ("prune-recent", true),
+        ("prune-queued", true),
+    ] {
+        assert_eq!(store.has_delivery(id).await.unwrap(), kept, "{id}");
+    }
+    // Even far in the future an unfinished delivery is never deleted.
+    assert_eq!(sweep::prune(store, i64::MAX / 2, keep).await.unwrap(), 1);
+    assert!(store.has_delivery("prune-queued").await.unwrap());
+    assert_eq!(store.pending().await.unwrap(), 1);
+}

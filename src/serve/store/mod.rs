@@ -433,6 +433,22 @@ impl Store {
         .await?))
     }
 
+    /// Deletes up to `limit` deliveries finished before `before` (ms), oldest first, and
+    /// says how many. Until then a delivery's id answers "seen before"; see
+    /// [`super::sweep::prune`] for how long that must be.
+    pub async fn prune_finished(&self, before: i64, limit: i64) -> Result<u64, StoreError> {
+        Ok(with_pool!(&self.backend, pool => sqlx::query(
+            "DELETE FROM deliveries WHERE seq IN (
+                SELECT seq FROM deliveries WHERE done_at IS NOT NULL AND done_at < $1
+                ORDER BY done_at LIMIT $2)",
+        )
+        .bind(before)
+        .bind(limit)
+        .execute(pool)
+        .await?
+        .rows_affected()))
+    }
+
     /// Whether the delivery id is in the inbox.
     pub async fn has_delivery(&self, delivery_id: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(

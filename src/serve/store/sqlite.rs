@@ -64,6 +64,9 @@ const SCHEMA: &[&str] = &[
     CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
     // Version 4: how the payload is stored (NULL: as it came; see `payload.rs`).
     "ALTER TABLE deliveries ADD COLUMN payload_encoding TEXT;",
+    // Version 5: finished deliveries are found by age, to be deleted (`prune_finished`).
+    "CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (done_at)
+        WHERE done_at IS NOT NULL;",
 ];
 
 pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
