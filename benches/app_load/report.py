@@ -168,6 +168,18 @@ def main() -> None:
             f"So itergate commits {100 * fastest / max(stored_tens):.0f}% of the rows this disk "
             "commits of the same size at 10 rows per transaction.",
         ]
+    if os.path.exists(os.path.join(d, "closed_loop.json")):
+        cl = load(d, "closed_loop")
+        lines += [
+            "",
+            f"With {cl['clients']} deliveries in flight and no HTTP at all (`closed_loop`: "
+            f"{cl['clients']} threads each waiting for its row's commit, one writer, rows of "
+            f"{cl['payload_bytes']:,} bytes), this disk commits {count(cl['rows_per_s'])} rows/s "
+            f"in groups of {cl['rows_per_commit']:.1f} ({cl['commit_us'] / 1000:.2f} ms each). "
+            f"itergate under loadgen reaches {100 * ig['ok_per_s'] / cl['rows_per_s']:.0f}% of "
+            f"that; 2x Probot's loadgen throughput would be "
+            f"{100 * 2 * pg['ok_per_s'] / cl['rows_per_s']:.0f}% of it.",
+        ]
     lines += [
         "",
         "| target | result | |",

@@ -57,6 +57,7 @@ loadgen_build=(cargo build --release --quiet --manifest-path "$here/loadgen/Carg
   --target-dir "$root/target/loadgen")
 if command -v flock >/dev/null; then flock /tmp/cargo.lock "${loadgen_build[@]}"; else "${loadgen_build[@]}"; fi
 loadgen="$root/target/loadgen/release/itergate-loadgen"
+closed_loop="$root/target/loadgen/release/closed_loop"
 loadgen_requests="${LOADGEN_REQUESTS:-80000}"
 
 free_port() {
@@ -173,6 +174,11 @@ python3 -c 'import os, sqlite3, sys
 size = sqlite3.connect(sys.argv[1]).execute("SELECT CAST(AVG(LENGTH(payload)) AS INTEGER) FROM deliveries").fetchone()[0]
 open(sys.argv[2], "wb").write(os.urandom(size))' "$tmp/inbox.db" "$tmp/stored_payload"
 disk_limit stored "$tmp/stored_payload"
+# The same rows with as many in flight as there are connections, and no HTTP at all: the
+# best an inbox that commits before answering could do here (loadgen/src/bin/closed_loop.rs).
+say "this disk's limit at $connections deliveries in flight: closed_loop, ${disk_s} s"
+"$closed_loop" "$tmp/closed_loop.db" "$tmp/stored_payload" "$connections" "$disk_s" >"$out/closed_loop.json"
+rm -f "$tmp"/closed_loop.db*
 
 # The paced run again with the workers at work: with a bot login they claim, apply (the
 # comment holds no command: nothing to call GitHub for) and finish every delivery, writing
