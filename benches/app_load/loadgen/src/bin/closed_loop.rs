@@ -76,7 +76,9 @@ fn main() {
                     )
                     .expect("prepare");
                 for (id, _) in &group {
-                    insert.execute(rusqlite::params![id, payload]).expect("insert");
+                    insert
+                        .execute(rusqlite::params![id, payload])
+                        .expect("insert");
                 }
             }
             tx.commit().expect("commit");
