@@ -1011,6 +1011,44 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     );
 }
 
+#[test]
+fn a_database_that_cannot_be_reached_at_start_is_named_with_the_cause() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let dir = tempfile::tempdir().unwrap();
+    for (database, cause) in [
+        (
+            format!("postgres://itergate@127.0.0.1:{port}/itergate"),
+            "refused",
+        ),
+        (
+            dir.path()
+                .join("no/such/dir/itergate.db")
+                .display()
+                .to_string(),
+            "unable to open database file",
+        ),
+    ] {
+        let out = std::process::Command::new(app_server::BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--database", &database])
+            .env("ITERGATE_APP_ID", "1")
+            .env(
+                "ITERGATE_PRIVATE_KEY_PATH",
+                app_server::fixture_path("app/test-app-key.pem"),
+            )
+            .env("ITERGATE_WEBHOOK_SECRET", "s")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--database {database}")) && stderr.contains(cause),
+            "{stderr}"
+        );
+    }
+}
+
 /// A reconcile as short as a test allows: the sweep's interval, 1.2 s.
 const QUICK_SWEEP: [&str; 2] = ["--sweep-minutes", "0.02"];
 

@@ -218,6 +218,8 @@ pub enum StoreError {
     WriterGone,
     #[error("the database did not commit within {} s", RECEIVE_TIMEOUT.as_secs())]
     Timeout,
+    #[error("database: no connection within {} s", .0.as_secs())]
+    NoConnection(Duration),
     #[error("{0}")]
     Schema(String),
 }

@@ -126,6 +126,13 @@ pub(super) struct Postgres {
 impl Postgres {
     pub(super) async fn open(url: &str, options: &OpenOptions) -> Result<Postgres, StoreError> {
         let connect = PgConnectOptions::from_str(url)?.application_name("itergate serve");
+        // One connection first: the pool would only say that it timed out, where this says
+        // why (refused, unknown host, authentication, no such database).
+        match tokio::time::timeout(ACQUIRE_TIMEOUT, PgConnection::connect_with(&connect)).await {
+            Ok(Ok(first)) => first.close().await?,
+            Ok(Err(e)) => return Err(e.into()),
+            Err(_) => return Err(StoreError::NoConnection(ACQUIRE_TIMEOUT)),
+        }
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(ACQUIRE_TIMEOUT)
