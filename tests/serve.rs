@@ -578,20 +578,12 @@ async fn a_state_edited_by_hand_is_detected_and_not_believed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else() {
-    use itergate::serve::store::{NewDelivery, Store};
+    use itergate::serve::store::Store;
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("itergate.db")).await.unwrap();
     store
-        .receive(NewDelivery {
-            delivery_id: "stored-1".into(),
-            event: "pull_request".into(),
-            action: Some("opened".into()),
-            installation_id: Some(INSTALLATION as i64),
-            repository: Some(REPO.into()),
-            job_key: "k".into(),
-            payload: b"{}".to_vec(),
-        })
+        .receive(app_server::stored_delivery("stored-1", "k"))
         .await
         .unwrap();
     let now = chrono::Utc::now();
@@ -939,7 +931,7 @@ async fn finished_deliveries_are_deleted_after_the_days_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_than_3() {
-    use itergate::serve::store::{now_ms, NewDelivery, Store};
+    use itergate::serve::store::{now_ms, Store};
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
@@ -947,15 +939,7 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     let store = Store::open(&db).await.unwrap();
     for (id, age_days) in [("ten-days-old", 10), ("four-days-old", 4)] {
         store
-            .receive(NewDelivery {
-                delivery_id: id.into(),
-                event: "issue_comment".into(),
-                action: Some("created".into()),
-                installation_id: Some(INSTALLATION as i64),
-                repository: Some(REPO.into()),
-                job_key: format!("{REPO}#{id}"),
-                payload: b"{}".to_vec(),
-            })
+            .receive(app_server::stored_delivery(id, &format!("{REPO}#{id}")))
             .await
             .unwrap();
         let job = store

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use app_server::stored_delivery as delivery;
 use app_server::{comment, fake, pull_request, replies, sticky_comments, Serve, BOT};
 use fake_github::{grant, seed_pull, FakeGithub, REPO};
-use itergate::serve::store::{Location, NewDelivery, OpenOptions, Received, Store};
+use itergate::serve::store::{Location, OpenOptions, Received, Store};
 use pg_server::{wait_for, Postgres};
 use serde_json::Value;
 
@@ -25,18 +26,6 @@ async fn open(pg: &Postgres) -> Store {
     )
     .await
     .expect("open the store on PostgreSQL")
-}
-
-fn delivery(id: &str, key: &str) -> NewDelivery {
-    NewDelivery {
-        delivery_id: id.into(),
-        event: "pull_request".into(),
-        action: Some("synchronize".into()),
-        installation_id: Some(77),
-        repository: Some(REPO.into()),
-        job_key: key.into(),
-        payload: b"{}".to_vec(),
-    }
 }
 
 /// What the claiming workers saw, in the order it happened.

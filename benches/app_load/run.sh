@@ -177,7 +177,7 @@ disk_limit stored "$tmp/stored_payload"
 # The same rows with as many in flight as there are connections, and no HTTP at all: the
 # best an inbox that commits before answering could do here (loadgen/src/bin/closed_loop.rs).
 say "this disk's limit at $connections deliveries in flight: closed_loop, ${disk_s} s"
-"$closed_loop" "$tmp/closed_loop.db" "$tmp/stored_payload" "$connections" "$disk_s" >"$out/closed_loop.json"
+"$closed_loop" "$tmp/inbox.db" "$tmp/closed_loop.db" "$tmp/stored_payload" "$connections" "$disk_s" >"$out/closed_loop.json"
 rm -f "$tmp"/closed_loop.db*
 
 # The paced run again with the workers at work: with a bot login they claim, apply (the

@@ -294,10 +294,23 @@ pub async fn eventually(servers: &[&Serve], secs: u64, what: &str, mut done: imp
     }
 }
 
+/// A delivery as intake would store it, for the store's own tests.
+pub fn stored_delivery(id: &str, key: &str) -> itergate::serve::store::NewDelivery {
+    itergate::serve::store::NewDelivery {
+        delivery_id: id.into(),
+        event: "issue_comment".into(),
+        action: Some("created".into()),
+        installation_id: Some(INSTALLATION as i64),
+        repository: Some(REPO.into()),
+        job_key: key.into(),
+        payload: b"{}".to_vec(),
+    }
+}
+
 /// The rules of the table of heads waiting for CI, checked on `store` (either backend).
 pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
     use itergate::serve::reconcile;
-    use itergate::serve::store::{NewDelivery, Waiting};
+    use itergate::serve::store::Waiting;
     let key = format!("{REPO}#7");
     let waiting = |head: &str, since: i64| Waiting {
         job_key: key.clone(),
@@ -337,16 +350,10 @@ pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
         [(b.clone(), 0)]
     );
     // An unfinished job of the PR tells more than a check: nothing is due meanwhile.
-    let delivery = |id: &str| NewDelivery {
-        delivery_id: id.into(),
-        event: "issue_comment".into(),
-        action: Some("created".into()),
-        installation_id: Some(INSTALLATION as i64),
-        repository: Some(REPO.into()),
-        job_key: key.clone(),
-        payload: b"{}".to_vec(),
-    };
-    store.receive(delivery("waiting-rules-1")).await.unwrap();
+    store
+        .receive(stored_delivery("waiting-rules-1", &key))
+        .await
+        .unwrap();
     assert!(store.due_waiting(10_000, 10).await.unwrap().is_empty());
     let job = store
         .claim(
@@ -418,24 +425,15 @@ pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
 
 /// The rules of deleting finished deliveries, checked on `store` (either backend).
 pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
-    use itergate::serve::store::NewDelivery;
     use itergate::serve::sweep;
-    let delivery = |id: &str| NewDelivery {
-        delivery_id: id.into(),
-        event: "issue_comment".into(),
-        action: Some("created".into()),
-        installation_id: Some(INSTALLATION as i64),
-        repository: Some(REPO.into()),
-        // A key each: every one can be claimed at once.
-        job_key: format!("{REPO}#prune-{id}"),
-        payload: b"{}".to_vec(),
-    };
     let day = 24 * 3600 * 1000_i64;
     let now = 100 * day;
     // Finished 9, 8 and 2 days ago, and one still queued.
     let ids = ["prune-old-1", "prune-old-2", "prune-recent", "prune-queued"];
     for id in ids {
-        store.receive(delivery(id)).await.unwrap();
+        // A key each: every one can be claimed at once.
+        let key = format!("{REPO}#{id}");
+        store.receive(stored_delivery(id, &key)).await.unwrap();
     }
     for done_at in [now - 9 * day, now - 8 * day, now - 2 * day] {
         let job = store

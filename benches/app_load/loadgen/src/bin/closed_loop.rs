@@ -5,43 +5,21 @@
 //! inbox that commits before answering could reach on this disk with that many deliveries
 //! in flight.
 //!
-//!     closed_loop DATABASE PAYLOAD CLIENTS SECONDS
+//!     closed_loop INBOX DATABASE PAYLOAD CLIENTS SECONDS
 //!
-//! PAYLOAD is the row's payload as stored. Prints one JSON object.
+//! INBOX is a database `itergate serve` made: its schema is copied into the new DATABASE,
+//! so the rows meet the very indexes the server maintains. PAYLOAD is the row's payload as
+//! stored. Prints one JSON object.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-const SCHEMA: &str = "
-CREATE TABLE deliveries (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    delivery_id TEXT NOT NULL UNIQUE,
-    event TEXT NOT NULL,
-    action TEXT,
-    installation_id INTEGER,
-    repository TEXT,
-    job_key TEXT NOT NULL,
-    payload BLOB NOT NULL,
-    payload_encoding TEXT,
-    received_at INTEGER NOT NULL,
-    run_at INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_until INTEGER,
-    done_at INTEGER,
-    outcome TEXT,
-    last_error TEXT
-);
-CREATE INDEX deliveries_pending ON deliveries (job_key, seq) WHERE done_at IS NULL;
-CREATE INDEX deliveries_unfinished ON deliveries (seq) WHERE done_at IS NULL;
-CREATE INDEX deliveries_finished ON deliveries (done_at) WHERE done_at IS NOT NULL;";
 
 type Row = (String, mpsc::SyncSender<()>);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [database, payload, clients, seconds] = args.as_slice() else {
-        eprintln!("usage: closed_loop DATABASE PAYLOAD CLIENTS SECONDS");
+    let [inbox, database, payload, clients, seconds] = args.as_slice() else {
+        eprintln!("usage: closed_loop INBOX DATABASE PAYLOAD CLIENTS SECONDS");
         std::process::exit(2);
     };
     let payload = std::fs::read(payload).expect("read the payload");
@@ -53,7 +31,7 @@ fn main() {
     let mut db = rusqlite::Connection::open(database).expect("open the database");
     db.pragma_update(None, "journal_mode", "WAL").expect("WAL");
     db.pragma_update(None, "synchronous", "FULL").expect("FULL");
-    db.execute_batch(SCHEMA).expect("schema");
+    db.execute_batch(&schema_of(inbox)).expect("schema");
 
     let payload_bytes = payload.len();
     let (hand, inbox) = mpsc::channel::<Row>();
@@ -130,4 +108,27 @@ fn main() {
         rows as f64 / commits as f64,
         elapsed * 1e6 / commits as f64
     );
+}
+
+/// The statements that make `inbox`'s tables and indexes (SQLite's own tables left out).
+fn schema_of(inbox: &str) -> String {
+    let inbox =
+        rusqlite::Connection::open_with_flags(inbox, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open the inbox");
+    let mut statements = inbox
+        .prepare(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'
+             ORDER BY type = 'index', rowid",
+        )
+        .expect("read the schema");
+    let schema: Vec<String> = statements
+        .query_map([], |row| row.get(0))
+        .expect("read the schema")
+        .collect::<Result<_, _>>()
+        .expect("read the schema");
+    assert!(
+        schema.iter().any(|sql| sql.contains("TABLE deliveries")),
+        "{inbox:?} has no deliveries table"
+    );
+    schema.join(";\n")
 }
