@@ -921,6 +921,15 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_takes_the_first_job_of_a_key_that_is_due_and_free() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
+        .await
+        .unwrap();
+    app_server::check_claim_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_deliveries_are_deleted_after_the_days_kept() {
     let dir = tempfile::tempdir().unwrap();
     let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))

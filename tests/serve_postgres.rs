@@ -281,6 +281,12 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_takes_the_first_job_of_a_key_that_is_due_and_free() {
+    let pg = Postgres::start().await;
+    app_server::check_claim_rules(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_deliveries_are_deleted_after_the_days_kept() {
     let pg = Postgres::start().await;
     app_server::check_prune_rules(&open(&pg).await).await;

@@ -470,3 +470,64 @@ pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
     assert!(store.has_delivery("prune-queued").await.unwrap());
     assert_eq!(store.pending().await.unwrap(), 1);
 }
+
+/// The rules of claiming, checked on `store` (either backend): a job is the first unfinished
+/// one of its key, due and not leased; keys do not wait for each other.
+pub async fn check_claim_rules(store: &itergate::serve::store::Store) {
+    let lease = Duration::from_secs(60);
+    for (id, key) in [
+        ("a0", "k/a"),
+        ("b0", "k/b"),
+        ("a1", "k/a"),
+        ("c0", "k/c"),
+        ("a2", "k/a"),
+        ("b1", "k/b"),
+    ] {
+        store.receive(stored_delivery(id, key)).await.unwrap();
+    }
+    // Every delivery is due from its receipt on.
+    let t = itergate::serve::store::now_ms() + 1;
+    let claim = |owner: &'static str, at: i64| async move {
+        store
+            .claim(owner, at, lease)
+            .await
+            .unwrap()
+            .map(|job| (job.delivery_id.clone(), job.attempts, job))
+    };
+    let (id, _, a0) = claim("w1", t).await.unwrap();
+    assert_eq!(id, "a0");
+    // a's next waits behind its running job; the other keys do not.
+    let (id, _, b0) = claim("w2", t).await.unwrap();
+    assert_eq!(id, "b0");
+    let (id, _, c0) = claim("w3", t).await.unwrap();
+    assert_eq!(id, "c0");
+    assert!(
+        claim("w4", t).await.is_none(),
+        "every key's first job is running"
+    );
+    // Done: the key's next, in order.
+    assert!(store.complete(&a0, "w1", t, "done").await.unwrap());
+    let (id, _, _) = claim("w1", t).await.unwrap();
+    assert_eq!(id, "a1");
+    // A retry due later holds its key's later jobs back until then.
+    store
+        .reschedule(&b0, "w2", t + 3_600_000, "boom", true)
+        .await
+        .unwrap();
+    assert!(claim("w2", t + 1).await.is_none());
+    let (id, attempts, _) = claim("w2", t + 3_600_000).await.unwrap();
+    assert_eq!((id.as_str(), attempts), ("b0", 2));
+    // A lease that ran out (its worker died) is taken over, counted as one more attempt.
+    let expired = t + 61_000;
+    let (id, attempts, _) = claim("w5", expired).await.unwrap();
+    assert_eq!((id.as_str(), attempts), ("a1", 2));
+    let (id, attempts, c0_again) = claim("w6", expired).await.unwrap();
+    assert_eq!((id.as_str(), attempts), ("c0", 2));
+    // The old owner's word no longer counts; the new one's does.
+    assert!(!store.complete(&c0, "w3", expired, "late").await.unwrap());
+    assert!(store
+        .complete(&c0_again, "w6", expired, "done")
+        .await
+        .unwrap());
+    assert_eq!(store.pending().await.unwrap(), 4);
+}

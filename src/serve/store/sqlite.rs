@@ -235,15 +235,25 @@ pub(super) async fn claim(
     now: i64,
     lease_until: i64,
 ) -> Result<Option<JobRow>, StoreError> {
+    // The runnable job is the first unfinished one of its key (one job at a time per pull
+    // request, in order), due and not leased. The keys with unfinished jobs are walked one
+    // index seek at a time (a loose index scan), so a claim costs one seek per such key
+    // however many deliveries wait behind a key's running job; it runs under the write
+    // lock, so intake's commits wait for it.
     let row = sqlx::query_as::<_, JobRow>(concat!(
-        "UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+        "WITH RECURSIVE keys (job_key) AS (
+            SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
+            UNION ALL
+            SELECT (SELECT MIN(e.job_key) FROM deliveries e
+                    WHERE e.done_at IS NULL AND e.job_key > keys.job_key)
+            FROM keys WHERE keys.job_key IS NOT NULL)
+         UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
          WHERE seq = (
-            SELECT d.seq FROM deliveries d
-            WHERE d.done_at IS NULL AND d.run_at <= $3
-              AND (d.lease_until IS NULL OR d.lease_until < $3)
-              AND NOT EXISTS (
-                SELECT 1 FROM deliveries e
-                WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq < d.seq)
+            SELECT d.seq FROM keys
+            JOIN deliveries d ON d.seq = (
+                SELECT MIN(h.seq) FROM deliveries h
+                WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
+            WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
             ORDER BY d.seq LIMIT 1)
          RETURNING ",
         job_columns!()
