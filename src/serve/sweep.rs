@@ -97,6 +97,10 @@ pub async fn run(
             Ok(swept) => tracing::debug!(listed = swept.listed, "no delivery to recover"),
             Err(e) => tracing::warn!("the redelivery sweep failed: {e}; trying again later"),
         }
+        // Stopping: the store is closing, and what is left waits for the next start.
+        if *stop.borrow() {
+            return;
+        }
         if leading {
             match super::reconcile::queue_due(&store, super::store::now_ms(), every).await {
                 Ok(queued) if !queued.is_empty() => tracing::info!(

@@ -91,15 +91,27 @@ const SCHEMA: &[&str] = &[
         WHERE done_at IS NOT NULL;",
 ];
 
-/// A runnable job: not done, due, not leased (or its lease ran out), no earlier unfinished
-/// job of its key and no other job of its key leased.
-const CANDIDATE: &str = "SELECT d.seq, d.job_key FROM deliveries d
-    WHERE d.done_at IS NULL AND d.run_at <= $1
-      AND (d.lease_until IS NULL OR d.lease_until < $1)
+/// A runnable job: the first unfinished job of its key, due, not leased (or its lease ran
+/// out), and no other job of its key leased. The keys with unfinished jobs are walked one
+/// index seek at a time (a loose index scan): a claim does not read the deliveries that
+/// wait behind a running job, however many.
+const CANDIDATE: &str = "WITH RECURSIVE keys (job_key) AS (
+        (SELECT job_key FROM deliveries WHERE done_at IS NULL ORDER BY job_key LIMIT 1)
+        UNION ALL
+        SELECT (SELECT e.job_key FROM deliveries e
+                WHERE e.done_at IS NULL AND e.job_key > keys.job_key
+                ORDER BY e.job_key LIMIT 1)
+        FROM keys WHERE keys.job_key IS NOT NULL)
+    SELECT d.seq, d.job_key FROM keys
+    JOIN deliveries d ON d.seq = (
+        SELECT h.seq FROM deliveries h
+        WHERE h.done_at IS NULL AND h.job_key = keys.job_key
+        ORDER BY h.seq LIMIT 1)
+    WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
-          AND (e.seq < d.seq OR e.lease_until >= $1))
+          AND e.lease_until >= $1)
     ORDER BY d.seq LIMIT 1
     FOR UPDATE OF d SKIP LOCKED";
 
