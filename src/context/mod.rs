@@ -9,7 +9,7 @@
 //! - [`request`]: what one `NEEDS:` line asks for (a file, a line range, a pattern, or a
 //!   concept itergate owns).
 //! - [`policy`]: what is never delivered (holdout, secrets).
-//! - [`deliver`]: the reply, from a report and an [`deliver::ItemSource`]; pure.
+//! - [`deliver`](mod@deliver): the reply, from a report and an [`deliver::ItemSource`]; pure.
 //!
 //! The modes supply the source: `itergate context` reads the local repository at the
 //! iteration's commit ([`crate::app::context`]); on a pull request the files come from

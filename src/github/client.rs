@@ -8,7 +8,7 @@
 //! and narrow response types that read only the fields itergate uses, so GitHub adding or
 //! dropping an unrelated field never breaks a run.
 //!
-//! Creates are not blindly repeated ([`OctocrabForge::create`]): after a 5xx or a timeout
+//! Creates are not blindly repeated (`OctocrabForge::create`): after a 5xx or a timeout
 //! GitHub may have done the work and only the answer was lost, so the caller's lookup runs
 //! first (re-list the comments and find the body or its marker; find the check run) and a
 //! found object is the result. Answers are read up to `max_download_bytes`; a longer one

@@ -15,7 +15,7 @@
 //!   untrusted text inside it goes through [`escape_markdown_inline`] or [`fence`].
 //!
 //! GitHub refuses comments of 65,536 characters or more; [`render_body`] compacts the state
-//! to fit ([`fit`]: the oldest records' issues go first, then feedback is shortened, then
+//! to fit (`fit`: the oldest records' issues go first, then feedback is shortened, then
 //! the oldest records go while the kept ones carry their budget figures) and cuts the
 //! visible text without leaving a fence or a `<details>` open.
 //!

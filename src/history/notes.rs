@@ -33,10 +33,10 @@
 //!   and the notes ref, so one bad note never breaks a command or the hook.
 //!
 //! A third kind of note holds what people decided on a branch (`itergate accept`,
-//! `escalate`, `adjust`, `feedback`, `budget`): see [`decisions`] for where it lives and
+//! `escalate`, `adjust`, `feedback`, `budget`): see `decisions` for where it lives and
 //! why everyone's decisions count, not only this clone's.
 //! A fourth counts the `CONTEXT_GAP_REPORT` rounds answered for an iteration (`itergate
-//! context`): see [`context`].
+//! context`): see `context`.
 //!
 //! The cost of trusting nobody else: a second clone (or a CI runner) observes a tree
 //! again the first time it meets it, even when a teammate already pushed its note.
@@ -144,7 +144,7 @@ pub enum Note<'a> {
         decisions: &'a [HumanDecision],
     },
     /// The context rounds answered while `commit` was the branch's latest iteration, filed
-    /// under [`context_key`]`(commit)` (see [`context`]).
+    /// under [`context_key`]`(commit)` (see `context`).
     ContextRounds {
         commit: Oid,
         rounds: &'a [ContextRound],
@@ -270,7 +270,7 @@ impl<'r> NotesStore<'r> {
         self.write_texts(&|_| Ok(notes.clone()))
     }
 
-    /// Adds `decision` to the log of `commit` (see [`decisions`]). The log is read again
+    /// Adds `decision` to the log of `commit` (see `decisions`). The log is read again
     /// under the notes lock and on every retry, so a decision written meanwhile by another
     /// process is kept. A log that cannot be read is not overwritten: the error says how to
     /// remove it.
@@ -305,7 +305,7 @@ impl<'r> NotesStore<'r> {
         })
     }
 
-    /// Adds `round` to the context log of `commit` (see [`context`]), read again under the
+    /// Adds `round` to the context log of `commit` (see `context`), read again under the
     /// notes lock like [`Self::append_decision`]. An unreadable log starts afresh: it only
     /// counts rounds.
     pub fn append_context_round(&self, commit: Oid, round: &ContextRound) -> Result<()> {
@@ -564,7 +564,7 @@ impl<'r> NotesStore<'r> {
     }
 
     /// What people decided while `commit` was a branch's latest iteration, oldest first
-    /// (see [`decisions`]). An unreadable log is skipped, reported once: one bad note must
+    /// (see `decisions`). An unreadable log is skipped, reported once: one bad note must
     /// not break a branch.
     pub fn read_decisions(&self, commit: Oid) -> Result<Vec<HumanDecision>> {
         let object = decisions_key(commit);

@@ -128,7 +128,7 @@ pub async fn run(
 }
 
 /// Deletes the deliveries finished more than `keep` before `now` (ms), in short
-/// transactions, at most [`PRUNE_BATCHES`] of them, and says how many. A kept delivery's id
+/// transactions, at most `PRUNE_BATCHES` of them, and says how many. A kept delivery's id
 /// answers "seen before" (200, no new work); `keep` must therefore outlast GitHub's own
 /// keeping of deliveries (3 days, checked by `--keep-days`), or a redelivery of a deleted
 /// one would run again. Unfinished deliveries are never deleted.

@@ -18,13 +18,13 @@
 //! - **Retries.** A failed job is rescheduled with backoff up to [`MAX_ATTEMPTS`]; a rate
 //!   limit reschedules it at the reset time without counting an attempt (never dropped).
 //! - **Schema versions.** Each backend has a list of steps, applied in order at start, in a
-//!   transaction ([`sqlite`], [`postgres`]). Steps only add (tables, nullable columns,
+//!   transaction (`sqlite`, `postgres`). Steps only add (tables, nullable columns,
 //!   indexes), so replicas of the previous version keep working on a database a newer one
 //!   has upgraded: a rolling upgrade needs no downtime.
 //!
 //! The backends differ only where they must: how a claim is made safe against other
 //! processes, how a group of rows is committed, how a payload is stored (compressed on
-//! SQLite, [`payload`]), migrations, and the sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
+//! SQLite, `payload`), migrations, and the sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
 //! placeholders on SQLite too).
 
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
@@ -307,7 +307,7 @@ impl Store {
     }
 
     /// Commits `delivery` (with whatever else arrived meanwhile) and says whether it was
-    /// new. Returns only after the commit, or with an error after [`RECEIVE_TIMEOUT`] (the
+    /// new. Returns only after the commit, or with an error after `RECEIVE_TIMEOUT` (the
     /// delivery may then be stored or not: GitHub's redelivery finds out, as a duplicate).
     pub async fn receive(&self, mut delivery: NewDelivery) -> Result<Received, StoreError> {
         if let Backend::Sqlite(_) = self.backend {

@@ -17,7 +17,7 @@ pub(crate) struct TailBuf {
     cut_bytes: usize,
 }
 
-/// What the start of a long output keeps; the rest of [`OUTPUT_CAP_BYTES`] is its end.
+/// What the start of a long output keeps; the rest of `OUTPUT_CAP_BYTES` is its end.
 pub const OUTPUT_HEAD_BYTES: usize = OUTPUT_CAP_BYTES / 4;
 const OUTPUT_TAIL_BYTES: usize = OUTPUT_CAP_BYTES - OUTPUT_HEAD_BYTES;
 

@@ -99,7 +99,7 @@ pub struct TestCase {
     pub id: String,
     pub outcome: TestOutcome,
     pub message: Option<String>,
-    /// The failure text and captured output, its middle cut past [`OUTPUT_CAP_BYTES`].
+    /// The failure text and captured output, its middle cut past `OUTPUT_CAP_BYTES`.
     pub output: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
