@@ -33,11 +33,13 @@ pub const LOOK_BACK: Duration = Duration::from_secs(24 * 3600);
 const MAX_PAGES: usize = 20;
 /// Redeliveries asked for at most per sweep (GitHub rate-limits the endpoint).
 const MAX_REDELIVERIES: usize = 100;
-/// Finished deliveries deleted per transaction: a short one, so that intake's commits
-/// wait for it no longer than for a group of their own.
-const PRUNE_BATCH: i64 = 500;
+/// Finished deliveries deleted per transaction: about a millisecond on SQLite, so that
+/// intake's commits wait for it no longer than for a group of their own.
+const PRUNE_BATCH: i64 = 100;
 /// Transactions of [`PRUNE_BATCH`] per tick at most; what is left waits for the next.
-const PRUNE_BATCHES: usize = 200;
+const PRUNE_BATCHES: usize = 1_000;
+/// The pause between two of them, in which the workers' writes get the lock.
+const PRUNE_PAUSE: Duration = Duration::from_millis(2);
 
 /// What the sweep does and how often.
 #[derive(Debug, Clone, Copy)]
@@ -141,6 +143,7 @@ pub async fn prune(store: &Store, now: i64, keep: Duration) -> Result<u64, Store
         if batch < PRUNE_BATCH as u64 {
             break;
         }
+        tokio::time::sleep(PRUNE_PAUSE).await;
     }
     Ok(deleted)
 }

@@ -469,6 +469,44 @@ pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
     assert_eq!(sweep::prune(store, i64::MAX / 2, keep).await.unwrap(), 1);
     assert!(store.has_delivery("prune-queued").await.unwrap());
     assert_eq!(store.pending().await.unwrap(), 1);
+    // More than one transaction's worth goes in one call.
+    let many: Vec<String> = (0..205).map(|i| format!("prune-many-{i}")).collect();
+    let mut arriving = tokio::task::JoinSet::new();
+    for id in &many {
+        let (store, key) = (store.clone(), format!("{REPO}#{id}"));
+        let delivery = stored_delivery(id, &key);
+        arriving.spawn(async move { store.receive(delivery).await.unwrap() });
+    }
+    while let Some(received) = arriving.join_next().await {
+        received.unwrap();
+    }
+    let queued = store
+        .claim(
+            "prune",
+            itergate::serve::store::now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .expect("the queued delivery");
+    assert_eq!(queued.delivery_id, "prune-queued");
+    for _ in 0..many.len() {
+        let job = store
+            .claim(
+                "prune",
+                itergate::serve::store::now_ms(),
+                Duration::from_secs(60),
+            )
+            .await
+            .unwrap()
+            .expect("one of the many");
+        assert!(store
+            .complete(&job, "prune", now - 9 * day, "done")
+            .await
+            .unwrap());
+    }
+    assert_eq!(sweep::prune(store, now, keep).await.unwrap(), 205);
+    assert_eq!(store.pending().await.unwrap(), 1);
 }
 
 /// The rules of claiming, checked on `store` (either backend): a job is the first unfinished
