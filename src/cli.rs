@@ -505,7 +505,7 @@ pub enum AnalyticsFormat {
     Csv,
 }
 
-/// A positive, finite number of minutes, at least one second.
+/// A whole number of days, at least GitHub's 3 days of redelivery.
 fn keep_days(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u32>() {
         Ok(days) if days >= 3 => Ok(days),
@@ -518,6 +518,7 @@ fn keep_days(text: &str) -> Result<u32, String> {
     }
 }
 
+/// A positive, finite number of minutes, at least one second.
 fn positive_minutes(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(m) if m.is_finite() && m * 60.0 >= 1.0 => Ok(m),

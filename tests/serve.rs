@@ -996,7 +996,7 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     );
     assert!(serve
         .log()
-        .contains("deleted 1 deliveries finished before the --keep-days"));
+        .contains("deleted 1 deliveries finished more than 5 days ago (--keep-days)"));
     // A kept delivery is still "seen before".
     assert_eq!(
         serve.post("issue_comment", "four-days-old", b"{}", None),

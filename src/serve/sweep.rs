@@ -117,7 +117,11 @@ pub async fn run(
                 Ok(0) => {}
                 Ok(deleted) => {
                     metrics.pruned(deleted);
-                    tracing::info!("deleted {deleted} deliveries finished before the --keep-days");
+                    let days = schedule.keep.as_secs() / (24 * 3600);
+                    tracing::info!(
+                        "deleted {deleted} deliveries finished more than {days} days ago \
+                         (--keep-days)"
+                    );
                 }
                 Err(e) => tracing::warn!("deleting old deliveries: {e}; trying again later"),
             }
