@@ -122,9 +122,13 @@ const KEY_IS_FREE: &str = "SELECT NOT EXISTS (
         WHERE e.job_key = $1 AND e.done_at IS NULL AND e.seq <> $2
           AND (e.seq < $2 OR e.lease_until >= $3))";
 
+/// The claim itself, on the row's newest version: the candidate's lock alone does not prove
+/// that nobody leased or finished it since the candidate's snapshot (a locking read that
+/// joins re-checks the locked row only in part), so the update checks again.
 const TAKE: &str = concat!(
     "UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-     WHERE seq = $3 RETURNING ",
+     WHERE seq = $3 AND done_at IS NULL AND (lease_until IS NULL OR lease_until < $4)
+     RETURNING ",
     job_columns!()
 );
 
@@ -191,12 +195,18 @@ impl Postgres {
                 tx.rollback().await?;
                 continue;
             }
-            let row: JobRow = sqlx::query_as(TAKE)
+            let taken: Option<JobRow> = sqlx::query_as(TAKE)
                 .bind(owner)
                 .bind(lease_until)
                 .bind(seq)
-                .fetch_one(&mut *tx)
+                .bind(now)
+                .fetch_optional(&mut *tx)
                 .await?;
+            let Some(row) = taken else {
+                // Another replica took this very job since the candidate was read.
+                tx.rollback().await?;
+                continue;
+            };
             tx.commit().await?;
             return Ok(Some(row));
         }
