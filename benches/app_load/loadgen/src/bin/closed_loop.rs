@@ -10,8 +10,12 @@
 //! INBOX is a database `itergate serve` made: its schema is copied into the new DATABASE,
 //! so the rows meet the very indexes the server maintains. PAYLOAD is the row's payload as
 //! stored. Prints one JSON object.
+//!
+//! `WRITERS=N` (default 1) asks whether more files would raise that limit: N writers, each
+//! with a file of its own (DATABASE, DATABASE.1, ...), take turns at the one queue, so a
+//! group can commit while another is being synced.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 type Row = (String, mpsc::SyncSender<()>);
@@ -19,59 +23,30 @@ type Row = (String, mpsc::SyncSender<()>);
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [inbox, database, payload, clients, seconds] = args.as_slice() else {
-        eprintln!("usage: closed_loop INBOX DATABASE PAYLOAD CLIENTS SECONDS");
+        eprintln!("usage: [WRITERS=N] closed_loop INBOX DATABASE PAYLOAD CLIENTS SECONDS");
         std::process::exit(2);
     };
-    let payload = std::fs::read(payload).expect("read the payload");
+    let payload = Arc::new(std::fs::read(payload).expect("read the payload"));
     let clients: usize = clients.parse().expect("CLIENTS: a number");
     let seconds: f64 = seconds.parse().expect("SECONDS: a number");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{database}{suffix}"));
-    }
-    let mut db = rusqlite::Connection::open(database).expect("open the database");
-    db.pragma_update(None, "journal_mode", "WAL").expect("WAL");
-    db.pragma_update(None, "synchronous", "FULL").expect("FULL");
-    db.execute_batch(&schema_of(inbox)).expect("schema");
+    let writers: usize =
+        std::env::var("WRITERS").map_or(1, |w| w.parse().expect("WRITERS: a number"));
+    let schema = schema_of(inbox);
 
-    let payload_bytes = payload.len();
-    let (hand, inbox) = mpsc::channel::<Row>();
-    let writer = std::thread::spawn(move || {
-        let (mut commits, mut rows) = (0_u64, 0_u64);
-        while let Ok(first) = inbox.recv() {
-            let mut group = vec![first];
-            group.extend(inbox.try_iter());
-            let tx = db
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .expect("begin");
-            {
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO deliveries (delivery_id, event, action, installation_id,
-                            repository, job_key, payload, payload_encoding, received_at, run_at)
-                         VALUES (?1, 'issue_comment', 'created', 1, 'codertocat/hello-world',
-                            'codertocat/hello-world#1', ?2, 'lz4', 0, 0)
-                         ON CONFLICT (delivery_id) DO NOTHING",
-                    )
-                    .expect("prepare");
-                for (id, _) in &group {
-                    insert
-                        .execute(rusqlite::params![id, payload])
-                        .expect("insert");
-                }
-            }
-            tx.commit().expect("commit");
-            commits += 1;
-            rows += group.len() as u64;
-            for (_, done) in group {
-                let _ = done.send(());
-            }
-        }
-        let stored: u64 = db
-            .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(stored, rows, "every committed row is stored");
-        (commits, rows)
-    });
+    let (hand, queue) = mpsc::channel::<Row>();
+    let queue = Arc::new(Mutex::new(queue));
+    let writer_threads: Vec<_> = (0..writers)
+        .map(|k| {
+            let path = if k == 0 {
+                database.clone()
+            } else {
+                format!("{database}.{k}")
+            };
+            let db = open(&path, &schema);
+            let (queue, payload) = (queue.clone(), payload.clone());
+            std::thread::spawn(move || write(db, &queue, &payload))
+        })
+        .collect();
 
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
@@ -98,16 +73,81 @@ fn main() {
     drop(hand);
     let answered: u64 = threads.into_iter().map(|t| t.join().expect("client")).sum();
     let elapsed = start.elapsed().as_secs_f64();
-    let (commits, rows) = writer.join().expect("writer");
+    let (mut commits, mut rows) = (0, 0);
+    for writer in writer_threads {
+        let (c, r) = writer.join().expect("writer");
+        commits += c;
+        rows += r;
+    }
     assert_eq!(answered, rows);
     println!(
-        "{{\"clients\": {clients}, \"payload_bytes\": {}, \"rows\": {rows}, \"seconds\": {elapsed:.3}, \
-         \"rows_per_s\": {:.1}, \"rows_per_commit\": {:.2}, \"commit_us\": {:.1}}}",
-        payload_bytes,
+        "{{\"clients\": {clients}, \"writers\": {writers}, \"payload_bytes\": {}, \"rows\": {rows}, \
+         \"seconds\": {elapsed:.3}, \"rows_per_s\": {:.1}, \"rows_per_commit\": {:.2}, \
+         \"commit_us\": {:.1}}}",
+        payload.len(),
         rows as f64 / elapsed,
         rows as f64 / commits as f64,
-        elapsed * 1e6 / commits as f64
+        elapsed * 1e6 * writers as f64 / commits as f64
     );
+}
+
+/// A fresh database at `path` (WAL, `synchronous=FULL`) with `schema`.
+fn open(path: &str, schema: &str) -> rusqlite::Connection {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+    let db = rusqlite::Connection::open(path).expect("open the database");
+    db.pragma_update(None, "journal_mode", "WAL").expect("WAL");
+    db.pragma_update(None, "synchronous", "FULL").expect("FULL");
+    db.execute_batch(schema).expect("schema");
+    db
+}
+
+/// One writer: whenever it is free, it commits everything waiting in `queue` as one
+/// transaction, then answers each row. Returns its commits and rows.
+fn write(
+    mut db: rusqlite::Connection,
+    queue: &Mutex<mpsc::Receiver<Row>>,
+    payload: &[u8],
+) -> (u64, u64) {
+    let (mut commits, mut rows) = (0_u64, 0_u64);
+    loop {
+        let group: Vec<Row> = {
+            let queue = queue.lock().expect("the queue");
+            let Ok(first) = queue.recv() else { break };
+            std::iter::once(first).chain(queue.try_iter()).collect()
+        };
+        let tx = db
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("begin");
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO deliveries (delivery_id, event, action, installation_id,
+                        repository, job_key, payload, payload_encoding, received_at, run_at)
+                     VALUES (?1, 'issue_comment', 'created', 1, 'codertocat/hello-world',
+                        'codertocat/hello-world#1', ?2, 'lz4', 0, 0)
+                     ON CONFLICT (delivery_id) DO NOTHING",
+                )
+                .expect("prepare");
+            for (id, _) in &group {
+                insert
+                    .execute(rusqlite::params![id, payload])
+                    .expect("insert");
+            }
+        }
+        tx.commit().expect("commit");
+        commits += 1;
+        rows += group.len() as u64;
+        for (_, done) in group {
+            let _ = done.send(());
+        }
+    }
+    let stored: u64 = db
+        .query_row("SELECT COUNT(*) FROM deliveries", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(stored, rows, "every committed row is stored");
+    (commits, rows)
 }
 
 /// The statements that make `inbox`'s tables and indexes (SQLite's own tables left out).
