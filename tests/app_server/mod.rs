@@ -568,4 +568,34 @@ pub async fn check_claim_rules(store: &itergate::serve::store::Store) {
         .await
         .unwrap());
     assert_eq!(store.pending().await.unwrap(), 4);
+
+    // A storm on one pull request: more deliveries than a claim looks at first wait behind
+    // its running job, and a job of another key queued after them is still found.
+    let mut arriving = tokio::task::JoinSet::new();
+    for i in 0..80 {
+        let store = store.clone();
+        arriving.spawn(async move {
+            let id = format!("storm-{i}");
+            store
+                .receive(stored_delivery(&id, "k/storm"))
+                .await
+                .unwrap()
+        });
+    }
+    while let Some(received) = arriving.join_next().await {
+        received.unwrap();
+    }
+    store
+        .receive(stored_delivery("after-the-storm", "k/quiet"))
+        .await
+        .unwrap();
+    let later = itergate::serve::store::now_ms() + 1;
+    let mut taken = Vec::new();
+    while let Some((id, _, _)) = claim("w7", later).await {
+        taken.push(id);
+    }
+    // a2 and b1 (behind their keys' running jobs) wait; of the storm, only its first runs.
+    assert_eq!(taken.len(), 2, "{taken:?}");
+    assert!(taken[0].starts_with("storm-"), "{taken:?}");
+    assert_eq!(taken[1], "after-the-storm");
 }

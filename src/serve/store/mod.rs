@@ -50,6 +50,10 @@ use tokio::sync::{mpsc, oneshot};
 pub const MAX_ATTEMPTS: i64 = 12;
 /// Deliveries committed together at most.
 const GROUP_COMMIT_MAX: usize = 512;
+/// How many of the oldest unfinished jobs a claim looks among before it walks the keys
+/// (both backends): enough that one is runnable in all but a storm on one pull request or a
+/// queue where every key waits for a retry.
+const CLAIM_NEAR: i64 = 64;
 /// How long intake waits for its commit before answering 503: well inside GitHub's 10 s.
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(8);
 /// Times a group commit is tried when the database reports a deadlock (two replicas

@@ -91,11 +91,24 @@ const SCHEMA: &[&str] = &[
         WHERE done_at IS NOT NULL;",
 ];
 
-/// A runnable job: the first unfinished job of its key, due, not leased (or its lease ran
-/// out), and no other job of its key leased. The keys with unfinished jobs are walked one
-/// index seek at a time (a loose index scan): a claim does not read the deliveries that
-/// wait behind a running job, however many.
-const CANDIDATE: &str = "WITH RECURSIVE keys (job_key) AS (
+/// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
+/// leased (or its lease ran out), no earlier unfinished job of its key and no other job of
+/// its key leased. One is usually there; [`CANDIDATE_BY_KEY`] looks further.
+const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
+    WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
+      AND d.done_at IS NULL AND d.run_at <= $1
+      AND (d.lease_until IS NULL OR d.lease_until < $1)
+      AND NOT EXISTS (
+        SELECT 1 FROM deliveries e
+        WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
+          AND (e.seq < d.seq OR e.lease_until >= $1))
+    ORDER BY d.seq LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED";
+
+/// The same rule over every key with unfinished jobs, walked one index seek at a time (a
+/// loose index scan): when no job near the front is runnable, a claim does not read the
+/// deliveries that wait behind a running job, however many.
+const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
         (SELECT job_key FROM deliveries WHERE done_at IS NULL ORDER BY job_key LIMIT 1)
         UNION ALL
         SELECT (SELECT e.job_key FROM deliveries e
@@ -171,10 +184,17 @@ impl Postgres {
     ) -> Result<Option<JobRow>, StoreError> {
         for _ in 0..CLAIM_TRIES {
             let mut tx = self.pool.begin().await?;
-            let candidate: Option<(i64, String)> = sqlx::query_as(CANDIDATE)
+            let mut candidate: Option<(i64, String)> = sqlx::query_as(CANDIDATE_NEAR)
                 .bind(now)
+                .bind(super::CLAIM_NEAR)
                 .fetch_optional(&mut *tx)
                 .await?;
+            if candidate.is_none() {
+                candidate = sqlx::query_as(CANDIDATE_BY_KEY)
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            }
             let Some((seq, key)) = candidate else {
                 tx.commit().await?;
                 return Ok(None);

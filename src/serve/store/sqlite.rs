@@ -236,10 +236,11 @@ pub(super) async fn claim(
     lease_until: i64,
 ) -> Result<Option<JobRow>, StoreError> {
     // The runnable job is the first unfinished one of its key (one job at a time per pull
-    // request, in order), due and not leased. The keys with unfinished jobs are walked one
-    // index seek at a time (a loose index scan), so a claim costs one seek per such key
-    // however many deliveries wait behind a key's running job; it runs under the write
-    // lock, so intake's commits wait for it.
+    // request, in order), due and not leased. The claim runs under the write lock, so
+    // intake's commits wait for it: it looks first among the oldest unfinished jobs (one
+    // is usually runnable there), and only when none is does it walk the keys with
+    // unfinished jobs, one index seek each (a loose index scan), instead of reading every
+    // delivery queued behind a running job. COALESCE runs the walk only when needed.
     let row = sqlx::query_as::<_, JobRow>(concat!(
         "WITH RECURSIVE keys (job_key) AS (
             SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
@@ -248,19 +249,28 @@ pub(super) async fn claim(
                     WHERE e.done_at IS NULL AND e.job_key > keys.job_key)
             FROM keys WHERE keys.job_key IS NOT NULL)
          UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-         WHERE seq = (
-            SELECT d.seq FROM keys
-            JOIN deliveries d ON d.seq = (
-                SELECT MIN(h.seq) FROM deliveries h
-                WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
-            WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
-            ORDER BY d.seq LIMIT 1)
+         WHERE seq = COALESCE(
+            (SELECT d.seq FROM deliveries d
+             WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL
+                             ORDER BY seq LIMIT $4)
+               AND d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+               AND NOT EXISTS (
+                 SELECT 1 FROM deliveries e
+                 WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq < d.seq)
+             ORDER BY d.seq LIMIT 1),
+            (SELECT d.seq FROM keys
+             JOIN deliveries d ON d.seq = (
+                 SELECT MIN(h.seq) FROM deliveries h
+                 WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
+             WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+             ORDER BY d.seq LIMIT 1))
          RETURNING ",
         job_columns!()
     ))
     .bind(owner)
     .bind(lease_until)
     .bind(now)
+    .bind(super::CLAIM_NEAR)
     .fetch_optional(pool)
     .await?;
     Ok(row)
