@@ -911,30 +911,30 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_table_of_waiting_heads_keeps_its_rules() {
+/// A store on a new SQLite file, and the directory that holds it.
+async fn sqlite_store() -> (tempfile::TempDir, itergate::serve::store::Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
         .await
         .unwrap();
+    (dir, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_of_waiting_heads_keeps_its_rules() {
+    let (_dir, store) = sqlite_store().await;
     app_server::check_waiting_rules(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_takes_the_first_job_of_a_key_that_is_due_and_free() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
-        .await
-        .unwrap();
+    let (_dir, store) = sqlite_store().await;
     app_server::check_claim_rules(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_deliveries_are_deleted_after_the_days_kept() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
-        .await
-        .unwrap();
+    let (_dir, store) = sqlite_store().await;
     app_server::check_prune_rules(&store).await;
 }
 
@@ -951,13 +951,7 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
             .receive(app_server::stored_delivery(id, &format!("{REPO}#{id}")))
             .await
             .unwrap();
-        let job = store
-            .claim("test", now_ms(), Duration::from_secs(60))
-            .await
-            .unwrap()
-            .unwrap();
-        let done_at = now_ms() - age_days * day;
-        assert!(store.complete(&job, "test", done_at, "done").await.unwrap());
+        app_server::finish_next(&store, "test", now_ms() - age_days * day).await;
     }
     store.close().await;
 

@@ -307,6 +307,25 @@ pub fn stored_delivery(id: &str, key: &str) -> itergate::serve::store::NewDelive
     }
 }
 
+/// Claims the next job as `owner` and finishes it at `done_at`; fails if there is none.
+pub async fn finish_next(
+    store: &itergate::serve::store::Store,
+    owner: &str,
+    done_at: i64,
+) -> itergate::serve::store::Job {
+    let job = store
+        .claim(
+            owner,
+            itergate::serve::store::now_ms(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{owner}: no job to claim"));
+    assert!(store.complete(&job, owner, done_at, "done").await.unwrap());
+    job
+}
+
 /// The rules of the table of heads waiting for CI, checked on `store` (either backend).
 pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
     use itergate::serve::reconcile;
@@ -436,19 +455,7 @@ pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
         store.receive(stored_delivery(id, &key)).await.unwrap();
     }
     for done_at in [now - 9 * day, now - 8 * day, now - 2 * day] {
-        let job = store
-            .claim(
-                "prune",
-                itergate::serve::store::now_ms(),
-                Duration::from_secs(60),
-            )
-            .await
-            .unwrap()
-            .expect("a finished delivery's job");
-        assert!(store
-            .complete(&job, "prune", done_at, "done")
-            .await
-            .unwrap());
+        finish_next(store, "prune", done_at).await;
     }
     // The limit holds; the oldest goes first.
     assert_eq!(store.prune_finished(now, 1).await.unwrap(), 1);
@@ -491,19 +498,7 @@ pub async fn check_prune_rules(store: &itergate::serve::store::Store) {
         .expect("the queued delivery");
     assert_eq!(queued.delivery_id, "prune-queued");
     for _ in 0..many.len() {
-        let job = store
-            .claim(
-                "prune",
-                itergate::serve::store::now_ms(),
-                Duration::from_secs(60),
-            )
-            .await
-            .unwrap()
-            .expect("one of the many");
-        assert!(store
-            .complete(&job, "prune", now - 9 * day, "done")
-            .await
-            .unwrap());
+        finish_next(store, "prune", now - 9 * day).await;
     }
     assert_eq!(sweep::prune(store, now, keep).await.unwrap(), 205);
     assert_eq!(store.pending().await.unwrap(), 1);
