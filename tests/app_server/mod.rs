@@ -374,16 +374,7 @@ pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
         .await
         .unwrap();
     assert!(store.due_waiting(10_000, 10).await.unwrap().is_empty());
-    let job = store
-        .claim(
-            "rules",
-            itergate::serve::store::now_ms(),
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap()
-        .expect("the comment's job");
-    assert!(store.complete(&job, "rules", 10_001, "done").await.unwrap());
+    finish_next(store, "rules", 10_001).await;
     assert_eq!(store.due_waiting(10_000, 10).await.unwrap().len(), 1);
     // A decision about an older head does not end the wait for the new one.
     store.clear_waiting(&key, Some(&a)).await.unwrap();
@@ -414,22 +405,13 @@ pub async fn check_waiting_rules(store: &itergate::serve::store::Store) {
         .unwrap()
         .iter()
         .all(|w| w.pr == 7));
-    let job = store
-        .claim(
-            "rules",
-            itergate::serve::store::now_ms(),
-            Duration::from_secs(60),
-        )
-        .await
-        .unwrap()
-        .expect("the reconcile job");
+    let job = finish_next(store, "rules", now).await;
     assert_eq!(job.event, reconcile::EVENT);
     let payload: reconcile::Payload = serde_json::from_slice(&job.payload).unwrap();
     assert_eq!(
         (payload.pull_request.number, payload.head_sha.as_str()),
         (7, a.as_str())
     );
-    assert!(store.complete(&job, "rules", now, "done").await.unwrap());
     // The next check comes after twice the interval.
     assert!(store
         .due_waiting(now + 119_999, 10)
