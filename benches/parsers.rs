@@ -2,8 +2,9 @@
 //!
 //! Inputs are generated in memory at start (about 100 MB of LCOV, JUnit with 100,000
 //! testcases, SARIF with 100,000 results, Cobertura with 500,000 lines) and read through
-//! a 256 KiB `BufReader`, as `parse_file` reads a file. Targets: LCOV and JUnit at least
-//! 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
+//! a 256 KiB `BufReader`, as `parse_file` reads a file; then `go test -json` with 100,000
+//! tests, a 100 MB Go coverage profile and tsc output with 200,000 errors. Targets: LCOV,
+//! JUnit and the Go coverage profile at least 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
 //! that ends in a few errors.
 
 use std::hint::black_box;
@@ -56,6 +57,20 @@ fn parsers(c: &mut Criterion) {
         "cobertura_500k_lines",
         &cobertura,
     );
+    drop(cobertura);
+    let go_test = report_gen::go_test_json(100_000);
+    bench_format(
+        c,
+        ReportFormat::GoTestJson,
+        "go_test_json_100k_tests",
+        &go_test,
+    );
+    drop(go_test);
+    let go_cover = report_gen::go_cover(100 * 1024 * 1024);
+    bench_format(c, ReportFormat::GoCover, "go_cover_100MB", &go_cover);
+    drop(go_cover);
+    let tsc = report_gen::tsc(200_000);
+    bench_format(c, ReportFormat::Tsc, "tsc_200k_errors", &tsc);
 }
 
 /// Cargo output of about `bytes`: warning blocks and status lines, then one error and the

@@ -154,3 +154,65 @@ pub fn cobertura(classes: u32) -> String {
     out.push_str("\t\t\t</classes>\n\t\t</package>\n\t</packages>\n</coverage>\n");
     out
 }
+
+/// `go test -json` events for `tests` passing tests (run, output, pass each) in 100
+/// packages, every 1,000th failing with a located message.
+pub fn go_test_json(tests: u32) -> String {
+    let mut out = String::new();
+    for i in 0..tests {
+        let pkg = format!("example.com/mod/pkg{}", i % 100);
+        let test = format!("TestCase{i}");
+        out.push_str(&format!(
+            "{{\"Time\":\"2026-12-01T00:00:00Z\",\"Action\":\"run\",\"Package\":\"{pkg}\",\"Test\":\"{test}\"}}\n"
+        ));
+        out.push_str(&format!(
+            "{{\"Time\":\"2026-12-01T00:00:00Z\",\"Action\":\"output\",\"Package\":\"{pkg}\",\"Test\":\"{test}\",\"Output\":\"=== RUN   {test}\\n\"}}\n"
+        ));
+        let action = if i % 1000 == 999 {
+            out.push_str(&format!(
+                "{{\"Time\":\"2026-12-01T00:00:00Z\",\"Action\":\"output\",\"Package\":\"{pkg}\",\"Test\":\"{test}\",\"Output\":\"    thing_test.go:{}: got 1, want 2\\n\"}}\n",
+                i % 500 + 1
+            ));
+            "fail"
+        } else {
+            "pass"
+        };
+        out.push_str(&format!(
+            "{{\"Time\":\"2026-12-01T00:00:00Z\",\"Action\":\"{action}\",\"Package\":\"{pkg}\",\"Test\":\"{test}\",\"Elapsed\":0.001}}\n"
+        ));
+    }
+    out
+}
+
+/// A Go coverage profile of about `target_bytes`: blocks of 3 lines in files of 200 blocks.
+pub fn go_cover(target_bytes: usize) -> String {
+    let mut out = String::from("mode: set\n");
+    let mut i = 0u64;
+    while out.len() < target_bytes {
+        let file = i / 200;
+        let start = (i % 200) * 4 + 1;
+        out.push_str(&format!(
+            "example.com/mod/pkg{}/file{file}.go:{start}.14,{}.2 2 {}\n",
+            file % 50,
+            start + 2,
+            i % 3 % 2
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// `tsc --pretty false` output: `errors` errors over 500 files.
+pub fn tsc(errors: u32) -> String {
+    let mut out = String::new();
+    for i in 0..errors {
+        out.push_str(&format!(
+            "src/module{}/file{}.ts({},{}): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+            i % 20,
+            i % 500,
+            i % 900 + 1,
+            i % 40 + 1
+        ));
+    }
+    out
+}

@@ -319,9 +319,9 @@ fn same_test(id: &str, wanted: &str) -> bool {
 fn failure_output(result: &CheckResult) -> Option<String> {
     match result {
         CheckResult::Exited { exit_code: 0, .. } => None,
-        CheckResult::Exited { exit_code, tail } => {
-            Some(format!("exit status {exit_code}\n{tail}\n"))
-        }
+        CheckResult::Exited {
+            exit_code, tail, ..
+        } => Some(format!("exit status {exit_code}\n{tail}\n")),
         CheckResult::TimedOut { seconds, tail } => {
             Some(format!("stopped after {seconds}s\n{tail}\n"))
         }

@@ -36,7 +36,7 @@ use crate::signals::tree_file;
 use super::{user, Env, Failure};
 
 /// Bumped when what an observation holds or means changes, so older cache entries miss.
-const OBSERVATION_SCHEMA: u32 = 3;
+const OBSERVATION_SCHEMA: u32 = 4;
 
 /// What a cached observation depends on besides the tree: the checks and itergate.
 pub fn fingerprint(config: &Config) -> String {
@@ -79,6 +79,9 @@ pub fn observe(
         None => Vec::new(),
     };
     let checks = checks_for(env, &root);
+    if let (Some(_), Some(workdir)) = (&worktree, repo.workdir()) {
+        prepare_dependencies(&root, workdir, request)?;
+    }
     let tracked_before = tracked_changes(&root);
     let started = Instant::now();
     let results = checks::run_all(
@@ -104,8 +107,16 @@ pub fn observe(
         }
     }
     if !errors.is_empty() {
+        let place = match &worktree {
+            Some(w) => format!(
+                "In the scratch worktree of {} ({}), a checkout of that commit alone (untracked files such as dependencies are not in it; `setup` in a check's command, or the same lockfile as the work tree, gives it them):\n",
+                request.label.unwrap_or("the commit"),
+                w.path().display()
+            ),
+            None => String::new(),
+        };
         return Err(Failure::Check(format!(
-            "{}\nNothing was recorded: fix the environment or the check, then run again.",
+            "{place}{}\nNothing was recorded: fix the environment or the check, then run again.",
             errors.join("\n")
         )));
     }
@@ -179,6 +190,87 @@ fn rewritten_files(root: &Path, before: &BTreeMap<String, Option<Oid>>) -> Optio
         )
         .collect();
     (!changed.is_empty()).then_some(changed)
+}
+
+/// The lockfiles that pin a Node project's dependencies.
+const NODE_LOCKFILES: [&str; 5] = [
+    "package-lock.json",
+    "pnpm-lock.yaml",
+    "yarn.lock",
+    "bun.lock",
+    "bun.lockb",
+];
+
+/// Gives a scratch worktree the dependencies its checks need, as the work tree has them:
+/// a Node project whose lockfile equals the work tree's shares its `node_modules` (a
+/// link); with another lockfile its dependencies are installed the way its users do
+/// (`npm ci`, `pnpm install --frozen-lockfile`, …). Cargo shares a target directory of its
+/// own already, and Go's module cache is per user.
+fn prepare_dependencies(
+    scratch: &Path,
+    workdir: &Path,
+    request: &ObserveRequest,
+) -> Result<(), Failure> {
+    if !scratch.join("package.json").is_file() || scratch.join("node_modules").exists() {
+        return Ok(());
+    }
+    let installed = workdir.join("node_modules");
+    if !installed.is_dir() {
+        return Ok(()); // the work tree has none either: the checks run as they do there
+    }
+    let same_lockfile = NODE_LOCKFILES.iter().any(|name| {
+        let (a, b) = (scratch.join(name), workdir.join(name));
+        a.is_file() && std::fs::read(&a).ok() == std::fs::read(&b).ok()
+    });
+    let label = request.label.unwrap_or("commit");
+    if same_lockfile {
+        return std::os::unix::fs::symlink(&installed, scratch.join("node_modules")).map_err(|e| {
+            Failure::Check(format!(
+                "the scratch worktree of {label} ({}): cannot link the work tree's node_modules: {e}",
+                scratch.display()
+            ))
+        });
+    }
+    let manifest = std::fs::read_to_string(scratch.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let manager = detect::node_package_manager(scratch, manifest.as_ref());
+    let command = detect::node_install_command(manager);
+    let started = Instant::now();
+    if request.progress != Progress::Quiet {
+        eprintln!(
+            "itergate: {label}: its lockfile differs from the work tree's; installing its dependencies in the scratch worktree (`{command}`)"
+        );
+    }
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            Failure::Check(format!(
+                "the scratch worktree of {label}: cannot start `{command}`: {e}"
+            ))
+        })?;
+    if !output.status.success() {
+        let text = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(Failure::Check(format!(
+            "the scratch worktree of {label} ({}): `{command}` failed ({}), so its checks cannot run:\n    {}\nNothing was recorded: fix the lockfile or install the package manager, then run again.",
+            scratch.display(),
+            output.status,
+            tail.join("\n    ")
+        )));
+    }
+    if request.progress != Progress::Quiet {
+        eprintln!(
+            "itergate: {label}: dependencies installed in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// The environment of checks in a scratch worktree: build directories of their own.

@@ -229,22 +229,24 @@ pub fn run_all(
         let (name, check, out, elapsed, bar) =
             joined.map_err(|e| anyhow::anyhow!("a check task failed: {e}"))?;
         let names = check.report_names(&name);
-        let read: Vec<Result<CheckResult, CheckError>> = read_reports(root, &check, out)
-            .into_iter()
-            .map(|result| {
-                result.map_err(|(message, tail)| CheckError {
-                    check: name.clone(),
-                    command: check.run.clone(),
-                    message,
-                    tail,
+        let (indices, read): (Vec<usize>, Vec<Result<CheckResult, CheckError>>) =
+            read_reports(root, &check, out)
+                .into_iter()
+                .map(|(index, result)| {
+                    let result = result.map_err(|(message, tail)| CheckError {
+                        check: name.clone(),
+                        command: check.run.clone(),
+                        message,
+                        tail,
+                    });
+                    (index, result)
                 })
-            })
-            .collect();
+                .unzip();
         // The progress line tells the first problem, else the first result.
         if let Some(shown) = read.iter().find(|r| r.is_err()).or(read.first()) {
             display.finish(bar, &name, shown, elapsed);
         }
-        for (index, result) in read.into_iter().enumerate() {
+        for (index, result) in indices.into_iter().zip(read) {
             let outcome_name = names.get(index).cloned().unwrap_or_else(|| name.clone());
             results.push(result.map(|result| CheckOutcome {
                 name: outcome_name,
@@ -451,18 +453,17 @@ const SHELL_NOT_FOUND: [i32; 2] = [126, 127];
 /// The check's results, one per report (one when it has none), or why the environment kept
 /// it from producing one (message, tail). A build that failed before writing its reports is
 /// one result: the reports it did not write are not read.
-fn read_reports(
-    root: &Path,
-    check: &Check,
-    out: Execution,
-) -> Vec<Result<CheckResult, (String, String)>> {
+fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(usize, ReadResult)> {
     let (exit_code, stdout, stderr) = match out {
-        Execution::Broken { message } => return vec![Err((message, String::new()))],
+        Execution::Broken { message } => return vec![(0, Err((message, String::new())))],
         Execution::TimedOut { seconds } => {
-            return vec![Ok(CheckResult::TimedOut {
-                seconds,
-                tail: String::new(),
-            })]
+            return vec![(
+                0,
+                Ok(CheckResult::TimedOut {
+                    seconds,
+                    tail: String::new(),
+                }),
+            )]
         }
         Execution::NotRun => (None, Vec::new(), Vec::new()),
         Execution::Finished {
@@ -473,43 +474,159 @@ fn read_reports(
     };
     let tail = tail(&stdout, &stderr);
     if let Some(code) = exit_code.filter(|c| SHELL_NOT_FOUND.contains(c)) {
-        return vec![Err((
-            format!("the command was not found or is not executable (exit status {code})"),
-            tail,
-        ))];
+        return vec![(
+            0,
+            Err((
+                format!("the command was not found or is not executable (exit status {code})"),
+                tail,
+            )),
+        )];
     }
     if check.report.is_empty() {
         // No report: the exit status is the signal, and a failing build's output names
         // its errors.
-        return vec![match exit_code {
-            Some(code) => Ok(
-                build_failure(Some(code), &stdout, &stderr, tail.clone()).unwrap_or(
-                    CheckResult::Exited {
+        return vec![(
+            0,
+            match exit_code {
+                Some(code) => Ok(build_failure(Some(code), &stdout, &stderr, tail.clone())
+                    .unwrap_or(CheckResult::Exited {
                         exit_code: code,
+                        failures: if code == 0 {
+                            Vec::new()
+                        } else {
+                            failure_lines(&stdout, &stderr)
+                        },
                         tail,
-                    },
-                ),
-            ),
-            None => Err(("the check has neither `run` nor `report`".into(), tail)),
-        }];
+                    })),
+                None => Err(("the check has neither `run` nor `report`".into(), tail)),
+            },
+        )];
     }
     let mut results = Vec::with_capacity(check.report.len());
     let mut build_failed = false;
-    for source in &check.report {
+    let mut unwritten = Vec::new();
+    for (index, source) in check.report.iter().enumerate() {
         let result = match read_one(root, check, source, &stdout) {
             Ok(report) => Ok(CheckResult::Report { report, exit_code }),
-            Err(error) => match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
-                Some(_) if build_failed => continue,
-                Some(failed) => {
-                    build_failed = true;
-                    Ok(failed)
+            Err(ReadError::NotWritten(message)) => {
+                unwritten.push((index, message));
+                continue;
+            }
+            Err(ReadError::Unreadable(error)) => {
+                match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
+                    Some(_) if build_failed => continue,
+                    Some(failed) => {
+                        build_failed = true;
+                        Ok(failed)
+                    }
+                    None => Err((error, tail.clone())),
                 }
-                None => Err((error, tail.clone())),
-            },
+            }
         };
-        results.push(result);
+        results.push((index, result));
     }
+    // A report the run did not write: when another of its reports was read, the check
+    // ran and that one is its result (vitest writes no coverage when a test fails; a Go
+    // build failure writes no profile), and the missing dimension goes unmeasured.
+    let read_one_report = results
+        .iter()
+        .any(|(_, r)| matches!(r, Ok(CheckResult::Report { .. })));
+    for (index, message) in unwritten {
+        if read_one_report {
+            continue;
+        }
+        match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
+            Some(_) if build_failed => continue,
+            Some(failed) => {
+                build_failed = true;
+                results.push((index, Ok(failed)));
+            }
+            None => results.push((index, Err((message, tail.clone())))),
+        }
+    }
+    results.sort_by_key(|(index, _)| *index);
     results
+}
+
+/// One report's result (by its place in the check's list), or why the environment kept
+/// the check from producing it (message, tail).
+type ReadResult = Result<CheckResult, (String, String)>;
+
+/// Why a report could not be read.
+enum ReadError {
+    /// The command did not write it.
+    NotWritten(String),
+    /// It is there but is not a report of its format.
+    Unreadable(String),
+}
+
+/// The most failure lines an exited check keeps.
+const MAX_FAILURE_LINES: usize = 200;
+
+/// The lines of a failing command's output that name a failure, as test runners and
+/// compilers print them, each trimmed, its colours and durations removed, once each: what
+/// tells a base's failures from new ones when there is no report to compare.
+pub fn failure_lines(stdout: &[u8], stderr: &[u8]) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for bytes in [stdout, stderr] {
+        let end = bytes.len().min(DIAGNOSTIC_SCAN_BYTES);
+        let text = String::from_utf8_lossy(&bytes[..end]);
+        for raw in text.lines() {
+            let clean = report::strip_ansi(raw);
+            let line = without_durations(clean.trim());
+            if out.len() < MAX_FAILURE_LINES && names_a_failure(&line) && seen.insert(line.clone())
+            {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+fn names_a_failure(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let starts = [
+        "--- fail",
+        "fail ",
+        "fail:",
+        "not ok",
+        "✗",
+        "✖",
+        "×",
+        "❌",
+        "error",
+        "failed ",
+        "panic:",
+        "assertionerror",
+    ];
+    // Counts and summaries (`# fail 6`, `Tests: 1 failed`) say how many, not which.
+    !lower.starts_with('#')
+        && !lower.contains(" failed, ")
+        && (starts.iter().any(|s| lower.starts_with(s))
+            || lower.contains(": error")
+            || lower.contains("error ts")
+            || lower.contains(") error")
+            || lower.contains("_test.go:"))
+}
+
+/// `--- FAIL: TestX (0.01s)` → `--- FAIL: TestX`; `✗ adds (3 ms)` → `✗ adds`.
+fn without_durations(line: &str) -> String {
+    let mut out = line.to_string();
+    if let Some(open) = out.rfind(" (") {
+        let inner = &out[open + 2..];
+        let is_duration = inner.ends_with(')')
+            && inner
+                .trim_end_matches(')')
+                .trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == 'µ')
+                .trim()
+                .parse::<f64>()
+                .is_ok();
+        if is_duration {
+            out.truncate(open);
+        }
+    }
+    out
 }
 
 /// One report of a check, from its file or from the command's standard output.
@@ -518,7 +635,7 @@ fn read_one(
     check: &Check,
     source: &ReportSource,
     stdout: &[u8],
-) -> Result<report::Report, String> {
+) -> Result<report::Report, ReadError> {
     // Every file's lines: which of them the change touched depends on the base.
     let keep_all = |_: &str| true;
     let opts = ParseOptions {
@@ -526,11 +643,15 @@ fn read_one(
     };
     match report_path(root, check, source) {
         Some(path) if path.exists() => {
-            report::parse_file_in_tree(source.format, root, &path, &opts).map_err(|e| e.to_string())
+            report::parse_file_in_tree(source.format, root, &path, &opts)
+                .map_err(|e| ReadError::Unreadable(e.to_string()))
         }
-        Some(path) => Err(format!("the report {} was not written", path.display())),
+        Some(path) => Err(ReadError::NotWritten(format!(
+            "the report {} was not written",
+            path.display()
+        ))),
         None => report::parse(source.format, stdout, "standard output", &opts)
-            .map_err(|e| e.to_string()),
+            .map_err(|e| ReadError::Unreadable(e.to_string())),
     }
 }
 

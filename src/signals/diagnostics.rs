@@ -14,7 +14,7 @@
 //! `go vet`, Python tracebacks (with or without the `Traceback` header, as a `SyntaxError`
 //! prints), and pytest's `ERROR collecting` sections.
 
-use std::borrow::Cow;
+use super::report::strip_ansi;
 use std::collections::HashSet;
 
 /// One compiler/interpreter error found in a failing check's output.
@@ -564,42 +564,6 @@ fn leading_number(text: &str) -> Option<(u32, &str)> {
 fn number(text: &str) -> Option<u32> {
     let ok = !text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit());
     ok.then(|| text.parse().ok()).flatten()
-}
-
-/// Removes ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-byte
-/// escapes); borrows when there are none.
-fn strip_ansi(text: &str) -> Cow<'_, str> {
-    if !text.contains('\x1b') {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('[') => {
-                // Parameters and intermediates, then one final byte in @..=~.
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                // Ends at BEL or ST (ESC \).
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Cow::Owned(out)
 }
 
 // ---------------------------------------------------------------- detail

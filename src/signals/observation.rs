@@ -49,8 +49,16 @@ pub enum CheckResult {
         report: Report,
         exit_code: Option<i32>,
     },
-    /// A command without a report: its exit status is the signal.
-    Exited { exit_code: i32, tail: String },
+    /// A command without a report: its exit status is the signal. `failures` are the
+    /// lines of its output that name a failure (`--- FAIL: TestX`, `not ok 3 - adds`,
+    /// `✗ parses`, `error: …`), durations and this checkout's root removed, so a base that
+    /// fails too is compared by what failed, not by its exit status alone.
+    Exited {
+        exit_code: i32,
+        tail: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        failures: Vec<String>,
+    },
     /// The command failed before writing its report, and its output names the errors
     /// (a test build that does not compile, a collection error).
     BuildFailed {
@@ -128,9 +136,13 @@ impl Observation {
                         locate_diagnostic(&paths, d);
                     }
                 }
-                CheckResult::Exited { .. }
-                | CheckResult::TimedOut { .. }
-                | CheckResult::TrackedFilesChanged { .. } => {}
+                CheckResult::Exited { failures, tail, .. } => {
+                    for line in failures.iter_mut() {
+                        *line = paths.without_root(line);
+                    }
+                    *tail = paths.without_root(tail);
+                }
+                CheckResult::TimedOut { .. } | CheckResult::TrackedFilesChanged { .. } => {}
             }
         }
     }

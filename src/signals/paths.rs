@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::report::{Report, TestCase};
+use super::report::{strip_ansi, Report, TestCase};
 use super::tree_file::read_text_in_tree;
 
 /// Source files larger than this are not read for a finding's line.
@@ -30,6 +30,9 @@ const FOREIGN_MARKERS: [&str; 6] = [
 #[derive(Debug, Clone)]
 pub struct RepoPaths {
     roots: Vec<String>,
+    /// The Go module path of `go.mod` at the root (`example.com/mod`): Go tools name files
+    /// by import path.
+    go_module: Option<String>,
 }
 
 impl RepoPaths {
@@ -47,7 +50,9 @@ impl RepoPaths {
                 root.pop();
             }
         }
-        RepoPaths { roots }
+        let go_module = read_text_in_tree(root, &root.join("go.mod"), 1024 * 1024)
+            .and_then(|text| go_module_path(&text));
+        RepoPaths { roots, go_module }
     }
 
     /// `path` relative to the root when it lies under it; `./` prefixes dropped; other
@@ -61,7 +66,26 @@ impl RepoPaths {
                 }
             }
         }
+        if let Some(module) = &self.go_module {
+            if let Some(rest) = path.strip_prefix(module.as_str()) {
+                if let Some(rest) = rest.strip_prefix('/') {
+                    return strip_dot(rest).to_string();
+                }
+            }
+        }
         strip_dot(path).to_string()
+    }
+
+    /// `text` with every mention of the root (`/tmp/wt/src/x.ts:3`) made relative
+    /// (`src/x.ts:3`): output of the same failure in two checkouts reads the same.
+    pub fn without_root(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for root in &self.roots {
+            if root.len() > 1 {
+                out = out.replace(&format!("{root}/"), "");
+            }
+        }
+        out
     }
 
     /// A coverage path relative to one of the report's source directories (`pytest
@@ -88,6 +112,19 @@ impl RepoPaths {
         match report {
             Report::Tests(tests) => {
                 for case in &mut tests.problems {
+                    for text in [&mut case.message, &mut case.output].into_iter().flatten() {
+                        if let std::borrow::Cow::Owned(clean) = strip_ansi(text) {
+                            *text = clean;
+                        }
+                    }
+                    // `/abs/root/test/x.test.ts::name` → `test/x.test.ts::name`: an id
+                    // must not depend on where the checks ran.
+                    if let Some((file, name)) = case.id.split_once("::") {
+                        let relative = self.relative(file);
+                        if relative != file {
+                            case.id = format!("{relative}::{name}");
+                        }
+                    }
                     self.locate_test(case);
                 }
             }
@@ -171,6 +208,8 @@ pub fn frames(text: &str) -> Vec<(String, u32)> {
         if let Some(frame) = python_frame(line)
             .or_else(|| pytest_frame(line))
             .or_else(|| panic_frame(line))
+            .or_else(|| js_frame(line))
+            .or_else(|| go_frame(line))
         {
             out.push(frame);
         }
@@ -203,6 +242,45 @@ fn panic_frame(line: &str) -> Option<(String, u32)> {
     let line_no: u32 = parts.next()?.parse().ok()?;
     let file = parts.next()?;
     (!file.is_empty() && !file.contains(' ')).then(|| (file.to_string(), line_no))
+}
+
+/// A JavaScript stack frame (`at fn (/abs/src/x.ts:12:5)`, `at /abs/x.js:3:1`,
+/// `at file:///abs/x.mjs:3:1`) or vitest's source pointer (`❯ test/x.test.ts:89:35`).
+fn js_frame(line: &str) -> Option<(String, u32)> {
+    let spot = if let Some(rest) = line.strip_prefix("at ") {
+        match rest.rsplit_once(" (") {
+            Some((_, inner)) => inner.strip_suffix(')')?,
+            None => rest,
+        }
+    } else {
+        line.strip_prefix("❯ ")?.split(' ').next()?
+    };
+    let spot = spot.strip_prefix("file://").unwrap_or(spot);
+    let mut parts = spot.rsplitn(3, ':');
+    let _column: u32 = parts.next()?.parse().ok()?;
+    let line_no: u32 = parts.next()?.parse().ok()?;
+    let file = parts.next()?;
+    let script = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx"];
+    (script.iter().any(|e| file.ends_with(e)) && !file.contains(' ') && !file.starts_with("node:"))
+        .then(|| (file.to_string(), line_no))
+}
+
+/// A Go panic's frame: a tab-indented `/abs/pkg/x.go:16 +0x1d`.
+fn go_frame(line: &str) -> Option<(String, u32)> {
+    let (spot, _) = line.split_once(" +0x").unwrap_or((line, ""));
+    let (file, line_no) = spot.rsplit_once(':')?;
+    (file.starts_with('/') && file.ends_with(".go"))
+        .then(|| line_no.parse().ok().map(|n| (file.to_string(), n)))
+        .flatten()
+}
+
+/// The module path `go.mod` declares.
+fn go_module_path(go_mod: &str) -> Option<String> {
+    go_mod.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("module")?;
+        let path = rest.trim().trim_matches('"');
+        (!path.is_empty() && !path.contains(' ')).then(|| path.to_string())
+    })
 }
 
 fn strip_dot(path: &str) -> &str {

@@ -107,26 +107,49 @@ impl Accumulator {
             CheckResult::TrackedFilesChanged { files, checks } => {
                 self.issues.push(tracked_files_changed(files, checks));
             }
-            CheckResult::Exited { exit_code, tail } => {
+            CheckResult::Exited {
+                exit_code,
+                tail,
+                failures,
+            } => {
                 if *exit_code == 0 {
                     return;
                 }
                 self.void |= check.void_on_violation;
-                let fails_on_base =
-                    matches!(base, Some(CheckResult::Exited { exit_code: b, .. }) if *b != 0);
-                if fails_on_base {
+                let base_failures = match base {
+                    Some(CheckResult::Exited {
+                        exit_code: b,
+                        failures,
+                        ..
+                    }) if *b != 0 => Some(failures),
+                    _ => None,
+                };
+                // Without a report, what failed is read from the output: a base that
+                // fails too hides only the failures it has itself.
+                let new_lines: Vec<&String> = match base_failures {
+                    Some(on_base) => failures.iter().filter(|l| !on_base.contains(l)).collect(),
+                    None => failures.iter().collect(),
+                };
+                if base_failures.is_some() && new_lines.is_empty() {
                     self.debt.failing_checks += 1;
                     self.debt
                         .note_example(Some(&format!("check `{}`", check.name)));
                     return;
                 }
+                let head = match base_failures {
+                    Some(_) => format!(
+                        "check `{}` fails on the base too, and now with new failures",
+                        check.name
+                    ),
+                    None => format!("check `{}` exited with status {exit_code}", check.name),
+                };
                 let finding = if holdout {
                     format!("check `{}` failed", check.name)
+                } else if new_lines.is_empty() {
+                    with_tail(&head, tail)
                 } else {
-                    with_tail(
-                        &format!("check `{}` exited with status {exit_code}", check.name),
-                        tail,
-                    )
+                    let shown: Vec<&str> = new_lines.iter().take(20).map(|l| l.as_str()).collect();
+                    with_tail(&head, &shown.join("\n"))
                 };
                 self.issues
                     .push(issue(&check.name, Severity::Blocker, finding, None));

@@ -261,14 +261,15 @@ fn tap_13_with_directives_and_yaml_diagnostics() {
 }
 
 #[test]
-fn tap_14_subtests_are_not_counted_twice() {
+fn tap_14_subtests_count_as_tests_and_their_suites_do_not() {
     let t = tests(ReportFormat::Tap, "tap/tap14-subtests.tap");
-    assert_eq!(counts(&t), (1, 1, 0, 1));
-    let failed = problem(&t, "database");
-    assert_eq!(failed.message.as_deref(), Some("subtest failed: migrates"));
+    // connects, disconnects, pool > reuses connections, cache; database > migrates fails;
+    // network is skipped. `database` and `pool` are suites.
+    assert_eq!(counts(&t), (4, 1, 0, 1));
+    let failed = problem(&t, "database > migrates");
     assert_eq!(
-        (failed.file.as_deref(), failed.line),
-        (Some("test/db.test.js"), Some(12))
+        failed.message.as_deref(),
+        Some("nested failure is summarised by the parent")
     );
     assert_eq!(problem(&t, "network").outcome, TestOutcome::Skipped);
 }

@@ -64,6 +64,10 @@ impl XmlHandler for CoberturaHandler<'_> {
     fn start(&mut self, name: &[u8], depth: usize, e: &BytesStart) -> Result<(), String> {
         match name {
             b"coverage" if depth == 0 => self.root(e),
+            b"project" if depth == 1 => Err(
+                "a <project> under <coverage> is Clover's layout, not Cobertura's <packages>"
+                    .to_string(),
+            ),
             b"source" => {
                 self.source_depth = Some(depth);
                 self.sources.push(String::new());
@@ -115,14 +119,24 @@ impl XmlHandler for CoberturaHandler<'_> {
 
 impl CoberturaHandler<'_> {
     fn root(&mut self, e: &BytesStart) -> Result<(), String> {
-        for_each_attr(e, &[b"lines-valid", b"lines-covered"], |key, value| {
-            match key {
+        for_each_attr(
+            e,
+            &[b"lines-valid", b"lines-covered", b"clover"],
+            |key, value| {
+                match key {
+                b"clover" => {
+                    return Err(format!(
+                        "this is a Clover report (`<coverage clover=\"{value}\">`), not Cobertura; \
+                         have the tool write Cobertura or LCOV (istanbul: `--coverage.reporter=lcov`)"
+                    ))
+                }
                 b"lines-valid" => self.declared.0 = Some(number_attr("lines-valid", &value)?),
                 b"lines-covered" => self.declared.1 = Some(number_attr("lines-covered", &value)?),
                 _ => {}
             }
-            Ok(())
-        })
+                Ok(())
+            },
+        )
     }
 
     fn open_class(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {

@@ -28,7 +28,11 @@
 mod cargo_json;
 mod checkstyle;
 mod cobertura;
+mod compiler_lines;
 mod eslint;
+mod go_cover;
+mod go_test;
+mod jest;
 mod junit;
 mod lcov;
 mod libtest;
@@ -53,7 +57,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use error::ParseError;
-pub use text::{cut_middle, OUTPUT_HEAD_BYTES};
+pub use text::{cut_middle, strip_ansi, OUTPUT_HEAD_BYTES};
 pub use types::{
     ComplexitySummary, CoverageSummary, FileLines, FunctionComplexity, LintFinding, LintLevel,
     LintSummary, Report, TestCase, TestOutcome, TestSummary,
@@ -92,6 +96,16 @@ pub enum ReportFormat {
     EslintJson,
     /// `lizard --csv` or `lizard --xml`.
     Lizard,
+    /// `go test -json` (test2json events).
+    GoTestJson,
+    /// `go test -coverprofile` profiles.
+    GoCover,
+    /// `go vet` output (`file.go:line:col: message`).
+    GoVet,
+    /// `tsc --noEmit` output (`file(line,col): error TSnnnn: message`).
+    Tsc,
+    /// `jest --json` or `vitest --reporter=json`.
+    JestJson,
 }
 
 /// Which summary a format produces.
@@ -106,7 +120,7 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 11] = [
+    pub const ALL: [ReportFormat; 16] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
@@ -118,6 +132,11 @@ impl ReportFormat {
         ReportFormat::RuffJson,
         ReportFormat::EslintJson,
         ReportFormat::Lizard,
+        ReportFormat::GoTestJson,
+        ReportFormat::GoCover,
+        ReportFormat::GoVet,
+        ReportFormat::Tsc,
+        ReportFormat::JestJson,
     ];
 
     /// The CLI name (`cargo-json`, `ruff-json`, ...).
@@ -134,20 +153,33 @@ impl ReportFormat {
             ReportFormat::RuffJson => "ruff-json",
             ReportFormat::EslintJson => "eslint-json",
             ReportFormat::Lizard => "lizard",
+            ReportFormat::GoTestJson => "go-test-json",
+            ReportFormat::GoCover => "go-cover",
+            ReportFormat::GoVet => "go-vet",
+            ReportFormat::Tsc => "tsc",
+            ReportFormat::JestJson => "jest-json",
         }
     }
 
     /// The summary this format produces.
     pub fn kind(self) -> ReportKind {
         match self {
-            ReportFormat::Junit | ReportFormat::Tap | ReportFormat::Libtest => ReportKind::Tests,
-            ReportFormat::Lcov | ReportFormat::Cobertura => ReportKind::Coverage,
+            ReportFormat::Junit
+            | ReportFormat::Tap
+            | ReportFormat::Libtest
+            | ReportFormat::GoTestJson
+            | ReportFormat::JestJson => ReportKind::Tests,
+            ReportFormat::Lcov | ReportFormat::Cobertura | ReportFormat::GoCover => {
+                ReportKind::Coverage
+            }
             ReportFormat::Lizard => ReportKind::Complexity,
             ReportFormat::Sarif
             | ReportFormat::CargoJson
             | ReportFormat::Checkstyle
             | ReportFormat::RuffJson
-            | ReportFormat::EslintJson => ReportKind::Lint,
+            | ReportFormat::EslintJson
+            | ReportFormat::GoVet
+            | ReportFormat::Tsc => ReportKind::Lint,
         }
     }
 
@@ -167,7 +199,17 @@ impl ReportFormat {
             ReportFormat::RuffJson => "`ruff check --output-format=json` output (a JSON array)",
             ReportFormat::EslintJson => "`eslint --format json` output (a JSON array)",
             ReportFormat::Lizard => "`lizard --csv` or `lizard --xml` output",
+            ReportFormat::GoTestJson => "`go test -json` output (JSON lines with an `Action`)",
+            ReportFormat::GoCover => "a Go coverage profile (`mode: set`, then blocks)",
+            ReportFormat::GoVet => "`go vet` output (`file.go:line:col: message` lines)",
+            ReportFormat::Tsc => "`tsc --noEmit` output (`file(line,col): error TSnnnn: message`)",
+            ReportFormat::JestJson => "`jest --json` or `vitest --reporter=json` output",
         }
+    }
+
+    /// Formats whose tool prints nothing when all is well: empty input is a clean report.
+    fn empty_is_clean(self) -> bool {
+        matches!(self, ReportFormat::GoVet | ReportFormat::Tsc)
     }
 }
 
@@ -235,6 +277,9 @@ pub fn parse(
     let ctx = Ctx { format, source };
     let mut input = Input::new(input);
     if input.skip_blank_prefix().map_err(|e| ctx.io(&input, &e))? {
+        if format.empty_is_clean() {
+            return Ok(Report::Lint(LintSummary::default()));
+        }
         return Err(ctx.expected(input.position(), "empty report"));
     }
     match format {
@@ -249,6 +294,15 @@ pub fn parse(
         ReportFormat::RuffJson => ruff::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::EslintJson => eslint::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Lizard => lizard::parse(&mut input, &ctx).map(Report::Complexity),
+        ReportFormat::GoTestJson => go_test::parse(&mut input, &ctx).map(Report::Tests),
+        ReportFormat::GoCover => go_cover::parse(&mut input, &ctx, opts).map(Report::Coverage),
+        ReportFormat::GoVet => {
+            compiler_lines::parse(&mut input, &ctx, compiler_lines::Tool::GoVet).map(Report::Lint)
+        }
+        ReportFormat::Tsc => {
+            compiler_lines::parse(&mut input, &ctx, compiler_lines::Tool::Tsc).map(Report::Lint)
+        }
+        ReportFormat::JestJson => jest::parse(&mut input, &ctx).map(Report::Tests),
     }
 }
 

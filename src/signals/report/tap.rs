@@ -2,18 +2,21 @@
 //! last), `ok`/`not ok` test points with `# SKIP`/`# TODO` directives, YAML diagnostics
 //! blocks (`  ---` ... `  ...`) and `Bail out!`.
 //!
-//! Only top-level test points count. Subtests (TAP 14 `# Subtest:` blocks and older
-//! indented streams) are indented, and their parent's own test point already summarises
-//! them, so counting both would count a test twice. `not ok # SKIP` and `ok # SKIP` are
-//! skipped; `not ok # TODO` is a known failure and counts as skipped, `ok # TODO` as passed.
-//! A failing point's YAML block gives its message (`message:`), location (`file:`/`line:`,
-//! `at:`/`location: file:line:col`) and output (the block itself). The test id is the
-//! description, or `#N` when it has none.
+//! Subtests (TAP 14 `# Subtest:` blocks, node:test's nested `describe`/`it`, older indented
+//! streams) are indented under their parent. Every leaf test point counts, at any depth; a
+//! point with subtests of its own is a suite whose result only summarises them, so it is
+//! not counted again. Only the top-level plan is checked against the top-level points.
+//! `not ok # SKIP` and `ok # SKIP` are skipped; `not ok # TODO` is a known failure and
+//! counts as skipped, `ok # TODO` as passed. A failing point's YAML block gives its message
+//! (`error:` as node:test writes it, else `message:`, with `expected:`/`actual:` added),
+//! location (`location:`/`at: file:line:col`, `file:`/`line:`) and output (the block
+//! itself). The test id is the description, prefixed by its parents' (`suite > test`), or
+//! `#N` when it has none.
 //!
 //! A stream with a plan that ran fewer tests than planned crashed part-way: the missing
 //! tests count as errored. `Bail out!` ends the run: it is listed as an errored case and the
-//! planned tests it kept from running count as errored (at least one). A stream without any plan, or
-//! that ends inside a YAML block, is truncated and rejected.
+//! planned tests it kept from running count as errored (at least one). A stream without any
+//! plan, or that ends inside a YAML block, is truncated and rejected.
 
 use std::io::BufRead;
 
@@ -38,11 +41,18 @@ struct TapState {
     points: u64,
     saw_version: bool,
     bailed_out: bool,
-    /// The last failing point, waiting for a YAML block.
-    pending: Option<TestCase>,
-    /// Line where the open YAML block started.
-    yaml_open: Option<u64>,
+    /// The last failing point, waiting for a YAML block, and its indent.
+    pending: Option<(TestCase, usize)>,
+    /// The indent of the last point: its YAML block is indented two more.
+    last_point_indent: usize,
+    /// Line where the open YAML block started, and the indent its lines drop.
+    yaml_open: Option<(u64, usize)>,
     yaml: TailBuf,
+    /// Per depth: whether a deeper point came since the last point at this depth (which
+    /// makes the next point at this depth a suite).
+    children_seen: Vec<bool>,
+    /// Names of the `# Subtest:` blocks open at each depth, for ids.
+    subtest_names: Vec<String>,
 }
 
 struct Point<'a> {
@@ -61,20 +71,47 @@ enum Directive {
 impl TapState {
     fn line(&mut self, ctx: &Ctx, line_no: u64, raw: &[u8]) -> Result<(), ParseError> {
         let text = lossy(raw);
-        if self.yaml_open.is_some() {
-            self.yaml_line(&text);
+        if let Some((_, drop)) = self.yaml_open {
+            self.yaml_line(&text, drop);
             return Ok(());
         }
         let indent = text.len() - text.trim_start().len();
-        let line = text.trim_end();
-        if indent > 0 {
-            if line.trim() == "---" && indent <= 2 && self.pending.is_some() {
-                self.yaml_open = Some(line_no);
+        let line = text.trim();
+        if line == "---" && indent <= self.last_point_indent + 2 {
+            if self.pending.is_some() {
+                self.yaml_open = Some((line_no, indent));
                 self.yaml.clear();
+            } else {
+                // A passing point's block: read past it.
+                self.yaml_open = Some((line_no, usize::MAX));
             }
-            return Ok(()); // subtest lines and diagnostics of passing points
+            return Ok(());
         }
         self.flush_pending();
+        let depth = indent / 4;
+        if let Some(name) = line.strip_prefix("# Subtest:") {
+            self.subtest_names.truncate(depth);
+            self.subtest_names.resize(depth, String::new());
+            self.subtest_names.push(name.trim().to_string());
+            return Ok(());
+        }
+        if let Some(point) = test_point(line) {
+            self.point(point, indent, depth);
+            return Ok(());
+        }
+        if let Some(reason) = line.strip_prefix("Bail out!") {
+            // Not a test itself: the tests it kept from running are counted in `finish`.
+            let mut case = TestCase::new("Bail out!".to_string(), TestOutcome::Errored);
+            case.message = Some(reason.trim())
+                .filter(|r| !r.is_empty())
+                .map(str::to_string);
+            self.summary.problems.push(case);
+            self.bailed_out = true;
+            return Ok(());
+        }
+        if indent > 0 {
+            return Ok(()); // nested plans and comments
+        }
         if let Some(version) = line.strip_prefix("TAP version ") {
             if parse_u64(version.trim().as_bytes()).is_none() {
                 return Err(ctx.line(line_no, format!("bad TAP version line `{line}`")));
@@ -85,22 +122,26 @@ impl TapState {
             if self.plan.replace(count).is_some() {
                 return Err(ctx.line(line_no, "a second TAP plan".to_string()));
             }
-        } else if let Some(point) = test_point(line) {
-            self.point(point);
-        } else if let Some(reason) = line.strip_prefix("Bail out!") {
-            // Not a test itself: the tests it kept from running are counted in `finish`.
-            let mut case = TestCase::new("Bail out!".to_string(), TestOutcome::Errored);
-            case.message = Some(reason.trim())
-                .filter(|r| !r.is_empty())
-                .map(str::to_string);
-            self.summary.problems.push(case);
-            self.bailed_out = true;
         }
         Ok(())
     }
 
-    fn point(&mut self, point: Point) {
-        self.points = self.points.saturating_add(1);
+    fn point(&mut self, point: Point, indent: usize, depth: usize) {
+        self.last_point_indent = indent;
+        if depth == 0 {
+            self.points = self.points.saturating_add(1);
+        }
+        if self.children_seen.len() <= depth {
+            self.children_seen.resize(depth + 1, false);
+        }
+        let is_suite = std::mem::replace(&mut self.children_seen[depth], false);
+        for seen in self.children_seen.iter_mut().take(depth) {
+            *seen = true;
+        }
+        self.children_seen.truncate(depth + 1);
+        if is_suite {
+            return; // its subtests were counted
+        }
         let outcome = match (point.ok, point.directive) {
             (_, Some(Directive::Skip)) | (false, Some(Directive::Todo)) => TestOutcome::Skipped,
             (true, _) => TestOutcome::Passed,
@@ -110,40 +151,61 @@ impl TapState {
             self.summary.count(outcome);
             return;
         }
-        let id = if point.description.is_empty() {
+        let own = if point.description.is_empty() {
             format!("#{}", self.points)
         } else {
             point.description.replace("\\#", "#")
         };
+        let parents: Vec<&str> = self
+            .subtest_names
+            .iter()
+            .take(depth)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+            .collect();
+        let id = if parents.is_empty() {
+            own
+        } else {
+            format!("{} > {own}", parents.join(" > "))
+        };
         let mut case = TestCase::new(id, outcome);
         case.message = Some(point.reason.to_string()).filter(|r| !r.is_empty());
-        self.pending = Some(case);
+        self.pending = Some((case, indent));
     }
 
-    fn yaml_line(&mut self, text: &str) {
+    fn yaml_line(&mut self, text: &str, drop: usize) {
         let trimmed = text.trim();
         if trimmed == "..." {
             self.yaml_open = None;
             let output = self.yaml.take();
-            if let (Some(case), Some(output)) = (self.pending.as_mut(), output) {
-                apply_yaml(case, &output);
-                case.output = Some(output);
+            if drop != usize::MAX {
+                if let (Some((case, _)), Some(output)) = (self.pending.as_mut(), output) {
+                    apply_yaml(case, &output);
+                    // A skipped test's block holds its timing, not a failure.
+                    if case.outcome != TestOutcome::Skipped {
+                        case.output = Some(output);
+                    }
+                }
             }
             self.flush_pending();
             return;
         }
-        self.yaml.push(text.strip_prefix("  ").unwrap_or(text));
+        if drop == usize::MAX {
+            return;
+        }
+        let indent = text.len() - text.trim_start().len();
+        self.yaml.push(text.get(indent.min(drop)..).unwrap_or(text));
         self.yaml.push("\n");
     }
 
     fn flush_pending(&mut self) {
-        if let Some(case) = self.pending.take() {
+        if let Some((case, _)) = self.pending.take() {
             self.summary.record(case);
         }
     }
 
     fn finish(mut self, ctx: &Ctx, last_line: u64) -> Result<TestSummary, ParseError> {
-        if let Some(start) = self.yaml_open {
+        if let Some((start, _)) = self.yaml_open {
             let msg =
                 format!("unexpected end of input inside the YAML block opened at line {start}");
             return Err(ctx.expected(super::error::Position::line(last_line), &msg));
@@ -245,19 +307,44 @@ fn split_directive(rest: &str) -> (&str, Option<Directive>, &str) {
     (rest, None, "")
 }
 
-/// Picks `message`, `file`, `line` and `at`/`location` out of a diagnostics block.
+/// Picks the message (`error:`, else `message:`, then `expected:`/`actual:`), `file`,
+/// `line` and `at`/`location` out of a diagnostics block.
 fn apply_yaml(case: &mut TestCase, yaml: &str) {
-    for entry in yaml.lines() {
+    let mut error = None;
+    let mut message = None;
+    let mut expected = None;
+    let mut actual = None;
+    let mut lines = yaml.lines().peekable();
+    while let Some(entry) = lines.next() {
+        let nested = entry.starts_with(' ');
         let Some((key, value)) = entry.trim().split_once(':') else {
             continue;
         };
-        let value = value.trim().trim_matches(|c| c == '\'' || c == '"');
-        match key {
-            "message" if !value.is_empty() && value != "|-" && value != "|" => {
-                case.message = Some(value.to_string());
+        // Nested mappings give a place (`at: {file, line}`); other nested lines are
+        // values read with their key.
+        if nested && !matches!(key, "file" | "line") {
+            continue;
+        }
+        let raw = value.trim();
+        let value = if matches!(raw, "|-" | "|" | ">-" | ">" | "|+") {
+            // A block scalar: its first non-blank line.
+            let mut first = None;
+            while let Some(next) = lines.next_if(|l| l.starts_with(' ') || l.trim().is_empty()) {
+                if first.is_none() && !next.trim().is_empty() {
+                    first = Some(next.trim().to_string());
+                }
             }
-            "file" if !value.is_empty() => case.file = Some(value.to_string()),
-            "line" => case.line = parse_u32_str(value).or(case.line),
+            first.unwrap_or_default()
+        } else {
+            raw.trim_matches(|c| c == '\'' || c == '"').to_string()
+        };
+        match key {
+            "error" if !value.is_empty() => error = Some(value),
+            "message" if !value.is_empty() => message = Some(value),
+            "expected" => expected = Some(value),
+            "actual" => actual = Some(value),
+            "file" if !value.is_empty() => case.file = Some(value),
+            "line" => case.line = parse_u32_str(&value).or(case.line),
             "at" | "location" if !value.is_empty() => {
                 let mut parts = value.rsplitn(3, ':');
                 let (col, line, file) = (parts.next(), parts.next(), parts.next());
@@ -273,5 +360,22 @@ fn apply_yaml(case: &mut TestCase, yaml: &str) {
             }
             _ => {}
         }
+    }
+    let mut text = match (error, message) {
+        (Some(e), _) => Some(e),
+        (None, m) => m,
+    };
+    let values = expected
+        .zip(actual)
+        .filter(|(e, a)| !e.is_empty() && !a.is_empty());
+    if let Some((expected, actual)) = values {
+        let values = format!("expected: {expected}, actual: {actual}");
+        text = Some(match text {
+            Some(t) => format!("{t} ({values})"),
+            None => values,
+        });
+    }
+    if text.is_some() {
+        case.message = text;
     }
 }

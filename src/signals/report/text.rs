@@ -227,3 +227,39 @@ pub const MAX_PANIC_MESSAGE_LINES: usize = 12;
 pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)
 }
+
+/// Removes ANSI escape sequences (CSI such as colours, OSC such as hyperlinks, and two-byte
+/// escapes); borrows when there are none.
+pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\x1b') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                // Parameters and intermediates, then one final byte in @..=~.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                // Ends at BEL or ST (ESC \).
+                while let Some(c) = chars.next() {
+                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
