@@ -6,7 +6,10 @@
 //! iterations with issues, so it is 0 when the latest iteration is clean and 1 on the first
 //! iteration with issues after a clean one. The loop escalates when the round number
 //! exceeds `revision.max_iterations` (default 3) or when the BLOCKER + WARNING count did not
-//! fall from the previous iteration of the same run (a new round 1 cannot be stalled).
+//! fall from the previous iteration of the same run while one of that iteration's issues is
+//! still there (a new round 1 cannot be stalled). An iteration that fixed every issue it was
+//! given and made others is progress, not a stall: it gets a prompt for the new ones, and the
+//! round limit still bounds the loop.
 //! Counting restarts after a human's `/iterate adjust`: the caller passes only the
 //! iterations after it.
 
@@ -56,6 +59,22 @@ pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
         },
         has_issues,
         limit_exceeded: round > max,
-        stalled: has_issues && previous_count.is_some_and(|prev| prev <= count),
+        stalled: has_issues
+            && previous_count.is_some_and(|prev| prev <= count)
+            && records.len() >= 2
+            && shares_an_issue(&records[records.len() - 2], &records[records.len() - 1]),
     }
+}
+
+/// Whether an issue that asks for revision in `earlier` is still in `later` (same
+/// dimension and finding).
+fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
+    let open = |r: &IterationRecord| -> std::collections::HashSet<(String, String)> {
+        r.issues
+            .iter()
+            .filter(|i| i.severity.counts_for_revision())
+            .map(|i| (i.dimension.clone(), i.finding.clone()))
+            .collect()
+    };
+    !open(earlier).is_disjoint(&open(later))
 }

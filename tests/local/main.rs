@@ -8,6 +8,7 @@ mod gitrepo;
 mod action_install;
 mod cli;
 mod config;
+mod ecosystems;
 mod git_notes;
 mod hook_install;
 mod hook_push;

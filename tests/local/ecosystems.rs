@@ -1,0 +1,219 @@
+//! `itergate init && itergate run` on small Go and node:test projects, with the real `go`
+//! and `node` (`scripts/ensure-go.sh` installs Go where it is missing): a broken test is
+//! named at its file:line with its values, an untested new function is asked for a test,
+//! a vet finding is located, and a base that already fails hides only its own failures.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn itergate(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .expect("itergate runs")
+}
+
+fn write(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+fn commit(dir: &Path, message: &str) {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+}
+
+/// `run --exit-code`: the status and the revision prompt (empty when none was written).
+fn run(dir: &Path) -> (i32, String, String) {
+    let out = itergate(dir, &["--color", "never", "run", "--exit-code"]);
+    let prompt =
+        std::fs::read_to_string(dir.join(".git/itergate/revision-prompt.md")).unwrap_or_default();
+    let _ = std::fs::remove_file(dir.join(".git/itergate/revision-prompt.md"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), prompt, text)
+}
+
+const GO_THING: &str = "package thing\n\n// Inc adds one.\nfunc Inc(n int) int {\n\treturn n + 1\n}\n\n// Twice doubles.\nfunc Twice(n int) int {\n\treturn n * 2\n}\n";
+
+const GO_TEST: &str = "package thing\n\nimport \"testing\"\n\nfunc TestInc(t *testing.T) {\n\tif got := Inc(1); got != 2 {\n\t\tt.Errorf(\"Inc(1) = %d, want 2\", got)\n\t}\n}\n\nfunc TestTwice(t *testing.T) {\n\tfor _, n := range []int{1, 2, 3} {\n\t\tif got := Twice(n); got != n*2 {\n\t\t\tt.Errorf(\"Twice(%d) = %d, want %d\", n, got, n*2)\n\t\t}\n\t}\n}\n";
+
+fn go_module() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(p, "go.mod", "module example.com/shop\n\ngo 1.19\n");
+    write(p, "thing/thing.go", GO_THING);
+    write(p, "thing/thing_test.go", GO_TEST);
+    write(p, ".gitignore", ".itergate-*\n");
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    commit(p, "base");
+    dir
+}
+
+#[test]
+fn a_go_module_is_measured_on_tests_coverage_and_vet() {
+    let dir = go_module();
+    let p = dir.path();
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    assert!(config.contains("go test -json -coverprofile="), "{config}");
+    assert!(config.contains("go-vet"), "{config}");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+
+    // A broken function: the failing test by name, file:line and values.
+    write(p, "thing/thing.go", &GO_THING.replace("n * 2", "n * 3"));
+    commit(p, "triple");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("test thing::TestTwice failed"), "{prompt}");
+    assert!(prompt.contains("thing/thing_test.go:14"), "{prompt}");
+    assert!(prompt.contains("Twice(1) = 3, want 2"), "{prompt}");
+
+    // Fixed, plus an untested exported function: asked for a test at its lines.
+    write(
+        p,
+        "thing/thing.go",
+        &format!("{GO_THING}\n// Halve halves.\nfunc Halve(n int) int {{\n\treturn n / 2\n}}\n"),
+    );
+    commit(p, "halve");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("not covered"), "{prompt}");
+    assert!(prompt.contains("thing/thing.go:14"), "{prompt}");
+
+    // Its test, and a vet finding in new code.
+    write(
+        p,
+        "thing/halve_test.go",
+        "package thing\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestHalve(t *testing.T) {\n\tif Halve(4) != 2 {\n\t\tt.Error(fmt.Sprintf(\"%d\", \"four\"))\n\t}\n}\n",
+    );
+    commit(p, "test halve");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("thing/halve_test.go:10"), "{prompt}");
+    assert!(prompt.contains("wrong type"), "{prompt}");
+
+    write(
+        p,
+        "thing/halve_test.go",
+        "package thing\n\nimport \"testing\"\n\nfunc TestHalve(t *testing.T) {\n\tif Halve(4) != 2 {\n\t\tt.Error(\"Halve(4) != 2\")\n\t}\n}\n",
+    );
+    commit(p, "vet fixed");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
+    let score = itergate(p, &["score", "--format", "json"]);
+    let record: serde_json::Value =
+        serde_json::from_slice(&score.stdout).expect("score prints JSON");
+    for dimension in ["tests_passing", "code_quality"] {
+        assert!(
+            record["scores"][dimension].is_number(),
+            "{dimension} unmeasured: {record}"
+        );
+    }
+    // The last change touched a test only: no patch to cover, the project's coverage read.
+    assert!(
+        record["metrics"]["coverage.project"].is_number(),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_go_base_that_fails_hides_only_its_own_failure() {
+    let dir = go_module();
+    let p = dir.path();
+    // The base's debt: TestInc fails.
+    write(p, "thing/thing.go", &GO_THING.replace("n + 1", "n + 2"));
+    commit(p, "base debt");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "thing/thing.go",
+        &GO_THING
+            .replace("n + 1", "n + 2")
+            .replace("n * 2", "n + n + 1"),
+    );
+    commit(p, "break twice too");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("TestTwice"), "{prompt}");
+    assert!(
+        !prompt.contains("::TestInc"),
+        "the base's failure is no prompt item: {prompt}"
+    );
+}
+
+#[test]
+fn a_node_test_project_names_nested_failures_with_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "package.json",
+        r#"{"name":"fx","version":"1.0.0","type":"module","scripts":{"test":"node --test test/"}}"#,
+    );
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    write(
+        p,
+        "test/math.test.js",
+        "import { describe, it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\ndescribe('math', () => {\n  describe('add', () => {\n    it('adds two numbers', () => {\n      assert.strictEqual(add(1, 2), 3);\n    });\n  });\n});\n",
+    );
+    write(p, ".gitignore", ".itergate-*\n");
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    assert!(
+        config.contains("node --test --test-reporter=tap"),
+        "{config}"
+    );
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a - b;\n}\n",
+    );
+    commit(p, "subtract");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("math > add > adds two numbers"), "{prompt}");
+    assert!(prompt.contains("expected: 3, actual: -1"), "{prompt}");
+    assert!(prompt.contains("test/math.test.js:7"), "{prompt}");
+}
