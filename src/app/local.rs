@@ -300,6 +300,11 @@ fn observation_of(
             return Ok((cached, false));
         }
     }
+    let earlier = if options.rescore {
+        store.find_observation(tree, &fingerprint)?
+    } else {
+        None
+    };
     let in_place = is_clean_head(repo, commit);
     if !in_place && label.is_none() && git::resolve_commit(repo, "HEAD").ok() == Some(commit) {
         eprintln!(
@@ -316,6 +321,11 @@ fn observation_of(
             label,
         },
     )?;
+    let mut observed = observed;
+    if let Some(earlier) = earlier {
+        // The same tree and checks again: a test that changed its outcome is flaky.
+        observed.mark_flaky_against(&earlier);
+    }
     Ok((observed, true))
 }
 

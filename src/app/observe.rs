@@ -147,6 +147,7 @@ pub fn observe(
     let mut observation = Observation {
         checks: outcomes,
         execution_time_ms: Some(elapsed_ms),
+        flaky: Vec::new(),
     };
     observation.normalise(&root);
     write_private_diagnostics(repo, request.commit, &observation)?;
@@ -343,6 +344,7 @@ pub fn ingest(env: &Env, reports: &[String]) -> Result<Observation, Failure> {
     let mut observation = Observation {
         checks,
         execution_time_ms: None,
+        flaky: Vec::new(),
     };
     observation.normalise(&env.root);
     Ok(observation)

@@ -28,6 +28,42 @@ pub struct Observation {
     /// How long the checks took, when they ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_time_ms: Option<u64>,
+    /// Tests that failed in one observation of this tree and passed in another
+    /// (`--rescore`): flaky, whatever this observation says of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<String>,
+}
+
+impl Observation {
+    /// The ids of every failing or errored test, with the check that ran it.
+    pub fn failing_tests(&self) -> std::collections::BTreeSet<(String, String)> {
+        self.checks
+            .iter()
+            .filter_map(|c| match &c.result {
+                CheckResult::Report {
+                    report: Report::Tests(t),
+                    ..
+                } => Some(
+                    t.failures()
+                        .map(|f| (c.name.clone(), f.id.clone()))
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Marks as flaky the tests whose outcome differs between `earlier` (an observation
+    /// of the same tree with the same checks) and this one, keeping earlier marks.
+    pub fn mark_flaky_against(&mut self, earlier: &Observation) {
+        let before = earlier.failing_tests();
+        let now = self.failing_tests();
+        let mut flaky: std::collections::BTreeSet<String> = earlier.flaky.iter().cloned().collect();
+        flaky.extend(self.flaky.drain(..));
+        flaky.extend(before.symmetric_difference(&now).map(|(_, id)| id.clone()));
+        self.flaky = flaky.into_iter().collect();
+    }
 }
 
 /// What one check produced.

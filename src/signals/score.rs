@@ -60,6 +60,22 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
         let on_base = base.and_then(|b| b.checks.iter().find(|c| c.name == check.name));
         acc.add_check(input, check, on_base.map(|c| &c.result), by_change);
     }
+    for id in &input.head.flaky {
+        acc.issues.push(issue(
+            "tests",
+            Severity::Warning,
+            format!(
+                "test {id} is flaky: it failed in one run of this tree and passed in another; make it deterministic or fix the race"
+            ),
+            Some(id.clone()),
+        ));
+        acc.triggers.push(trigger(
+            TriggerType::ValidationFailure,
+            "tests",
+            0.4,
+            format!("test {id} is flaky (failed and passed on the same tree)"),
+        ));
+    }
     if let Some(changed) = input.changed {
         acc.triggers.extend(
             classify::incomplete_markers(changed)

@@ -35,6 +35,7 @@ fn observation(checks: &[CheckOutcome]) -> Observation {
     Observation {
         checks: checks.to_vec(),
         execution_time_ms: None,
+        flaky: Vec::new(),
     }
 }
 

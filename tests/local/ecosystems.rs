@@ -217,3 +217,48 @@ fn a_node_test_project_names_nested_failures_with_values() {
     assert!(prompt.contains("expected: 3, actual: -1"), "{prompt}");
     assert!(prompt.contains("test/math.test.js:7"), "{prompt}");
 }
+
+#[test]
+fn a_test_that_failed_and_passed_on_one_tree_is_marked_flaky() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let state = tempfile::tempdir().expect("tempdir");
+    let marker = state.path().join("ran-once");
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "package.json",
+        r#"{"name":"fx","version":"1.0.0","type":"module","scripts":{"test":"node --test test/"}}"#,
+    );
+    write(
+        p,
+        "test/ok.test.js",
+        "import { it } from 'node:test';\nit('holds', () => {});\n",
+    );
+    write(p, ".gitignore", ".itergate-*\n");
+    assert!(itergate(p, &["init"]).status.success());
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    // Fails on its first run only.
+    write(
+        p,
+        "test/race.test.js",
+        &format!(
+            "import {{ it }} from 'node:test';\nimport fs from 'node:fs';\nit('settles', () => {{\n  if (!fs.existsSync({marker:?})) {{\n    fs.writeFileSync({marker:?}, '1');\n    throw new Error('timed out');\n  }}\n}});\n",
+            marker = marker.display().to_string()
+        ),
+    );
+    commit(p, "a racy test");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("settles"), "{prompt}");
+    let out = itergate(p, &["--color", "never", "run", "--rescore", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    // It passed this time, but it failed on this very tree: not a silent accept.
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(text.contains("settles is flaky"), "{text}");
+    let prompt =
+        std::fs::read_to_string(p.join(".git/itergate/revision-prompt.md")).unwrap_or_default();
+    assert!(prompt.contains("is flaky"), "{prompt}");
+}

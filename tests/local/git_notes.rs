@@ -427,6 +427,7 @@ fn observed(passed: u64) -> Observation {
             },
         }],
         execution_time_ms: Some(5),
+        flaky: Vec::new(),
     }
 }
 
