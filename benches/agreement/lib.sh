@@ -2,8 +2,15 @@
 #
 #   clone NAME MIRROR [BASE_REV]   fresh scratch clone in $WORK/NAME; the default branch
 #                                  (main/master) is the base, reset to BASE_REV if given;
-#                                  the origin remote is removed so the local branch is the base
+#                                  the origin remote is removed so the local branch is the base;
+#                                  a Node or Go project's dependencies are installed as its
+#                                  users do (install_deps)
 #   base_config rust|python VENV   write .itergate.yml and commit it on the base branch
+#   base_config init               `itergate init` writes .itergate.yml (the checks it detects
+#                                  on this machine); commit it on the base branch
+#   to_base                        check the base branch out, to give it debt (edits follow)
+#   base_commit "MESSAGE"          commit those edits on the base branch; `branch` then starts
+#                                  a new iteration branch off the indebted base
 #   branch NAME                    start the iteration branch
 #   step ID "what the commit does" start a step (edits follow as plain shell commands)
 #   commit [GIT COMMIT ARGS]       commit the edits, message = the step's description (+ -m trailers)
@@ -24,13 +31,45 @@ clone() {
     BASE=$(git symbolic-ref --short HEAD)
     if [ -n "$base_rev" ]; then git reset -q --hard "$base_rev"; fi
     echo ".itergate/" >> .git/info/exclude     # where the checks write their reports
+    # Where the checks `itergate init` writes put theirs (.itergate-junit.xml,
+    # .itergate-coverage/, .itergate-cover.out), and installed dependencies: never committed.
+    printf '%s\n' "/.itergate-*" "node_modules/" >> .git/info/exclude
+    install_deps
     mkdir -p "$OUT/$name"
     : > "$OUT/$name/steps.tsv"
     echo "== $name: base $BASE at $(git rev-parse --short HEAD)" >&2
 }
 
+# The locked dependencies of a Node project (pnpm-lock.yaml, package-lock.json) or a Go
+# module, installed into the clone the way its users do, so the work tree has node_modules.
+# pnpm is installed with npm, at the version package.json's packageManager names, when it
+# is not on PATH.
+install_deps() {
+    if [ -f pnpm-lock.yaml ]; then
+        if ! command -v pnpm >/dev/null; then
+            local want
+            want=$(python3 -c 'import json; print(json.load(open("package.json")).get("packageManager", "pnpm@latest").split("+")[0])')
+            npm install -g --no-audit --no-fund "$want" >&2 || exit 1
+        fi
+        pnpm install --frozen-lockfile >&2 || exit 1
+    elif [ -f package-lock.json ]; then
+        npm ci --no-audit --no-fund >&2 || exit 1
+    elif [ -f go.mod ]; then
+        go mod download >&2 || exit 1
+    fi
+}
+
 base_config() {
     local kind=$1 venv=${2:-}
+    if [ "$kind" = init ]; then
+        # The checks a user of `itergate init` gets on this machine, unedited; kept with the
+        # outputs, since what it detects depends on what is installed (see its notes).
+        "$ITERGATE" init >&2 || exit 1
+        cp .itergate.yml "$OUT/$REPO/itergate.yml"
+        git add .itergate.yml
+        git_id commit -q -m "itergate configuration (itergate init)"
+        return
+    fi
     if [ "$kind" = rust ]; then
         cat > .itergate.yml <<YML
 checks:
@@ -72,6 +111,16 @@ YML
 }
 
 branch() { git checkout -q -b "$1"; }
+
+# Base debt: a test that already fails on the base, say. `to_base`, the edits, then
+# `base_commit MESSAGE` commits them on the base branch, and `branch NAME` starts a new
+# iteration branch off it (the earlier branch keeps its history).
+to_base() { git checkout -q "$BASE" || exit 1; }
+
+base_commit() {
+    [ "$(git symbolic-ref --short HEAD)" = "$BASE" ] || { echo "base_commit: not on $BASE" >&2; exit 1; }
+    git add -A . && git_id commit -q -m "$1" || exit 1
+}
 
 step() { STEP_ID=$1; STEP_WHAT=$2; echo "-- $REPO $STEP_ID: $STEP_WHAT" >&2; }
 

@@ -67,13 +67,20 @@ pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
 }
 
 /// Whether an issue that asks for revision in `earlier` is still in `later` (same
-/// dimension and finding).
+/// dimension, finding and place).
 fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
-    let open = |r: &IterationRecord| -> std::collections::HashSet<(String, String)> {
+    type Key = (String, String, Option<String>);
+    let open = |r: &IterationRecord| -> std::collections::HashSet<Key> {
         r.issues
             .iter()
             .filter(|i| i.severity.counts_for_revision())
-            .map(|i| (i.dimension.clone(), i.finding.clone()))
+            .map(|i| {
+                (
+                    i.dimension.clone(),
+                    i.finding.clone(),
+                    i.affected_field.clone(),
+                )
+            })
             .collect()
     };
     !open(earlier).is_disjoint(&open(later))
