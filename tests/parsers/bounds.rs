@@ -220,6 +220,7 @@ fn source_lines_are_read_only_from_regular_files_inside_the_work_tree() {
             },
         }],
         execution_time_ms: None,
+        flaky: Vec::new(),
     };
     // Opening the FIFO for reading would wait for a writer forever.
     let observation = within(Duration::from_secs(5), move || {

@@ -133,13 +133,13 @@ fn go_vet_findings_are_errors_at_their_place() {
 fn tsc_errors_in_both_styles_are_the_same_findings() {
     let plain = lint(ReportFormat::Tsc, "tsc/tsc.txt");
     let pretty = lint(ReportFormat::Tsc, "tsc/tsc-pretty.txt");
-    let place =
-        |l: &LintSummary| -> Vec<(Option<String>, Option<u32>, Option<u32>, Option<String>)> {
-            l.findings
-                .iter()
-                .map(|f| (f.file.clone(), f.line, f.column, f.rule.clone()))
-                .collect()
-        };
+    type Place = (Option<String>, Option<u32>, Option<u32>, Option<String>);
+    let place = |l: &LintSummary| -> Vec<Place> {
+        l.findings
+            .iter()
+            .map(|f| (f.file.clone(), f.line, f.column, f.rule.clone()))
+            .collect()
+    };
     assert_eq!(place(&plain), place(&pretty));
     assert!(plain.findings.len() >= 5);
     let assign = plain
