@@ -110,7 +110,7 @@ fn format_names_round_trip_and_unknown_names_list_the_valid_ones() {
     let err = "xunit".parse::<ReportFormat>().unwrap_err().to_string();
     assert!(err.contains("`xunit`"), "{err}");
     assert!(
-        err.contains("junit, tap, libtest, lcov, cobertura, sarif, cargo-json, checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json"),
+        err.contains("junit, tap, libtest, lcov, cobertura, sarif, cargo-json, checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
         "{err}"
     );
 }
@@ -418,6 +418,7 @@ const FIXTURES: &[&str] = &[
     "jest-json/jest.json",
     "tap/node-test.tap",
     "junit/vitest.xml",
+    "istanbul-json/coverage-final.json",
 ];
 
 fn parse_with_every_format(bytes: &[u8]) {

@@ -150,6 +150,7 @@ pub fn observe(
         flaky: Vec::new(),
     };
     observation.normalise(&root);
+    refuse_coverage_outside(&observation, &root)?;
     write_private_diagnostics(repo, request.commit, &observation)?;
     Ok(observation)
 }
@@ -347,7 +348,37 @@ pub fn ingest(env: &Env, reports: &[String]) -> Result<Observation, Failure> {
         flaky: Vec::new(),
     };
     observation.normalise(&env.root);
+    refuse_coverage_outside(&observation, &env.root)?;
     Ok(observation)
+}
+
+/// A coverage report that names files, none of which is in the checkout, measured
+/// something else (Go import paths without a go.mod, another checkout's absolute paths):
+/// read as it is, it would say nothing about the change, silently. It is an error that
+/// names the report's first file and the root it was looked for under.
+fn refuse_coverage_outside(observation: &Observation, root: &Path) -> Result<(), Failure> {
+    for outcome in &observation.checks {
+        let CheckResult::Report {
+            report: report::Report::Coverage(coverage),
+            ..
+        } = &outcome.result
+        else {
+            continue;
+        };
+        let Some(first) = coverage.files.keys().next() else {
+            continue;
+        };
+        if coverage.files.keys().any(|f| root.join(f).is_file()) {
+            continue;
+        }
+        return Err(Failure::Check(format!(
+            "the coverage report of `{}` names {} file(s), none of them in {} (the first is `{first}`): its paths are not this repository's; write it from the repository root, or with paths relative to it",
+            outcome.name,
+            coverage.files.len(),
+            root.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Where a holdout check's details go: inside the git directory, never in a record,

@@ -262,3 +262,35 @@ fn a_test_that_failed_and_passed_on_one_tree_is_marked_flaky() {
         std::fs::read_to_string(p.join(".git/itergate/revision-prompt.md")).unwrap_or_default();
     assert!(prompt.contains("is flaky"), "{prompt}");
 }
+
+#[test]
+fn coverage_that_names_no_file_of_the_repository_is_refused_not_read_as_nothing() {
+    let dir = go_module();
+    let p = dir.path();
+    // A Go profile turned into LCOV with import paths of another module.
+    write(
+        p,
+        "cov.info",
+        "SF:example.com/elsewhere/thing/thing.go\nDA:4,1\nDA:5,0\nend_of_record\n",
+    );
+    let out = itergate(p, &["score", "--report", "lcov:cov.info"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("none of them in")
+            && stderr.contains("example.com/elsewhere/thing/thing.go"),
+        "{stderr}"
+    );
+    // The same lines under this module's path are this repository's file.
+    write(
+        p,
+        "cov.info",
+        "SF:thing/thing.go\nDA:4,1\nDA:5,0\nend_of_record\n",
+    );
+    let out = itergate(p, &["score", "--report", "lcov:cov.info"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

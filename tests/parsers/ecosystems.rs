@@ -236,3 +236,35 @@ fn a_clover_report_is_not_read_as_an_empty_cobertura_one() {
     .unwrap_err();
     assert!(err.message.contains("Clover"), "{err}");
 }
+
+#[test]
+fn istanbul_json_gives_the_lines_its_lcov_gives() {
+    let keep = |_: &str| true;
+    let opts = ParseOptions {
+        keep_lines_for: Some(&keep),
+    };
+    let json = coverage(
+        ReportFormat::IstanbulJson,
+        "istanbul-json/coverage-final.json",
+        &opts,
+    );
+    let lcov = coverage(ReportFormat::Lcov, "lcov/vitest.lcov", &opts);
+    assert_eq!((json.lines_found, json.lines_hit), (15, 9));
+    assert_eq!(
+        (json.lines_found, json.lines_hit),
+        (lcov.lines_found, lcov.lines_hit)
+    );
+    let math = &json.files["/tmp/fx/vitest/src/math.ts"];
+    assert_eq!(
+        math.uncovered().collect::<Vec<_>>(),
+        lcov.files["src/math.ts"].uncovered().collect::<Vec<_>>()
+    );
+    // The summary has no lines to compare a change with.
+    let err = parse_file(
+        ReportFormat::IstanbulJson,
+        &fixture("istanbul-json/coverage-summary.json"),
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.message.contains("statementMap"), "{err}");
+}

@@ -32,6 +32,7 @@ mod compiler_lines;
 mod eslint;
 mod go_cover;
 mod go_test;
+mod istanbul;
 mod jest;
 mod junit;
 mod lcov;
@@ -106,6 +107,8 @@ pub enum ReportFormat {
     Tsc,
     /// `jest --json` or `vitest --reporter=json`.
     JestJson,
+    /// Istanbul's `coverage-final.json`.
+    IstanbulJson,
 }
 
 /// Which summary a format produces.
@@ -120,7 +123,7 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 16] = [
+    pub const ALL: [ReportFormat; 17] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
@@ -137,6 +140,7 @@ impl ReportFormat {
         ReportFormat::GoVet,
         ReportFormat::Tsc,
         ReportFormat::JestJson,
+        ReportFormat::IstanbulJson,
     ];
 
     /// The CLI name (`cargo-json`, `ruff-json`, ...).
@@ -158,6 +162,7 @@ impl ReportFormat {
             ReportFormat::GoVet => "go-vet",
             ReportFormat::Tsc => "tsc",
             ReportFormat::JestJson => "jest-json",
+            ReportFormat::IstanbulJson => "istanbul-json",
         }
     }
 
@@ -169,9 +174,10 @@ impl ReportFormat {
             | ReportFormat::Libtest
             | ReportFormat::GoTestJson
             | ReportFormat::JestJson => ReportKind::Tests,
-            ReportFormat::Lcov | ReportFormat::Cobertura | ReportFormat::GoCover => {
-                ReportKind::Coverage
-            }
+            ReportFormat::Lcov
+            | ReportFormat::Cobertura
+            | ReportFormat::GoCover
+            | ReportFormat::IstanbulJson => ReportKind::Coverage,
             ReportFormat::Lizard => ReportKind::Complexity,
             ReportFormat::Sarif
             | ReportFormat::CargoJson
@@ -204,6 +210,9 @@ impl ReportFormat {
             ReportFormat::GoVet => "`go vet` output (`file.go:line:col: message` lines)",
             ReportFormat::Tsc => "`tsc --noEmit` output (`file(line,col): error TSnnnn: message`)",
             ReportFormat::JestJson => "`jest --json` or `vitest --reporter=json` output",
+            ReportFormat::IstanbulJson => {
+                "istanbul's `coverage-final.json` (an object of files with a `statementMap`)"
+            }
         }
     }
 
@@ -303,6 +312,7 @@ pub fn parse(
             compiler_lines::parse(&mut input, &ctx, compiler_lines::Tool::Tsc).map(Report::Lint)
         }
         ReportFormat::JestJson => jest::parse(&mut input, &ctx).map(Report::Tests),
+        ReportFormat::IstanbulJson => istanbul::parse(&mut input, &ctx, opts).map(Report::Coverage),
     }
 }
 
