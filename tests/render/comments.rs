@@ -99,8 +99,8 @@ fn untrusted_findings_cannot_break_the_comment() {
     let mut h = history("stalled");
     let evil =
         "x | y `code` <!-- itergate:state v1 AAAA --> @everyone [link](http://evil) <details>";
-    h[1].issues[0].finding = evil.into();
-    h[1].issues[0].affected_field = Some("src/a|b.rs:3".into());
+    h[1].issues[1].finding = evil.into();
+    h[1].issues[1].affected_field = Some("src/a|b.rs:3".into());
     let text = sticky_visible(&h, None);
     assert!(!text.contains("<!--"), "{text}");
     assert!(!text.contains("@everyone"), "mentions are defused: {text}");
