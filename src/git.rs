@@ -177,8 +177,8 @@ pub fn commit_trailers(repo: &Repository, commit: Oid) -> Result<Vec<(String, St
 
 pub use crate::model::{AddedLine, ChangedLines};
 
-/// The lines `commit` adds relative to `base` (usually the merge-base or the parent); with
-/// no base, relative to an empty tree. Renames are followed so that moving a file does not
+/// The lines `commit` adds (and removes) relative to `base` (usually the merge-base or the
+/// parent); with no base, relative to an empty tree. Renames are followed so that moving a file does not
 /// count all its lines as new.
 pub fn added_lines(repo: &Repository, base: Option<Oid>, commit: Oid) -> Result<ChangedLines> {
     let new_tree = repo
@@ -210,19 +210,35 @@ fn collect_added_lines(diff: &Diff<'_>) -> Result<ChangedLines> {
         None,
         None,
         Some(&mut |delta, _hunk, line| {
-            if line.origin() != '+' {
-                return true;
-            }
-            let (Some(path), Some(number)) = (delta.new_file().path(), line.new_lineno()) else {
-                return true;
+            let text = || {
+                let text = String::from_utf8_lossy(line.content());
+                text.trim_end_matches(['\n', '\r']).to_owned()
             };
-            let text = String::from_utf8_lossy(line.content());
-            let text = text.trim_end_matches(['\n', '\r']).to_owned();
-            changed
-                .files
-                .entry(tree_path(path))
-                .or_default()
-                .push(AddedLine { line: number, text });
+            match line.origin() {
+                '+' => {
+                    if let (Some(path), Some(number)) = (delta.new_file().path(), line.new_lineno())
+                    {
+                        changed
+                            .files
+                            .entry(tree_path(path))
+                            .or_default()
+                            .push(AddedLine {
+                                line: number,
+                                text: text(),
+                            });
+                    }
+                }
+                '-' => {
+                    if let Some(path) = delta.new_file().path().or(delta.old_file().path()) {
+                        changed
+                            .removed
+                            .entry(tree_path(path))
+                            .or_default()
+                            .push(text());
+                    }
+                }
+                _ => {}
+            }
             true
         }),
     )

@@ -398,6 +398,9 @@ pub struct AddedLine {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChangedLines {
     pub files: BTreeMap<String, Vec<AddedLine>>,
+    /// The text of the lines removed, per file (a renamed file under its new path, a
+    /// deleted one under its old), in the order of the old version.
+    pub removed: BTreeMap<String, Vec<String>>,
 }
 
 impl ChangedLines {

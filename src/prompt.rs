@@ -26,6 +26,7 @@
 use serde::Serialize;
 
 pub use crate::engine::grouping::{group_issues, PromptIssue, MAX_GROUP_TEST_IDS};
+use crate::engine::revision::revision_items;
 use crate::engine::{ContextAdjustment, Decision, RevisionProgress};
 use crate::markup::{fence_with_info, neutralise_tags};
 use crate::model::{CheckerIssue, IterationRecord, Severity, TriggerType};
@@ -158,11 +159,9 @@ fn cut_finding(text: &str, bytes: Option<usize>) -> String {
 }
 
 fn view_with(record: &IterationRecord, decision: &Decision, shrink: &Shrink) -> PromptView {
-    let mut revision: Vec<&CheckerIssue> = record
-        .issues
-        .iter()
-        .filter(|i| i.severity.counts_for_revision())
-        .collect();
+    // The items the decision iterates on: never empty when it does.
+    let owned = revision_items(record, &decision.triggers);
+    let mut revision: Vec<&CheckerIssue> = owned.iter().collect();
     // BLOCKERs first; past the cap the rest are counted, not listed.
     revision.sort_by_key(|i| i.severity);
     let mut items = group_issues(&revision);

@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use crate::engine::Evaluation;
 use crate::engine::Recommendation;
-use crate::model::{Dimension, IterationRecord};
+use crate::model::{Dimension, IterationRecord, Severity};
+use crate::signals::markers;
 
 #[derive(Debug, Serialize)]
 pub struct ScoreLine {
@@ -42,6 +43,26 @@ pub struct DecisionView {
     /// What the base already fails, not counted: "2 failing tests, 4 lint warnings
     /// (e.g. tests/a.rs:3)"; empty when the base is clean or unknown.
     pub base_debt: String,
+    /// Notes that ask for nothing: marker comments the change added (`TODO at a.rs:3`).
+    pub notes: Vec<String>,
+}
+
+/// Notes listed at most; the rest are counted.
+pub const MAX_NOTES: usize = 5;
+
+/// The latest iteration's marker notes (INFO), the first [`MAX_NOTES`] and a count.
+fn notes(latest: Option<&IterationRecord>) -> Vec<String> {
+    let all: Vec<&str> = latest
+        .into_iter()
+        .flat_map(|r| &r.issues)
+        .filter(|i| i.severity == Severity::Info && i.dimension == markers::DIMENSION)
+        .map(|i| i.finding.as_str())
+        .collect();
+    let mut lines: Vec<String> = all.iter().take(MAX_NOTES).map(|f| f.to_string()).collect();
+    if all.len() > MAX_NOTES {
+        lines.push(format!("… and {} more", all.len() - MAX_NOTES));
+    }
+    lines
 }
 
 /// The base's debt as one line of text; empty when there is none.
@@ -192,5 +213,6 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
         best_iteration: decision.best_iteration,
         budget: budget_lines,
         base_debt: base_debt_line(latest),
+        notes: notes(latest),
     }
 }

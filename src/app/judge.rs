@@ -10,6 +10,7 @@ use crate::config::{Config, PathFilter, Scope};
 use crate::engine::trajectory::weighted_quality;
 use crate::git;
 use crate::model::{CommitSha, IterationRecord, TreeId};
+use crate::signals::markers;
 use crate::signals::observation::Observation;
 use crate::signals::score::{self, ScoreInput};
 use crate::signals::trailers;
@@ -45,14 +46,18 @@ pub fn judge(
     record.tree = TreeId(commit.tree_id().to_string());
     record.execution_time_ms = judgement.observed.execution_time_ms;
     trailers::apply(&git::commit_trailers(repo, judgement.commit)?, &mut record);
-    let sources = PathMatcher::new(&config.detection.markers)?;
+    let sources = PathMatcher::new("detection.markers", &config.detection.markers)?;
+    let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
     score::score(
         &ScoreInput {
             config,
             head: judgement.observed,
             base: judgement.base_observed,
             changed: Some(&changed),
-            is_source: &|path| sources.matches(path),
+            paths: &markers::Paths {
+                is_source: &|path| sources.matches(path),
+                is_test: &|path| tests.matches(path),
+            },
         },
         &mut record,
     );
@@ -74,7 +79,10 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             head: observed,
             base: None,
             changed: None,
-            is_source: &|_| false,
+            paths: &markers::Paths {
+                is_source: &|_| false,
+                is_test: &|_| false,
+            },
         },
         &mut record,
     );
@@ -89,10 +97,11 @@ pub struct PathMatcher {
 }
 
 impl PathMatcher {
-    pub fn new(filter: &PathFilter) -> Result<PathMatcher, Failure> {
+    /// `key` names the filter in errors (`detection.markers`).
+    pub fn new(key: &str, filter: &PathFilter) -> Result<PathMatcher, Failure> {
         Ok(PathMatcher {
-            include: glob_set(&filter.include)?,
-            exclude: glob_set(&filter.exclude)?,
+            include: glob_set(key, &filter.include)?,
+            exclude: glob_set(key, &filter.exclude)?,
         })
     }
 
@@ -101,14 +110,12 @@ impl PathMatcher {
     }
 }
 
-fn glob_set(patterns: &[String]) -> Result<GlobSet, Failure> {
+fn glob_set(key: &str, patterns: &[String]) -> Result<GlobSet, Failure> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = Glob::new(pattern)
-            .map_err(|e| user(format!("detection.markers: `{pattern}` is not a glob: {e}")))?;
+            .map_err(|e| user(format!("{key}: `{pattern}` is not a glob: {e}")))?;
         builder.add(glob);
     }
-    builder
-        .build()
-        .map_err(|e| user(format!("detection.markers: {e}")))
+    builder.build().map_err(|e| user(format!("{key}: {e}")))
 }

@@ -216,9 +216,25 @@ impl Default for ExplorationQuota {
 pub struct Detection {
     /// A `Confidence:` trailer below this raises `low_confidence`.
     pub min_confidence: Fraction,
-    /// Where an added `TODO`, `FIXME`, `todo!()` or `unimplemented!()` is unfinished work:
-    /// source files, not prose or test data.
+    /// Where a marker of unfinished work counts (`todo!()`, `raise NotImplementedError`,
+    /// a `TODO` comment ...): source files, not prose or test data.
     pub markers: PathFilter,
+    /// What an added `TODO`, `FIXME` or `XXX` comment in non-test source is: a note
+    /// (`info`, the default) or unfinished work to revise (`warning`). Code that cannot
+    /// run as written (`todo!()`, `throw new Error("not implemented")` ...) is always a
+    /// warning there.
+    pub marker_comments: MarkerComments,
+    /// Test files: markers there are notes, never a revision.
+    pub tests: PathFilter,
+}
+
+/// The weight of a marker comment (`detection.marker_comments`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerComments {
+    #[default]
+    Info,
+    Warning,
 }
 
 impl Default for Detection {
@@ -243,6 +259,26 @@ impl Default for Detection {
                 ]
                 .map(String::from)
                 .to_vec(),
+            },
+            marker_comments: MarkerComments::Info,
+            tests: PathFilter {
+                include: [
+                    "**/tests/**",
+                    "**/test/**",
+                    "**/__tests__/**",
+                    "**/testing/**",
+                    "**/*_test.go",
+                    "**/test_*.py",
+                    "**/*_test.py",
+                    "**/conftest.py",
+                    "**/*.test.*",
+                    "**/*.spec.*",
+                    "**/tests.rs",
+                    "**/benches/**",
+                ]
+                .map(String::from)
+                .to_vec(),
+                exclude: vec![],
             },
         }
     }

@@ -14,7 +14,7 @@
 //! iterations after it.
 
 use crate::config::Config;
-use crate::model::{IterationRecord, Severity};
+use crate::model::{CheckerIssue, IterationRecord, Severity, Trigger, TriggerType};
 
 use super::decision::RevisionProgress;
 
@@ -84,4 +84,67 @@ fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
             .collect()
     };
     !open(earlier).is_disjoint(&open(later))
+}
+
+/// What the next iteration is asked to fix: the latest iteration's BLOCKER and WARNING
+/// issues, and one item for each trigger that no issue stands for — a person's words, an
+/// unmet requirement, a low `Confidence:` — or, when the record has no such issue at all,
+/// for each trigger it has (a record written by another tool). `quality_threshold` only
+/// restates the score and is never an item. The decision iterates only when this is not
+/// empty, and the revision prompt lists exactly these, so an ITERATE always names
+/// something to do.
+pub fn revision_items(latest: &IterationRecord, triggers: &[Trigger]) -> Vec<CheckerIssue> {
+    let mut items: Vec<CheckerIssue> = latest
+        .issues
+        .iter()
+        .filter(|i| i.severity.counts_for_revision())
+        .cloned()
+        .collect();
+    let from_record_issues = !items.is_empty();
+    for trigger in triggers {
+        let (dimension, severity, finding) = match trigger.kind {
+            TriggerType::QualityThreshold => continue,
+            TriggerType::UserRejection => (
+                "review",
+                Severity::Blocker,
+                "a reviewer requested changes: do what their review (under Feedback) asks"
+                    .to_string(),
+            ),
+            TriggerType::ExplicitFeedback => (
+                "review",
+                Severity::Warning,
+                "a person asked for a change: do what their words (under Feedback) ask".into(),
+            ),
+            TriggerType::RequirementUnmet => {
+                ("requirements", Severity::Warning, trigger.details.clone())
+            }
+            TriggerType::LowConfidence => (
+                "confidence",
+                Severity::Warning,
+                format!(
+                    "{}: settle what is uncertain (a test or a check that shows the change \
+                     works), then say so in the `Confidence:` trailer",
+                    trigger.details
+                ),
+            ),
+            _ if from_record_issues => continue,
+            _ => (
+                trigger.source.as_str(),
+                if trigger.severity >= 0.7 {
+                    Severity::Blocker
+                } else {
+                    Severity::Warning
+                },
+                trigger.details.clone(),
+            ),
+        };
+        items.push(CheckerIssue {
+            dimension: dimension.to_string(),
+            severity,
+            finding,
+            affected_field: None,
+            suggested_fix: None,
+        });
+    }
+    items
 }

@@ -23,9 +23,10 @@
 //!
 //! **Iterate is always actionable.** Whatever step continues the flow (too early, a flat
 //! cycle under the quota, a structural variant, a revert after a regression, step 9), the
-//! decision iterates only when the latest iteration carries something to act on: a BLOCKER
-//! or WARNING issue, or a trigger other than `quality_threshold` (which only restates the
-//! score). Otherwise there is nothing to ask of the next iteration: a passing iteration is
+//! decision iterates only when the latest iteration carries something to act on: an item
+//! of [`super::revision::revision_items`] (a BLOCKER or WARNING issue, a person's words, an
+//! unmet requirement, a low confidence; never `quality_threshold`, which only restates the
+//! score). The revision prompt lists those items, so it is never empty when it iterates. Otherwise there is nothing to ask of the next iteration: a passing iteration is
 //! accepted ("no check reported anything to fix") and any other status escalates, so a
 //! human looks (`nothing_actionable`). People's decisions, hard limits and the revision
 //! loop's stops come first and are never overridden by this rule.
@@ -40,12 +41,12 @@
 //! or the task is aborted when no iteration could be scored at all.
 
 use crate::config::{Config, FlatCycleAction};
-use crate::model::{IterationRecord, Severity, Status, Trigger, TriggerType};
+use crate::model::{IterationRecord, Severity, Status, Trigger};
 
 use super::assessment::{Potential, MIN_EXPECTED_GAIN, MIN_FIXABILITY, MIN_TREND};
 use super::budget::BudgetStatus;
 use super::decision::{Modification, Recommendation, StopCode, StoppingReason};
-use super::revision::RevisionState;
+use super::revision::{revision_items, RevisionState};
 use super::trajectory::{only_coverage_fell, Trajectory};
 use super::Feedback;
 
@@ -115,13 +116,9 @@ pub fn evaluate(ctx: &StopContext) -> Outcome {
     }
 }
 
-/// Something the next iteration can act on: a BLOCKER or WARNING issue on `latest`, or a
-/// trigger other than `quality_threshold`.
+/// Something the next iteration can act on: an item of [`revision_items`].
 pub fn has_actionable_item(latest: &IterationRecord, triggers: &[Trigger]) -> bool {
-    latest.revision_issue_count() > 0
-        || triggers
-            .iter()
-            .any(|t| t.kind != TriggerType::QualityThreshold)
+    !revision_items(latest, triggers).is_empty()
 }
 
 fn status_name(status: Status) -> &'static str {

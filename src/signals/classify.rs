@@ -1,13 +1,12 @@
-//! Which findings are more than failures: names that do not exist (hallucinations) and work
-//! left undone (incomplete output).
+//! Which findings are more than failures: names that do not exist (hallucinations).
 //!
 //! Hallucinations: rustc's "cannot find" family (E0412 type, E0422/E0423/E0425 value or
 //! function, E0432/E0433 unresolved import or path, E0599 no such method, E0609 no such
 //! field, E0463 missing crate), TypeScript's TS2304/TS2307/TS2339/TS2305, and Python's
 //! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`.
-//! Incomplete output: `todo!()`, `unimplemented!()`, `TODO`, `FIXME` in added lines.
+//! Work left undone is [`super::markers`].
 
-use crate::model::{ChangedLines, CheckerIssue, Severity, Trigger, TriggerType};
+use crate::model::{CheckerIssue, Severity, TriggerType};
 
 use super::diagnostics::Diagnostic;
 use super::report::{LintFinding, TestCase, TestOutcome};
@@ -22,7 +21,6 @@ const PYTHON_UNKNOWN_NAME_ERRORS: [&str; 4] = [
     "NameError",
     "AttributeError: module",
 ];
-const INCOMPLETE_MARKERS: [&str; 4] = ["todo!(", "unimplemented!(", "TODO", "FIXME"];
 
 /// Hallucination when a compiler or type checker says a name does not exist.
 pub fn lint_trigger(finding: &LintFinding) -> Option<TriggerType> {
@@ -128,27 +126,4 @@ fn last_pytest_error(output: &str) -> Option<&str> {
         .filter_map(|l| l.strip_prefix("E "))
         .map(str::trim)
         .find(|l| !l.is_empty())
-}
-
-/// One `incomplete_output` trigger per added line with a marker of unfinished work, with
-/// the file it is in (the caller keeps source files only).
-pub fn incomplete_markers(changed: &ChangedLines) -> Vec<(String, Trigger)> {
-    changed
-        .iter()
-        .filter_map(|(path, line)| {
-            let marker = INCOMPLETE_MARKERS.iter().find(|m| line.text.contains(*m))?;
-            let trigger = Trigger {
-                kind: TriggerType::IncompleteOutput,
-                source: "diff".into(),
-                severity: 0.6,
-                details: format!(
-                    "`{}` added at {path}:{}",
-                    marker.trim_end_matches('('),
-                    line.line
-                ),
-                fixable: true,
-            };
-            Some((path.to_string(), trigger))
-        })
-        .collect()
 }

@@ -31,6 +31,7 @@ use crate::model::{
 
 use super::classify;
 use super::diagnostics::Diagnostic;
+use super::markers;
 use super::observation::{CheckOutcome, CheckResult, Observation};
 use super::report::{
     ComplexitySummary, CoverageSummary, LintFinding, LintLevel, LintSummary, Report, TestSummary,
@@ -44,8 +45,8 @@ pub struct ScoreInput<'a> {
     pub base: Option<&'a Observation>,
     /// Lines this iteration added relative to the base.
     pub changed: Option<&'a ChangedLines>,
-    /// Whether an added marker line is in a source file (`detection.markers`).
-    pub is_source: &'a dyn Fn(&str) -> bool,
+    /// Where markers of unfinished work count, and which files are tests.
+    pub paths: &'a markers::Paths<'a>,
 }
 
 /// Added lines per unit of change size in the density formula.
@@ -77,12 +78,11 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
         ));
     }
     if let Some(changed) = input.changed {
-        acc.triggers.extend(
-            classify::incomplete_markers(changed)
-                .into_iter()
-                .filter(|(path, _)| (input.is_source)(path))
-                .map(|(_, trigger)| trigger),
-        );
+        let comments = input.config.detection.marker_comments;
+        for (issue, trigger) in markers::new_markers(changed, input.paths, comments) {
+            acc.issues.push(issue);
+            acc.triggers.extend(trigger);
+        }
     }
     acc.finish(input, by_change && input.base.is_some(), record);
 }

@@ -30,7 +30,35 @@ fn trigger_type() -> impl Strategy<Value = TriggerType> {
         Just(TriggerType::IncompleteOutput),
         Just(TriggerType::HallucinationDetected),
         Just(TriggerType::LowConfidence),
+        Just(TriggerType::QualityThreshold),
+        Just(TriggerType::RequirementUnmet),
     ]
+}
+
+fn feedback() -> impl Strategy<Value = Feedback> {
+    (0usize..2, 0usize..2).prop_map(|(messages, rejections)| Feedback {
+        messages: (0..messages).map(|i| format!("please {i}")).collect(),
+        rejections: (0..rejections).map(|i| format!("no {i}")).collect(),
+        ..Feedback::default()
+    })
+}
+
+/// The items of the prompt's `<checker_issues>` YAML block.
+fn prompt_items(
+    record: &IterationRecord,
+    decision: &itergate::engine::Decision,
+) -> Vec<serde_yaml::Value> {
+    let prompt = itergate::render::Renderer::new(None, false)
+        .expect("templates")
+        .render(
+            "revision-prompt.md.j2",
+            &itergate::prompt::prompt_view(record, decision),
+        )
+        .expect("prompt renders");
+    let block = &prompt[prompt.find("<checker_issues>").expect("checker issues")..];
+    let start = block.find("```yaml\n").expect("a yaml fence") + "```yaml\n".len();
+    let end = block[start..].find("\n```").expect("the fence closes") + start;
+    serde_yaml::from_str(&block[start..end]).expect("the block is a YAML list")
 }
 
 prop_compose! {
@@ -140,13 +168,37 @@ proptest! {
     }
 
     #[test]
-    fn iterate_is_always_actionable(config in config(), history in history(14)) {
-        let d = run(&config, &history);
+    fn iterate_always_lists_an_issue_in_the_prompt(
+        mut config in config(),
+        history in history(14),
+        feedback in feedback(),
+        requirement in any::<bool>(),
+    ) {
+        if requirement {
+            config.requirements.push(serde_yaml::from_str("{ metric: coverage, min: 0.9 }").expect("requirement"));
+        }
+        let d = decide(&DecideInput {
+            task_id: "p",
+            config: &config,
+            history: &history,
+            feedback: &feedback,
+            baseline: history.first(),
+            now: t0() + Duration::hours(10),
+        })
+        .expect("non-empty history");
+        let latest = history.last().expect("non-empty");
+        let items = prompt_items(latest, &d);
         if d.recommendation() == Recommendation::Iterate {
-            let latest = history.last().expect("non-empty");
-            let actionable = latest.revision_issue_count() > 0
-                || d.triggers.iter().any(|t| t.kind != TriggerType::QualityThreshold);
-            prop_assert!(actionable, "iterate with nothing to act on: {:?}", d.triggers);
+            prop_assert!(!items.is_empty(), "iterate with an empty issue list: {:?}", d.triggers);
+        }
+        // Nothing to act on: accepted when it passed, else a person looks.
+        let open = itergate::engine::revision::revision_items(latest, &d.triggers);
+        if open.is_empty() && d.stopping_reason.as_ref().is_some_and(|r| r.code == itergate::engine::StopCode::NothingActionable) {
+            let expected = if latest.status == Status::Pass { Recommendation::Accept } else { Recommendation::Escalate };
+            prop_assert_eq!(d.recommendation(), expected);
+        }
+        if open.is_empty() {
+            prop_assert_ne!(d.recommendation(), Recommendation::Iterate);
         }
     }
 

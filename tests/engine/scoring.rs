@@ -63,7 +63,10 @@ fn scored_with(
             head: &head,
             base: base.as_ref(),
             changed,
-            is_source: &|_| true,
+            paths: &itergate::signals::markers::Paths {
+                is_source: &|_| true,
+                is_test: &|p| p.starts_with("tests/"),
+            },
         },
         &mut r,
     );

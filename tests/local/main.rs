@@ -14,6 +14,7 @@ mod hook_install;
 mod hook_push;
 mod init_detect;
 mod local_decisions;
+mod markers;
 mod score_e2e;
 mod terminal;
 mod work_tree;
