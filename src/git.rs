@@ -175,7 +175,7 @@ pub fn commit_trailers(repo: &Repository, commit: Oid) -> Result<Vec<(String, St
     message_trailers(&message)
 }
 
-pub use crate::model::{AddedLine, ChangedLines};
+pub use crate::model::{AddedLine, ChangedLines, RemovedLine};
 
 /// The lines `commit` adds (and removes) relative to `base` (usually the merge-base or the
 /// parent); with no base, relative to an empty tree. Renames are followed so that moving a file does not
@@ -229,12 +229,16 @@ fn collect_added_lines(diff: &Diff<'_>) -> Result<ChangedLines> {
                     }
                 }
                 '-' => {
-                    if let Some(path) = delta.new_file().path().or(delta.old_file().path()) {
+                    let path = delta.new_file().path().or(delta.old_file().path());
+                    if let (Some(path), Some(number)) = (path, line.old_lineno()) {
                         changed
                             .removed
                             .entry(tree_path(path))
                             .or_default()
-                            .push(text());
+                            .push(RemovedLine {
+                                line: number,
+                                text: text(),
+                            });
                     }
                 }
                 _ => {}

@@ -393,14 +393,21 @@ pub struct AddedLine {
     pub text: String,
 }
 
+/// One line a commit removed, numbered as in the old version of its file (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedLine {
+    pub line: u32,
+    pub text: String,
+}
+
 /// The lines added between two trees, per file path (`/`-separated, as in the tree).
 /// Deleted and binary files have no entry; a renamed file lists only the lines it gained.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ChangedLines {
     pub files: BTreeMap<String, Vec<AddedLine>>,
-    /// The text of the lines removed, per file (a renamed file under its new path, a
-    /// deleted one under its old), in the order of the old version.
-    pub removed: BTreeMap<String, Vec<String>>,
+    /// The lines removed, numbered as in the old version, per file (a renamed file under
+    /// its new path, a deleted one under its old).
+    pub removed: BTreeMap<String, Vec<RemovedLine>>,
 }
 
 impl ChangedLines {

@@ -23,11 +23,14 @@ use crate::model::{ChangedLines, CheckerIssue, Severity, Trigger, TriggerType};
 /// The dimension of a marker's issue.
 pub const DIMENSION: &str = "incomplete_output";
 
-/// Two marker lines at least this similar (normalised Levenshtein) are one marker, edited.
-const SAME_MARKER: f64 = 0.6;
-
 /// Lines longer than this are compared by their first this many characters.
 const MAX_COMPARED: usize = 240;
+
+/// Whether two lines (normalised) are one line, edited: at least 60% alike by normalised
+/// Levenshtein distance. Also how an edited untested line is told from new code.
+pub fn same_line_edited(a: &str, b: &str) -> bool {
+    strsim::normalized_levenshtein(a, b) >= 0.6
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -70,7 +73,7 @@ pub fn new_markers(
             .get(path)
             .into_iter()
             .flatten()
-            .filter_map(|line| marker(line).map(|k| (k, normalise(line))))
+            .filter_map(|l| marker(&l.text).map(|k| (k, normalise(&l.text))))
             .collect();
         let found: Vec<(Kind, String, u32)> = added
             .iter()
@@ -90,9 +93,9 @@ pub fn new_markers(
             }
         }
         for (kind, text, line) in unmatched {
-            let edited = removed.iter().position(|(k, t)| {
-                *k == kind && strsim::normalized_levenshtein(t, &text) >= SAME_MARKER
-            });
+            let edited = removed
+                .iter()
+                .position(|(k, t)| *k == kind && same_line_edited(t, &text));
             match edited {
                 Some(i) => {
                     removed.swap_remove(i);
@@ -142,7 +145,7 @@ fn judged(
 }
 
 /// The line's text without its indentation and with runs of whitespace as one space.
-fn normalise(line: &str) -> String {
+pub fn normalise(line: &str) -> String {
     let mut out = String::new();
     for word in line.split_whitespace() {
         if !out.is_empty() {
@@ -238,7 +241,7 @@ fn split_comment(line: &str) -> (&str, Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::AddedLine;
+    use crate::model::{AddedLine, RemovedLine};
 
     fn change(path: &str, added: &[&str], removed: &[&str]) -> ChangedLines {
         let mut changed = ChangedLines::default();
@@ -253,9 +256,17 @@ mod tests {
                 })
                 .collect(),
         );
-        changed
-            .removed
-            .insert(path.into(), removed.iter().map(|t| t.to_string()).collect());
+        changed.removed.insert(
+            path.into(),
+            removed
+                .iter()
+                .enumerate()
+                .map(|(i, t)| RemovedLine {
+                    line: i as u32 + 1,
+                    text: t.to_string(),
+                })
+                .collect(),
+        );
         changed
     }
 

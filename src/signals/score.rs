@@ -513,9 +513,30 @@ impl Accumulator {
             if untested_before.is_some_and(|before| file.uncovered().count() <= before) {
                 continue;
             }
+            // A reworded line the base left untested too (an error message, a rename) is
+            // not new untested code, even when the file gained some elsewhere.
+            let mut untested_removed: Vec<String> = match base.and_then(|b| b.files.get(path)) {
+                Some(before) => changed
+                    .removed
+                    .get(path)
+                    .into_iter()
+                    .flatten()
+                    .filter(|l| before.lines.get(&l.line) == Some(&0))
+                    .map(|l| markers::normalise(&l.text))
+                    .collect(),
+                None => Vec::new(),
+            };
+            let mut reworded = |text: &str| {
+                let text = markers::normalise(text);
+                let at = untested_removed
+                    .iter()
+                    .position(|old| markers::same_line_edited(old, &text));
+                at.map(|i| untested_removed.swap_remove(i)).is_some()
+            };
             let mut uncovered = Vec::new();
             for added in lines.iter().filter(|l| !is_import(&l.text)) {
                 match file.lines.get(&added.line) {
+                    Some(0) if reworded(&added.text) => {}
                     Some(0) => {
                         total += 1;
                         uncovered.push(added.line);

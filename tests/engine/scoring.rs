@@ -487,6 +487,61 @@ fn an_edit_to_code_the_base_left_untested_asks_for_no_test() {
 }
 
 #[test]
+fn a_reworded_line_the_base_left_untested_is_not_new_untested_code() {
+    // The base: line 3 (an error message) untested. The change rewords it and adds an
+    // untested line 4 of new logic: only line 4 is asked for.
+    let base = "SF:err.go\nDA:1,1\nDA:2,1\nDA:3,0\nend_of_record\n";
+    let head = "SF:err.go\nDA:1,1\nDA:2,1\nDA:3,0\nDA:4,0\nend_of_record\n";
+    let lcov = |text| {
+        [outcome(
+            "coverage",
+            ReportFormat::Lcov,
+            text,
+            Visibility::Full,
+        )]
+    };
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "err.go".into(),
+        vec![
+            AddedLine {
+                line: 3,
+                text: "\t\treturn nil, fmt.Errorf(\"invalid semantic version\")".into(),
+            },
+            AddedLine {
+                line: 4,
+                text: "\t\tlog.Printf(\"retrying %d\", n)".into(),
+            },
+        ],
+    );
+    changed.removed.insert(
+        "err.go".into(),
+        vec![itergate::model::RemovedLine {
+            line: 3,
+            text: "\t\treturn nil, fmt.Errorf(\"Invalid Semantic Version\")".into(),
+        }],
+    );
+    let r = scored_with(
+        &Config::default(),
+        &lcov(head),
+        Some(&lcov(base)),
+        Some(&changed),
+    );
+    let spans: Vec<_> = r
+        .issues
+        .iter()
+        .filter(|i| i.dimension == "coverage")
+        .filter_map(|i| i.affected_field.clone())
+        .collect();
+    assert_eq!(spans, ["err.go:4"], "{:?}", r.issues);
+    assert_eq!(
+        r.scores.coverage,
+        Some(0.0),
+        "one changed line judged, uncovered"
+    );
+}
+
+#[test]
 fn uncovered_lines_in_a_well_tested_change_are_shown_not_asked_for() {
     // 9 of 10 changed lines covered: 90% meets the 80% target.
     let mut lcov = String::from("SF:src/lib.rs\n");
