@@ -12,6 +12,7 @@ use crate::engine::Evaluation;
 use crate::engine::{Decision, Recommendation};
 use crate::markup::{escape_markdown_excerpt, escape_markdown_inline, fence_with_info};
 use crate::model::{Dimension, IterationRecord, Severity};
+use crate::signals::integrity;
 use crate::summary::{format_delta, format_score};
 
 /// Issues listed in the comment; the rest are counted.
@@ -47,6 +48,8 @@ pub struct CommentView {
     pub chart_y: String,
     pub issues: Vec<IssueRow>,
     pub more_issues: usize,
+    /// Tamper evidence (BLOCKER and WARNING `integrity` issues), shown above the scores.
+    pub integrity: Vec<IssueRow>,
     pub prompt: Option<String>,
     pub next_steps: Vec<String>,
     pub label: String,
@@ -164,6 +167,17 @@ pub fn comment_view(
             .collect::<Vec<_>>()
             .join(", "),
         more_issues: issues.len().saturating_sub(MAX_LISTED_ISSUES),
+        integrity: issues
+            .iter()
+            .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
+            .take(MAX_LISTED_ISSUES)
+            .map(|i| IssueRow {
+                severity: i.severity.as_str(),
+                dimension: escape_markdown_inline(&i.dimension),
+                at: escape_markdown_inline(i.affected_field.as_deref().unwrap_or("")),
+                finding: escape_markdown_inline(i.finding.lines().next().unwrap_or("")),
+            })
+            .collect(),
         issues: listed,
         prompt: prompt.map(|p| fence_with_info(p, "markdown")),
         next_steps: decision

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::engine::Evaluation;
 use crate::engine::Recommendation;
 use crate::model::{Dimension, IterationRecord, Severity};
-use crate::signals::markers;
+use crate::signals::{integrity, markers};
 
 #[derive(Debug, Serialize)]
 pub struct ScoreLine {
@@ -45,6 +45,9 @@ pub struct DecisionView {
     pub base_debt: String,
     /// Notes that ask for nothing: marker comments the change added (`TODO at a.rs:3`).
     pub notes: Vec<String>,
+    /// Tamper evidence: `BLOCKER test x was removed …`, the latest iteration's BLOCKER and
+    /// WARNING integrity issues.
+    pub integrity: Vec<String>,
 }
 
 /// Notes listed at most; the rest are counted.
@@ -214,5 +217,11 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
         budget: budget_lines,
         base_debt: base_debt_line(latest),
         notes: notes(latest),
+        integrity: latest
+            .into_iter()
+            .flat_map(|r| &r.issues)
+            .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
+            .map(|i| format!("{} {}", i.severity.as_str(), i.finding))
+            .collect(),
     }
 }

@@ -10,10 +10,10 @@ use crate::config::{Config, PathFilter, Scope};
 use crate::engine::trajectory::weighted_quality;
 use crate::git;
 use crate::model::{CommitSha, IterationRecord, TreeId};
-use crate::signals::markers;
 use crate::signals::observation::Observation;
 use crate::signals::score::{self, ScoreInput};
 use crate::signals::trailers;
+use crate::signals::{integrity, markers};
 
 use super::{user, Failure};
 
@@ -25,6 +25,9 @@ pub struct Judgement<'a> {
     pub iteration: u32,
     pub observed: &'a Observation,
     pub base_observed: Option<&'a Observation>,
+    /// The task's earlier iterations (commit and observation), oldest first; empty when
+    /// the commit is the first or is judged on its own.
+    pub earlier: &'a [(Oid, Observation)],
 }
 
 /// The iteration record of `judgement.commit`.
@@ -46,6 +49,31 @@ pub fn judge(
     record.tree = TreeId(commit.tree_id().to_string());
     record.execution_time_ms = judgement.observed.execution_time_ms;
     trailers::apply(&git::commit_trailers(repo, judgement.commit)?, &mut record);
+    let previous = judgement.earlier.last().map(|(commit, _)| *commit);
+    tracing::debug!(
+        earlier = judgement.earlier.len(),
+        "judging against earlier iterations"
+    );
+    let since_previous = match previous {
+        Some(previous) => Some(git::added_lines(repo, Some(previous), judgement.commit)?),
+        None => None,
+    };
+    let previous_tree = previous.and_then(|p| repo.find_commit(p).ok()?.tree().ok());
+    let previous_source = |path: &str| -> Option<String> {
+        let entry = previous_tree
+            .as_ref()?
+            .get_path(std::path::Path::new(path))
+            .ok()?;
+        let blob = repo.find_blob(entry.id()).ok()?;
+        (blob.size() <= MAX_SOURCE_BYTES)
+            .then(|| String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    let observations: Vec<&Observation> = judgement.earlier.iter().map(|(_, o)| o).collect();
+    let earlier = integrity::Earlier {
+        observations: &observations,
+        since_previous: since_previous.as_ref(),
+        previous_source: &previous_source,
+    };
     let sources = PathMatcher::new("detection.markers", &config.detection.markers)?;
     let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
     score::score(
@@ -58,12 +86,16 @@ pub fn judge(
                 is_source: &|path| sources.matches(path),
                 is_test: &|path| tests.matches(path),
             },
+            earlier: &earlier,
         },
         &mut record,
     );
     record.quality = weighted_quality(&record.scores, &config.quality_weights);
     Ok(record)
 }
+
+/// Source files larger than this are not read to locate a test.
+const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 /// A tree judged as a whole, with nothing to compare it with: the base's record for the
 /// decision's baseline comparison.
@@ -83,6 +115,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
                 is_source: &|_| false,
                 is_test: &|_| false,
             },
+            earlier: &integrity::Earlier::NONE,
         },
         &mut record,
     );

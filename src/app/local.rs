@@ -81,6 +81,29 @@ impl Task {
         })
     }
 
+    /// The cached observations of the iterations before `commit`, oldest first (those
+    /// this clone has observed): what tamper evidence compares with.
+    pub fn earlier_observations(
+        &self,
+        env: &Env,
+        store: &NotesStore,
+        commit: Oid,
+    ) -> Result<Vec<(Oid, Observation)>, Failure> {
+        let fingerprint = fingerprint(&env.config);
+        let before = match self.commits.iter().position(|c| *c == commit) {
+            Some(at) => &self.commits[..at],
+            None => &self.commits[..],
+        };
+        let mut out = Vec::new();
+        for earlier in before {
+            let tree = tree_of(store.repository(), *earlier)?;
+            if let Some(observed) = store.find_observation(tree, &fingerprint)? {
+                out.push((*earlier, observed));
+            }
+        }
+        Ok(out)
+    }
+
     pub fn iteration_of(&self, commit: Oid) -> u32 {
         let position = self
             .commits
@@ -171,6 +194,7 @@ impl Task {
             },
             None => None,
         };
+        let earlier = self.earlier_observations(env, store, commit)?;
         let record = judge(
             &env.config,
             repo,
@@ -180,6 +204,7 @@ impl Task {
                 iteration: self.iteration_of(commit),
                 observed: &observed,
                 base_observed: base_observed.as_ref(),
+                earlier: &earlier,
             },
         )?;
         Ok(Some(record))
@@ -194,6 +219,7 @@ pub fn record_key(env: &Env) -> String {
         "observation": fingerprint(config),
         "scoring": config.scoring,
         "detection": config.detection,
+        "integrity": config.integrity,
         "requirements": config.requirements,
     });
     format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
@@ -253,6 +279,7 @@ pub fn record_commit(
         }
         None => None,
     };
+    let earlier = task.earlier_observations(env, store, commit)?;
     let mut record = judge(
         &env.config,
         store.repository(),
@@ -262,6 +289,7 @@ pub fn record_commit(
             iteration: task.iteration_of(commit),
             observed: &observed,
             base_observed: base_observed.as_ref(),
+            earlier: &earlier,
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;

@@ -36,7 +36,7 @@ use crate::signals::tree_file;
 use super::{user, Env, Failure};
 
 /// Bumped when what an observation holds or means changes, so older cache entries miss.
-const OBSERVATION_SCHEMA: u32 = 4;
+const OBSERVATION_SCHEMA: u32 = 5;
 
 /// What a cached observation depends on besides the tree: the checks and itergate.
 pub fn fingerprint(config: &Config) -> String {

@@ -465,6 +465,7 @@ fn score_head(
             iteration: 1,
             observed: &observed,
             base_observed: base_observed.as_ref().map(|(_, o)| o),
+            earlier: &[],
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

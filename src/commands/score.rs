@@ -54,6 +54,11 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
     } else {
         (ingest(env, &args.reports)?, None)
     };
+    let earlier = if args.reports.is_empty() {
+        task.earlier_observations(env, &store, commit)?
+    } else {
+        Vec::new()
+    };
     let record = judge(
         &env.config,
         &repo,
@@ -63,6 +68,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             iteration: task.iteration_of(commit),
             observed: &observed,
             base_observed: base_observed.as_ref(),
+            earlier: &earlier,
         },
     )?;
     let text = match args.format {

@@ -16,6 +16,7 @@ pub struct Config {
     pub quality_weights: QualityWeights,
     pub stopping_criteria: StoppingCriteria,
     pub detection: Detection,
+    pub integrity: Integrity,
     pub scoring: Scoring,
     pub revision: Revision,
     pub requirements: Vec<Requirement>,
@@ -226,6 +227,26 @@ pub struct Detection {
     pub marker_comments: MarkerComments,
     /// Test files: markers there are notes, never a revision.
     pub tests: PathFilter,
+}
+
+/// Tamper evidence: what a change that removes, skips, rewrites or deselects a failing
+/// test (a violation) does to its iteration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Integrity {
+    pub on_violation: OnViolation,
+}
+
+/// `integrity.on_violation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnViolation {
+    /// The iteration is VOID: no score, never the best output, no trend point; it is sent
+    /// back with what to restore, and a second violation in the task escalates.
+    #[default]
+    Void,
+    /// The findings are BLOCKERs like any other; the iteration keeps its score.
+    Iterate,
 }
 
 /// The weight of a marker comment (`detection.marker_comments`).

@@ -181,6 +181,9 @@ pub enum StopCode {
     Unfixable,
     NotWorthIterating,
     IterationLimitNear,
+    /// A second iteration of the task removed, skipped, rewrote or deselected a test it
+    /// had to make pass (`integrity.on_violation: void`).
+    IntegrityViolated,
     /// The flow would iterate again, but the latest iteration has no BLOCKER or WARNING
     /// issue and no trigger besides `quality_threshold`: accepted when its status is pass,
     /// escalated otherwise. Serialised `nothing_actionable`.

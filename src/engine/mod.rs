@@ -126,6 +126,10 @@ pub fn evaluate(input: &DecideInput) -> Result<Evaluation, EngineError> {
         latest,
         triggers: &triggers,
         feedback: input.feedback,
+        violations: revision_window(history, input.feedback)
+            .iter()
+            .filter(|r| stopping::is_violation(r))
+            .count(),
     });
     let previous_triggers = previous_triggers(config, history, &trajectory);
     let (recommendation, stopping_reason, strategy) = resolve(

@@ -3,7 +3,8 @@
 //!
 //! 1. a person decided (`/iterate accept`, `/iterate escalate`);
 //! 2. hard limits — max iterations (steps 1 and 4), declared budgets (step 2) — stop with
-//!    the best output;
+//!    the best output; then a second integrity violation in the task (a failing test
+//!    removed, skipped, rewritten or deselected again) escalates;
 //! 3. revision-loop limits — more than `revision.max_iterations` rounds with issues, or an
 //!    issue count that did not fall — escalate;
 //! 4. the latest iteration is clean (no trigger, no BLOCKER/WARNING, status pass, quality
@@ -70,6 +71,9 @@ pub struct StopContext<'a> {
     pub latest: &'a IterationRecord,
     pub triggers: &'a [Trigger],
     pub feedback: &'a Feedback,
+    /// Iterations of the task (since the last `/iterate adjust`) with an integrity
+    /// violation, the latest included.
+    pub violations: usize,
 }
 
 impl StopContext<'_> {
@@ -100,6 +104,7 @@ impl StopContext<'_> {
 pub fn evaluate(ctx: &StopContext) -> Outcome {
     let outcome = human(ctx)
         .or_else(|| limits(ctx))
+        .or_else(|| integrity(ctx))
         .or_else(|| revision_loop(ctx))
         .or_else(|| clean_or_too_early(ctx))
         .or_else(|| improvement(ctx))
@@ -153,6 +158,30 @@ fn nothing_actionable(ctx: &StopContext) -> Outcome {
             status_name(ctx.latest.status)
         ),
     )
+}
+
+/// Whether a record removed, skipped, rewrote or deselected a test it had to make pass.
+pub fn is_violation(record: &IterationRecord) -> bool {
+    record.issues.iter().any(|i| {
+        i.dimension == crate::signals::integrity::DIMENSION && i.severity == Severity::Blocker
+    })
+}
+
+/// A second violation in the task: the agent keeps changing the checks instead of the
+/// code, and a person decides.
+fn integrity(ctx: &StopContext) -> Option<Outcome> {
+    let voids = ctx.config.integrity.on_violation == crate::config::OnViolation::Void;
+    (voids && ctx.violations >= 2 && is_violation(ctx.latest)).then(|| {
+        ctx.stop(
+            Recommendation::Escalate,
+            StopCode::IntegrityViolated,
+            format!(
+                "{} iterations of this task changed the tests instead of the code (removed, \
+                 skipped, rewritten or deselected a failing test); a person decides",
+                ctx.violations
+            ),
+        )
+    })
 }
 
 fn human(ctx: &StopContext) -> Option<Outcome> {
@@ -223,7 +252,11 @@ fn revision_loop(ctx: &StopContext) -> Option<Outcome> {
             ),
         ));
     }
-    if state.stalled {
+    // A first violation is sent back with what to restore: its count says nothing of
+    // progress on the code (the second one escalates, above).
+    let first_violation = ctx.config.integrity.on_violation == crate::config::OnViolation::Void
+        && is_violation(ctx.latest);
+    if state.stalled && !first_violation {
         return Some(ctx.stop(
             Recommendation::Escalate,
             StopCode::RevisionStalled,

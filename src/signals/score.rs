@@ -24,13 +24,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::config::{Config, LintScore, Scope, Visibility};
+use crate::config::{Config, LintScore, OnViolation, Scope, Visibility};
 use crate::model::{
     BaseDebt, ChangedLines, CheckerIssue, IterationRecord, Severity, Status, Trigger, TriggerType,
 };
 
 use super::classify;
 use super::diagnostics::Diagnostic;
+use super::integrity;
 use super::markers;
 use super::observation::{CheckOutcome, CheckResult, Observation};
 use super::report::{
@@ -47,6 +48,8 @@ pub struct ScoreInput<'a> {
     pub changed: Option<&'a ChangedLines>,
     /// Where markers of unfinished work count, and which files are tests.
     pub paths: &'a markers::Paths<'a>,
+    /// The task's earlier iterations, for tamper evidence.
+    pub earlier: &'a integrity::Earlier<'a>,
 }
 
 /// Added lines per unit of change size in the density formula.
@@ -82,6 +85,26 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
         for (issue, trigger) in markers::new_markers(changed, input.paths, comments) {
             acc.issues.push(issue);
             acc.triggers.extend(trigger);
+        }
+        let findings = integrity::check(&integrity::Input {
+            head: input.head,
+            base: input.base,
+            earlier: input.earlier,
+            changed,
+            is_test: input.paths.is_test,
+        });
+        let suppressions = findings
+            .iter()
+            .filter(|f| f.issue.finding.starts_with(integrity::SUPPRESSION))
+            .count();
+        record
+            .metrics
+            .insert(integrity::SUPPRESSIONS_METRIC.into(), suppressions as f64);
+        let voids = input.config.integrity.on_violation == OnViolation::Void;
+        for f in findings {
+            acc.void |= voids && f.is_violation();
+            acc.issues.push(f.issue);
+            acc.triggers.extend(f.trigger);
         }
     }
     acc.finish(input, by_change && input.base.is_some(), record);

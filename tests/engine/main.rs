@@ -6,6 +6,8 @@ mod common;
 #[path = "../gitrepo/mod.rs"]
 mod gitrepo;
 
+mod integrity;
+
 mod props;
 mod rules;
 mod scenarios;

@@ -35,14 +35,14 @@ const REPOSITORY_ENV_VARS: &[&str] = &[
 // ---------------------------------------------------------------------------------------
 
 /// One `itergate` invocation's result.
-struct Run {
+pub(crate) struct Run {
     code: Option<i32>,
     stdout: String,
-    stderr: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    fn from(output: Output) -> Run {
+    pub(crate) fn from(output: Output) -> Run {
         Run {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -51,7 +51,7 @@ impl Run {
     }
 
     /// The word after `Decision:` in the summary.
-    fn decision(&self) -> &str {
+    pub(crate) fn decision(&self) -> &str {
         self.stderr
             .lines()
             .find_map(|l| l.strip_prefix("Decision: "))
@@ -59,7 +59,7 @@ impl Run {
             .unwrap_or_else(|| panic!("no `Decision:` line in:\n{}", self.stderr))
     }
 
-    fn expect_decision(&self, expected: &str, step: &str) {
+    pub(crate) fn expect_decision(&self, expected: &str, step: &str) {
         eprintln!("--- {step}:\n{}", self.stderr);
         assert_eq!(
             self.code,
@@ -77,28 +77,28 @@ impl Run {
 }
 
 /// A project in a temporary git repository, with the environment its checks run in.
-struct Project {
+pub(crate) struct Project {
     repo: TestRepo,
     env: Vec<(String, OsString)>,
 }
 
 impl Project {
-    fn new() -> Project {
+    pub(crate) fn new() -> Project {
         Project {
             repo: TestRepo::new(),
             env: Vec::new(),
         }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.repo.path
     }
 
-    fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
+    pub(crate) fn set_env(&mut self, key: &str, value: impl Into<OsString>) {
         self.env.push((key.to_string(), value.into()));
     }
 
-    fn itergate(&self, args: &[&str]) -> Run {
+    pub(crate) fn itergate(&self, args: &[&str]) -> Run {
         let mut command = Command::new(BIN);
         command.args(args).current_dir(self.path());
         for var in REPOSITORY_ENV_VARS {
@@ -117,17 +117,17 @@ impl Project {
         Run::from(command.output().expect("itergate runs"))
     }
 
-    fn run(&self) -> Run {
+    pub(crate) fn run(&self) -> Run {
         self.itergate(&["run"])
     }
 
     /// The revision prompt file, if the last decision left one.
-    fn prompt_file(&self) -> Option<String> {
+    pub(crate) fn prompt_file(&self) -> Option<String> {
         std::fs::read_to_string(self.path().join(".git/itergate/revision-prompt.md")).ok()
     }
 
     /// The prompt file, which must exist, and `itergate prompt`, which must agree with it.
-    fn prompt(&self, step: &str) -> String {
+    pub(crate) fn prompt(&self, step: &str) -> String {
         let file = self
             .prompt_file()
             .unwrap_or_else(|| panic!("{step}: no revision prompt was written"));
@@ -143,7 +143,7 @@ impl Project {
     }
 
     /// The record in HEAD's note.
-    fn head_record(&self) -> serde_json::Value {
+    pub(crate) fn head_record(&self) -> serde_json::Value {
         let head = self.repo.head();
         let out = gitrepo::git_output(self.path(), &["notes", "--ref", "itergate", "show", &head]);
         assert!(
@@ -155,7 +155,7 @@ impl Project {
         v.get("record").cloned().unwrap_or(v)
     }
 
-    fn notes_list(&self) -> String {
+    pub(crate) fn notes_list(&self) -> String {
         gitrepo::git_output(self.path(), &["notes", "--ref", "itergate", "list"])
             .stdout
             .iter()
@@ -163,12 +163,12 @@ impl Project {
             .collect()
     }
 
-    fn write(&self, file: &str, content: &str) {
+    pub(crate) fn write(&self, file: &str, content: &str) {
         self.repo.write(file, content);
     }
 
     /// Stages exactly `files` (never everything) and commits.
-    fn commit(&self, files: &[&str], message: &str) -> String {
+    pub(crate) fn commit(&self, files: &[&str], message: &str) -> String {
         let mut args = vec!["add", "--"];
         args.extend_from_slice(files);
         self.repo.git(&args);
@@ -176,13 +176,17 @@ impl Project {
         self.repo.head()
     }
 
-    fn tree(&self, rev: &str) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
+        self.repo.git(args)
+    }
+
+    pub(crate) fn tree(&self, rev: &str) -> String {
         self.repo.git(&["rev-parse", &format!("{rev}^{{tree}}")])
     }
 }
 
 /// The 1-based line of the first line of `text` containing `needle`.
-fn line_of(text: &str, needle: &str) -> u32 {
+pub(crate) fn line_of(text: &str, needle: &str) -> u32 {
     let index = text
         .lines()
         .position(|l| l.contains(needle))
@@ -308,7 +312,7 @@ fn score(record: &serde_json::Value, dimension: &str) -> f64 {
         .unwrap_or_else(|| panic!("no score `{dimension}` in {record}"))
 }
 
-fn has_trigger(record: &serde_json::Value, kind: &str) -> bool {
+pub(crate) fn has_trigger(record: &serde_json::Value, kind: &str) -> bool {
     record["triggers"]
         .as_array()
         .is_some_and(|ts| ts.iter().any(|t| t["type"] == kind))
@@ -807,9 +811,9 @@ fn tree_snapshot(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
 
 /// A virtual environment with pytest (and ruff when it installs), plus `helperlib`, a module
 /// outside any repository standing in for a third-party dependency.
-struct Python {
-    python: PathBuf,
-    ruff: Option<PathBuf>,
+pub(crate) struct Python {
+    pub(crate) python: PathBuf,
+    pub(crate) ruff: Option<PathBuf>,
 }
 
 static PYTHON: OnceLock<Python> = OnceLock::new();
@@ -821,7 +825,7 @@ extern "C" fn remove_venv() {
     }
 }
 
-fn python() -> &'static Python {
+pub(crate) fn python() -> &'static Python {
     PYTHON.get_or_init(|| {
         let dir = tempfile::Builder::new()
             .prefix("itergate-scenarios-venv")
@@ -1077,19 +1081,23 @@ fn the_prompt_header_names_the_branch_iteration() {
 #[test]
 fn the_revision_round_never_reads_past_its_limit() {
     let p = python_project(python());
-    let failing = |n: usize| {
-        (0..4)
-            .map(|i| {
-                let expected = if i < n { i + 1 } else { i };
-                format!("def test_{i}():\n    value = {i}\n    assert value == {expected}\n\n\n")
-            })
-            .collect::<String>()
-    };
+    let tests: String = (0..4)
+        .map(|i| format!("def test_{i}():\n    assert value({i}) == {i}\n\n\n"))
+        .collect();
+    p.write(
+        "tests/test_rounds.py",
+        &format!("from calc.rounds import value\n\n\n{tests}"),
+    );
+    // The code is off by one below `n`: fixing it fixes the tests, which stay as they are.
+    let failing = |n: usize| format!("def value(i):\n    return i + 1 if i < {n} else i\n");
     // Four rounds in a row, each with one failure fewer (never stalled): the fourth is past
     // the limit of three.
     for (round, failures) in [(1, 4), (2, 3), (3, 2), (4, 1)] {
-        p.write("tests/test_rounds.py", &failing(failures));
-        p.commit(&["tests/test_rounds.py"], &format!("{failures} failing"));
+        p.write("calc/rounds.py", &failing(failures));
+        p.commit(
+            &["tests/test_rounds.py", "calc/rounds.py"],
+            &format!("{failures} failing"),
+        );
         let run = p.run();
         let step = format!("round {round}");
         let expected = if round <= 3 { "ITERATE" } else { "ESCALATE" };

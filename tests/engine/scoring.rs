@@ -67,6 +67,7 @@ fn scored_with(
                 is_source: &|_| true,
                 is_test: &|p| p.starts_with("tests/"),
             },
+            earlier: &itergate::signals::integrity::Earlier::NONE,
         },
         &mut r,
     );

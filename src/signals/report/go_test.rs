@@ -25,7 +25,7 @@ use super::error::Position;
 use super::input::{for_each_line, Ctx, Input};
 use super::json::from_line;
 use super::text::{cut_middle, lossy, parse_u32_str};
-use super::types::{TestCase, TestOutcome, TestSummary, OUTPUT_CAP_BYTES};
+use super::types::{TestCase, TestOutcome, TestRef, TestSummary, OUTPUT_CAP_BYTES};
 use super::ParseError;
 
 /// Output kept per running test (or package) before it ends; the rest is cut.
@@ -76,7 +76,7 @@ struct State {
     running: HashMap<(String, String), String>,
     /// Failed and skipped tests, in the order they ended.
     ended: Vec<(String, String, TestOutcome, String)>,
-    passed: u64,
+    passed: Vec<String>,
     /// Package-level output (outside any test) and build output, by package.
     package_output: HashMap<String, String>,
     /// Packages whose run failed.
@@ -115,8 +115,8 @@ impl State {
                 push_capped(buffer, output.as_deref().unwrap_or(""));
             }
             ("pass", Some(test)) => {
-                self.running.remove(&(package, test));
-                self.passed = self.passed.saturating_add(1);
+                self.running.remove(&(package.clone(), test.clone()));
+                self.passed.push(format!("{package}::{test}"));
             }
             (end @ ("fail" | "skip"), Some(test)) => {
                 let output = self
@@ -137,7 +137,9 @@ impl State {
 
     fn finish(mut self) -> TestSummary {
         let mut summary = TestSummary::default();
-        summary.add_count(TestOutcome::Passed, self.passed);
+        for id in std::mem::take(&mut self.passed) {
+            summary.pass(TestRef::named(id));
+        }
         // Tests still running when the stream ended were cut off by a crash.
         let mut cut_off: Vec<_> = self.running.drain().collect();
         cut_off.sort();

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::input::{Ctx, Input};
 use super::json::from_input;
 use super::text::{cut_middle, strip_ansi};
-use super::types::{TestCase, TestOutcome, TestSummary, OUTPUT_CAP_BYTES};
+use super::types::{TestCase, TestOutcome, TestRef, TestSummary, OUTPUT_CAP_BYTES};
 use super::ParseError;
 
 pub(crate) fn parse<R: BufRead>(
@@ -35,15 +35,19 @@ pub(crate) fn parse<R: BufRead>(
                 "failed" => TestOutcome::Failed,
                 _ => TestOutcome::Skipped,
             };
-            if outcome == TestOutcome::Passed {
-                summary.count(outcome);
-                continue;
-            }
             let mut name = result.ancestor_titles.join(" > ");
             if !name.is_empty() {
                 name.push_str(" > ");
             }
             name.push_str(&result.title);
+            if outcome == TestOutcome::Passed {
+                summary.pass(TestRef {
+                    id: format!("{}::{name}", file.name),
+                    file: Some(file.name.clone()),
+                    line: result.location.map(|l| l.line),
+                });
+                continue;
+            }
             let mut case = TestCase::new(format!("{}::{name}", file.name), outcome);
             let text = strip_ansi(&result.failure_messages.join("\n")).into_owned();
             case.message = failure_message(&text);

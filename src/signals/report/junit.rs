@@ -27,7 +27,7 @@ use quick_xml::events::BytesStart;
 
 use super::input::{Ctx, Input};
 use super::text::{failure_location, parse_u32_str, parse_u64, rust_panic_message, TailBuf};
-use super::types::{TestCase, TestOutcome, TestSummary};
+use super::types::{TestCase, TestOutcome, TestRef, TestSummary};
 use super::xml::{drive, for_each_attr, for_each_raw_attr, XmlHandler};
 use super::ParseError;
 
@@ -235,10 +235,6 @@ impl JunitHandler {
     fn close_case(&mut self) -> Result<(), String> {
         self.case.depth = None;
         let outcome = self.case.outcome.unwrap_or(TestOutcome::Passed);
-        if outcome == TestOutcome::Passed {
-            self.summary.count(outcome);
-            return Ok(());
-        }
         self.decode_case_attributes()?;
         let case = &mut self.case;
         // jest-junit repeats the classname in the name by default: don't say it twice.
@@ -247,6 +243,14 @@ impl JunitHandler {
         } else {
             format!("{}::{}", case.classname, case.name)
         };
+        if outcome == TestOutcome::Passed {
+            self.summary.pass(TestRef {
+                id,
+                file: (!case.file.is_empty()).then(|| case.file.clone()),
+                line: case.line,
+            });
+            return Ok(());
+        }
         let mut found = TestCase::new(id, outcome);
         let body = case.body.contents();
         let text = format!("{body}\n{}", case.output.contents());

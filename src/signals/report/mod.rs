@@ -61,7 +61,7 @@ pub use error::ParseError;
 pub use text::{cut_middle, strip_ansi, OUTPUT_HEAD_BYTES};
 pub use types::{
     ComplexitySummary, CoverageSummary, FileLines, FunctionComplexity, LintFinding, LintLevel,
-    LintSummary, Report, TestCase, TestOutcome, TestSummary,
+    LintSummary, Report, TestCase, TestOutcome, TestRef, TestSummary,
 };
 
 use input::{Ctx, Input};

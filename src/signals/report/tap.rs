@@ -22,7 +22,7 @@ use std::io::BufRead;
 
 use super::input::{for_each_line, Ctx, Input};
 use super::text::{lossy, parse_u32_str, parse_u64, TailBuf};
-use super::types::{TestCase, TestOutcome, TestSummary};
+use super::types::{TestCase, TestOutcome, TestRef, TestSummary};
 use super::ParseError;
 
 pub(crate) fn parse<R: BufRead>(
@@ -147,10 +147,6 @@ impl TapState {
             (true, _) => TestOutcome::Passed,
             (false, None) => TestOutcome::Failed,
         };
-        if outcome == TestOutcome::Passed {
-            self.summary.count(outcome);
-            return;
-        }
         let own = if point.description.is_empty() {
             format!("#{}", self.points)
         } else {
@@ -168,6 +164,10 @@ impl TapState {
         } else {
             format!("{} > {own}", parents.join(" > "))
         };
+        if outcome == TestOutcome::Passed {
+            self.summary.pass(TestRef::named(id));
+            return;
+        }
         let mut case = TestCase::new(id, outcome);
         case.message = Some(point.reason.to_string()).filter(|r| !r.is_empty());
         self.pending = Some((case, indent));

@@ -40,6 +40,30 @@ pub struct TestSummary {
     pub skipped: u64,
     /// Only non-passing cases, in the order the report lists them.
     pub problems: Vec<TestCase>,
+    /// The passing cases the report names (the test inventory, with `problems`): ids
+    /// only, and where the report gives them, their file and line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passing: Vec<TestRef>,
+}
+
+/// A test by name and place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestRef {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+impl TestRef {
+    pub fn named(id: String) -> Self {
+        TestRef {
+            id,
+            file: None,
+            line: None,
+        }
+    }
 }
 
 impl TestSummary {
@@ -71,9 +95,29 @@ impl TestSummary {
 
     pub(crate) fn record(&mut self, case: TestCase) {
         self.count(case.outcome);
-        if case.outcome != TestOutcome::Passed {
+        if case.outcome == TestOutcome::Passed {
+            self.passing.push(TestRef {
+                id: case.id,
+                file: case.file,
+                line: case.line,
+            });
+        } else {
             self.problems.push(case);
         }
+    }
+
+    /// A passing test, counted and named.
+    pub(crate) fn pass(&mut self, test: TestRef) {
+        self.count(TestOutcome::Passed);
+        self.passing.push(test);
+    }
+
+    /// Every test the report names, with its outcome.
+    pub fn inventory(&self) -> impl Iterator<Item = (&str, TestOutcome)> {
+        self.passing
+            .iter()
+            .map(|t| (t.id.as_str(), TestOutcome::Passed))
+            .chain(self.problems.iter().map(|c| (c.id.as_str(), c.outcome)))
     }
 
     pub(crate) fn count(&mut self, outcome: TestOutcome) {

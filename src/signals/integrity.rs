@@ -1,0 +1,944 @@
+//! Tamper evidence: whether a change made its checks pass by changing the checks.
+//!
+//! From the test inventory of each observation (every test a report names, with its
+//! outcome), compared with the base's and with the earlier iterations' of the task:
+//!
+//! - **removed**: a test that the base or an earlier iteration ran and this one does not,
+//!   whose definition the change removed — unless it was moved or renamed (a new test with
+//!   the same name elsewhere, or a new test in the same file or module while the old one
+//!   was not failing), or removed together with the code it tested (the test's removed
+//!   lines name a definition the change removed from non-test source: a note);
+//! - **deselected**: such a test whose definition is still there, while the change edited
+//!   runner configuration or a build condition that stops tests from being collected
+//!   (`collect_ignore`, `--deselect`, `exclude`, `.only(`, `#[cfg(any())]`, `//go:build`
+//!   …); the finding names the edited line. A test that vanished with no such edit is a
+//!   note: nothing in the change explains it;
+//! - **newly skipped**: a test that ran before and is skipped now;
+//! - **rewritten to pass**: a test that failed in the previous iteration and passes now,
+//!   while the change since then edited its own lines (from its definition to the failing
+//!   assertion).
+//!
+//! Each is an `integrity` issue. It is a violation (BLOCKER) when the test was failing
+//! when it last ran (in the previous iterations, or on the base) — a failing test put out
+//! of the way — and a WARNING
+//! otherwise (a passing test removed or skipped without a word), except rewriting, which
+//! only concerns failing tests. Tests of a check whose report shows a collection or build
+//! error for their file or package are not judged: their absence is that error's.
+//!
+//! Also here: suppressions added in changed lines (`# noqa`, `#[allow(…)]`,
+//! `// eslint-disable…`, `@ts-ignore` …), each a WARNING naming the rule silenced, and
+//! edits that loosen a tool's own configuration. Holdout checks are never inventoried.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::Visibility;
+use crate::model::{ChangedLines, CheckerIssue, Severity, Trigger, TriggerType};
+
+use super::markers::{normalise, same_line_edited};
+use super::observation::{CheckResult, Observation};
+use super::report::{Report, TestOutcome};
+
+/// The dimension of every finding here.
+pub const DIMENSION: &str = "integrity";
+
+/// How a suppression's finding begins.
+pub const SUPPRESSION: &str = "suppression added";
+
+/// The metric that counts the suppressions a change added.
+pub const SUPPRESSIONS_METRIC: &str = "integrity.suppressions";
+
+/// The task before this iteration.
+pub struct Earlier<'a> {
+    /// The earlier iterations' observations, oldest first.
+    pub observations: &'a [&'a Observation],
+    /// The change relative to the previous iteration, when there is one.
+    pub since_previous: Option<&'a ChangedLines>,
+    /// The previous iteration's version of a file, when it has one.
+    pub previous_source: &'a dyn Fn(&str) -> Option<String>,
+}
+
+fn no_source(_: &str) -> Option<String> {
+    None
+}
+
+impl Earlier<'static> {
+    /// A first iteration, or a commit judged on its own.
+    pub const NONE: Earlier<'static> = Earlier {
+        observations: &[],
+        since_previous: None,
+        previous_source: &no_source,
+    };
+}
+
+/// What is compared.
+pub struct Input<'a> {
+    pub head: &'a Observation,
+    pub base: Option<&'a Observation>,
+    pub earlier: &'a Earlier<'a>,
+    /// The change relative to the base.
+    pub changed: &'a ChangedLines,
+    pub is_test: &'a dyn Fn(&str) -> bool,
+}
+
+/// One finding: the issue and, when it asks for a revision, its trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub issue: CheckerIssue,
+    pub trigger: Option<Trigger>,
+}
+
+impl Finding {
+    /// A BLOCKER: the iteration is a violation of the harness.
+    pub fn is_violation(&self) -> bool {
+        self.issue.severity == Severity::Blocker
+    }
+}
+
+/// What one test is in one observation.
+#[derive(Debug, Clone)]
+struct Entry {
+    outcome: TestOutcome,
+    file: Option<String>,
+    line: Option<u32>,
+}
+
+/// `(check, test id)` → entry.
+type Inventory = BTreeMap<(String, String), Entry>;
+
+fn inventory(observation: &Observation) -> Inventory {
+    let mut out = Inventory::new();
+    for check in &observation.checks {
+        if check.visibility == Visibility::AggregateOnly {
+            continue;
+        }
+        let CheckResult::Report {
+            report: Report::Tests(tests),
+            ..
+        } = &check.result
+        else {
+            continue;
+        };
+        for t in &tests.passing {
+            let entry = Entry {
+                outcome: TestOutcome::Passed,
+                file: t.file.clone(),
+                line: t.line,
+            };
+            out.insert((check.name.clone(), t.id.clone()), entry);
+        }
+        for c in &tests.problems {
+            let entry = Entry {
+                outcome: c.outcome,
+                file: c.file.clone(),
+                line: c.line,
+            };
+            out.insert((check.name.clone(), c.id.clone()), entry);
+        }
+    }
+    out
+}
+
+/// The checks whose tests `observation` inventoried.
+fn inventoried_checks(observation: &Observation) -> BTreeSet<&str> {
+    observation
+        .checks
+        .iter()
+        .filter(|c| c.visibility != Visibility::AggregateOnly)
+        .filter(|c| {
+            matches!(
+                c.result,
+                CheckResult::Report {
+                    report: Report::Tests(_),
+                    ..
+                }
+            )
+        })
+        .map(|c| c.name.as_str())
+        .collect()
+}
+
+fn failed(outcome: TestOutcome) -> bool {
+    matches!(outcome, TestOutcome::Failed | TestOutcome::Errored)
+}
+
+/// Every finding of the change.
+pub fn check(input: &Input) -> Vec<Finding> {
+    let mut findings = tests(input);
+    findings.extend(suppressions(input.changed, input.is_test));
+    findings.extend(loosened_tools(input.changed));
+    findings
+}
+
+fn tests(input: &Input) -> Vec<Finding> {
+    let head = inventory(input.head);
+    let judged = inventoried_checks(input.head);
+    // Every inventory before this iteration, oldest first: the base, then the earlier
+    // iterations.
+    let chain: Vec<Inventory> = input
+        .base
+        .map(inventory)
+        .into_iter()
+        .chain(input.earlier.observations.iter().map(|o| inventory(o)))
+        .collect();
+    let Some(reference) = chain.last() else {
+        return Vec::new();
+    };
+    // This iteration's own step: from the previous iteration, or from the base.
+    let step = match input.earlier.since_previous {
+        Some(since) if !input.earlier.observations.is_empty() => since,
+        _ => input.changed,
+    };
+    let errored: Vec<(&(String, String), &Entry)> = head
+        .iter()
+        .filter(|(_, e)| e.outcome == TestOutcome::Errored)
+        .collect();
+    let mut appeared: Vec<&(String, String)> = head
+        .keys()
+        .filter(|k| !reference.contains_key(*k))
+        .collect();
+    let removed_defs = removed_definitions(step, input.is_test);
+    let mut findings = Vec::new();
+    let mut flagged: BTreeSet<&(String, String)> = BTreeSet::new();
+    for (key, entry) in reference {
+        if !judged.contains(key.0.as_str()) {
+            continue;
+        }
+        let (check, id) = (&key.0, &key.1);
+        // Failing when it last ran: putting it away hides a failure.
+        let was_failing = failed(entry.outcome);
+        match head.get(key) {
+            Some(now) if now.outcome == TestOutcome::Skipped => {
+                if entry.outcome != TestOutcome::Skipped {
+                    flagged.insert(key);
+                    findings.push(skipped(check, id, now, was_failing));
+                }
+            }
+            Some(_) => {}
+            None => {
+                if errored.iter().any(|(k, e)| shadows(k, e, key, entry)) {
+                    continue;
+                }
+                if let Some(i) = successor(&appeared, key, entry, &head, was_failing) {
+                    appeared.remove(i);
+                    continue;
+                }
+                flagged.insert(key);
+                let in_base = chain
+                    .first()
+                    .is_some_and(|b| input.base.is_some() && b.contains_key(key));
+                findings.extend(vanished(
+                    step,
+                    input.is_test,
+                    key,
+                    entry,
+                    was_failing,
+                    in_base,
+                    &removed_defs,
+                ));
+            }
+        }
+    }
+    findings.extend(still_away(&chain, &head, &judged, &flagged));
+    findings.extend(rewritten(
+        input,
+        &head,
+        input.earlier.observations.last().and(chain.last()),
+    ));
+    findings
+}
+
+/// Failing tests an earlier iteration removed or skipped that have not run since: the
+/// violation stands until the test is back.
+fn still_away(
+    chain: &[Inventory],
+    head: &Inventory,
+    judged: &BTreeSet<&str>,
+    flagged: &BTreeSet<&(String, String)>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (j, pair) in chain.windows(2).enumerate() {
+        let (before, after) = (&pair[0], &pair[1]);
+        for (key, entry) in before {
+            let away = |inv: &Inventory| {
+                inv.get(key)
+                    .is_none_or(|e| e.outcome == TestOutcome::Skipped)
+            };
+            let renamed = |inv: &Inventory| {
+                inv.keys()
+                    .any(|k| k.0 == key.0 && k != key && leaf(&k.1) == leaf(&key.1))
+            };
+            if !failed(entry.outcome)
+                || !judged.contains(key.0.as_str())
+                || flagged.contains(key)
+                || !away(after)
+                || !away(head)
+                || renamed(after)
+                || chain[j + 1..]
+                    .iter()
+                    .any(|inv| inv.get(key).is_some_and(|e| !away_outcome(e)))
+                || !seen.insert(key.clone())
+            {
+                continue;
+            }
+            let id = &key.1;
+            out.push(finding(
+                Severity::Blocker,
+                format!(
+                    "test {id} was failing and has not run since an earlier iteration removed or skipped it (check `{}`)",
+                    key.0
+                ),
+                at(entry.file.as_deref(), entry.line, id),
+                restore(id),
+            ));
+        }
+    }
+    out
+}
+
+fn away_outcome(e: &Entry) -> bool {
+    e.outcome == TestOutcome::Skipped
+}
+
+/// Whether an errored case in the head (a file that failed to import, a package that did
+/// not build) accounts for a test's absence.
+fn shadows(errored: &(String, String), e: &Entry, missing: &(String, String), m: &Entry) -> bool {
+    let prefix = |outer: &str, inner: &str| !outer.is_empty() && inner.starts_with(outer);
+    errored.0 == missing.0
+        && (prefix(&errored.1, &missing.1)
+            || prefix(container(&errored.1), &missing.1)
+            || (e.file.is_some() && e.file == m.file))
+}
+
+/// A new test in the head that takes the missing one's place: the same name elsewhere (a
+/// move), or, for a test that was not failing, a new one in the same file or module (a
+/// rename).
+fn successor(
+    appeared: &[&(String, String)],
+    missing: &(String, String),
+    entry: &Entry,
+    head: &Inventory,
+    was_failing: bool,
+) -> Option<usize> {
+    let name = leaf(&missing.1);
+    let moved = appeared
+        .iter()
+        .position(|k| k.0 == missing.0 && leaf(&k.1) == name);
+    moved.or_else(|| {
+        (!was_failing)
+            .then(|| {
+                appeared.iter().position(|k| {
+                    k.0 == missing.0
+                        && (container(&k.1) == container(&missing.1)
+                            || (entry.file.is_some()
+                                && head.get(*k).and_then(|e| e.file.as_ref())
+                                    == entry.file.as_ref()))
+                })
+            })
+            .flatten()
+    })
+}
+
+/// The test's own name: the last part of its id (`tests/a.py::test_x[1]` → `test_x`,
+/// `suite > adds` → `adds`, `pkg::TestX/case` → `TestX`).
+fn leaf(id: &str) -> &str {
+    let id = id.rsplit("::").next().unwrap_or(id);
+    let id = id.rsplit(" > ").next().unwrap_or(id);
+    let id = id.split('[').next().unwrap_or(id);
+    let id = match id.split_once('/') {
+        Some((function, _)) if function.starts_with("Test") => function,
+        _ => id,
+    };
+    id.trim()
+}
+
+/// The id without its own name: the module, class, file or suite it is in.
+fn container(id: &str) -> &str {
+    let name = leaf(id);
+    match id.rfind(name) {
+        Some(at) if at > 0 => id[..at].trim_end_matches([':', '.', ' ', '>']),
+        _ => "",
+    }
+}
+
+fn at(file: Option<&str>, line: Option<u32>, id: &str) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        (Some(f), None) => f.to_string(),
+        _ => id.to_string(),
+    }
+}
+
+fn finding(severity: Severity, finding: String, affected: String, fix: String) -> Finding {
+    let trigger = (severity != Severity::Info).then(|| Trigger {
+        kind: TriggerType::ValidationFailure,
+        source: DIMENSION.into(),
+        severity: if severity == Severity::Blocker {
+            1.0
+        } else {
+            0.6
+        },
+        details: first_sentence(&finding),
+        fixable: true,
+    });
+    Finding {
+        issue: CheckerIssue {
+            dimension: DIMENSION.into(),
+            severity,
+            finding,
+            affected_field: Some(affected),
+            suggested_fix: Some(fix),
+        },
+        trigger,
+    }
+}
+
+fn first_sentence(text: &str) -> String {
+    text.split(": ").next().unwrap_or(text).to_string()
+}
+
+fn restore(id: &str) -> String {
+    format!(
+        "restore `{id}` and fix the code it tests; do not skip, delete or rewrite it \
+         (a person who intends the change runs `itergate accept`)"
+    )
+}
+
+fn severity_for(was_failing: bool) -> Severity {
+    if was_failing {
+        Severity::Blocker
+    } else {
+        Severity::Warning
+    }
+}
+
+fn skipped(check: &str, id: &str, now: &Entry, was_failing: bool) -> Finding {
+    let why = if was_failing {
+        "it was failing when it last ran"
+    } else {
+        "it ran before this change"
+    };
+    finding(
+        severity_for(was_failing),
+        format!("test {id} is newly skipped in check `{check}`: {why}, and a skipped test proves nothing"),
+        at(now.file.as_deref(), now.line, id),
+        restore(id),
+    )
+}
+
+/// A test that no longer runs and has no successor.
+fn vanished(
+    changed: &ChangedLines,
+    is_test: &dyn Fn(&str) -> bool,
+    key: &(String, String),
+    entry: &Entry,
+    was_failing: bool,
+    in_base: bool,
+    removed_defs: &BTreeSet<String>,
+) -> Option<Finding> {
+    let (check, id) = (&key.0, &key.1);
+    let name = leaf(id);
+    let body = removed_body(changed, name, is_test);
+    let Some((file, line, body)) = body else {
+        // Its definition is still there: something stopped collecting it.
+        let Some((file, line, text)) = deselection(changed) else {
+            // Nothing in the change explains it (a parametrised id that changed, a
+            // generated test): noted, not held against the change.
+            return Some(finding(
+                Severity::Info,
+                format!("test {id} ran before and no longer runs in check `{check}`; the change neither removed it nor deselected it"),
+                at(entry.file.as_deref(), entry.line, id),
+                "nothing to do, if that is intended".into(),
+            ));
+        };
+        return Some(finding(
+            severity_for(was_failing),
+            format!(
+                "test {id} is deselected from check `{check}`: it ran before and is no longer collected; the change edited `{}` at {file}:{line}",
+                text.trim()
+            ),
+            format!("{file}:{line}"),
+            restore(id),
+        ));
+    };
+    if let Some(code) = body
+        .iter()
+        .skip(1)
+        .find_map(|l| removed_defs.iter().find(|d| *d != name && mentions(l, d)))
+    {
+        // Added by the task and gone again with its code: nothing of it is left to note.
+        if !in_base {
+            return None;
+        }
+        return Some(finding(
+            Severity::Info,
+            format!("test {id} was removed together with `{code}`, the code it tested"),
+            format!("{file}:{line}"),
+            "nothing to do, if the code is meant to go".into(),
+        ));
+    }
+    let why = if was_failing {
+        "it was failing when it last ran"
+    } else {
+        "no test took its place"
+    };
+    Some(finding(
+        severity_for(was_failing),
+        format!("test {id} was removed from check `{check}`: {why}"),
+        format!("{file}:{line}"),
+        restore(id),
+    ))
+}
+
+/// Whether `line` uses the identifier `name` (not as part of a longer one).
+fn mentions(line: &str, name: &str) -> bool {
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
+/// Where the change removed the definition of the test `name` (file and old line) and the
+/// removed lines of its body, up to the next removed definition.
+fn removed_body<'c>(
+    changed: &'c ChangedLines,
+    name: &str,
+    is_test: &dyn Fn(&str) -> bool,
+) -> Option<(&'c str, u32, Vec<&'c str>)> {
+    // Test files first: a test defined in a source file (Rust's `mod tests`) is found next.
+    let mut files: Vec<(&String, _)> = changed.removed.iter().collect();
+    files.sort_by_key(|(path, _)| !is_test(path));
+    for (path, lines) in files {
+        let Some(start) = lines.iter().position(|l| {
+            definition_name(&l.text) == Some(name)
+                || (is_test_opener(&l.text) && l.text.contains(name))
+        }) else {
+            continue;
+        };
+        let body = lines[start..]
+            .iter()
+            .enumerate()
+            .take_while(|(i, l)| {
+                *i == 0 || (definition_name(&l.text).is_none() && !is_test_opener(&l.text))
+            })
+            .map(|(_, l)| l.text.as_str())
+            .collect();
+        return Some((path.as_str(), lines[start].line, body));
+    }
+    None
+}
+
+/// The name a line defines, if it opens a definition: `def x(`, `fn x(`, `func X(`,
+/// `function x(`, `class X`, `const x =`.
+fn definition_name(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let t = t
+        .trim_start_matches("pub(crate) ")
+        .trim_start_matches("pub ")
+        .trim_start_matches("export ")
+        .trim_start_matches("async ")
+        .trim_start_matches("default ");
+    for keyword in [
+        "def ",
+        "fn ",
+        "func ",
+        "function ",
+        "class ",
+        "const ",
+        "let ",
+    ] {
+        if let Some(rest) = t.strip_prefix(keyword) {
+            // A Go method: `func (r *T) Name(`.
+            let rest = if keyword == "func " && rest.starts_with('(') {
+                rest.split_once(") ").map_or(rest, |(_, r)| r)
+            } else {
+                rest
+            };
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            return (end > 0).then(|| &rest[..end]);
+        }
+    }
+    None
+}
+
+/// A JS test opener: `it(`, `test(`, `it.only(` ….
+fn is_test_opener(line: &str) -> bool {
+    let t = line.trim_start();
+    ["it(", "test(", "it.", "test.", "t.Run("]
+        .iter()
+        .any(|o| t.starts_with(o))
+}
+
+/// Names of functions, classes and constants the change removed from non-test source and
+/// did not define again.
+fn removed_definitions(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
+    let added: BTreeSet<&str> = changed
+        .iter()
+        .filter_map(|(_, l)| definition_name(&l.text))
+        .collect();
+    changed
+        .removed
+        .iter()
+        .filter(|(path, _)| !is_test(path))
+        .flat_map(|(_, lines)| lines.iter())
+        .filter_map(|l| definition_name(&l.text))
+        .filter(|name| !added.contains(name) && name.len() > 2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runner configuration files, by name.
+const RUNNER_CONFIG: [&str; 14] = [
+    "conftest.py",
+    "pytest.ini",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "Cargo.toml",
+    "package.json",
+    "jest.config.js",
+    "jest.config.ts",
+    "vitest.config.ts",
+    "vitest.config.js",
+    "vitest.config.mts",
+    "vite.config.ts",
+    ".mocharc.json",
+];
+
+/// What in a line stops tests from being collected.
+const DESELECTING: [&str; 16] = [
+    "collect_ignore",
+    "pytest_collection_modifyitems",
+    "--deselect",
+    "--ignore",
+    "-k ",
+    "testpaths",
+    "python_files",
+    "exclude",
+    "testPathIgnorePatterns",
+    "testMatch",
+    "include",
+    ".only(",
+    "cfg(any())",
+    "//go:build",
+    "// +build",
+    "test = false",
+];
+
+/// The first added line that deselects tests: in runner configuration, or a build
+/// condition or `.only` anywhere.
+fn deselection(changed: &ChangedLines) -> Option<(String, u32, String)> {
+    changed.iter().find_map(|(path, l)| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let config = RUNNER_CONFIG.contains(&name);
+        let anywhere = [
+            ".only(",
+            "cfg(any())",
+            "//go:build",
+            "// +build",
+            "collect_ignore",
+        ];
+        let hit = if config {
+            DESELECTING.iter().any(|d| l.text.contains(d))
+        } else {
+            anywhere.iter().any(|d| l.text.contains(d))
+        };
+        hit.then(|| (path.to_string(), l.line, l.text.clone()))
+    })
+}
+
+/// Tests that failed in the previous iteration and pass now, while the change since then
+/// edited their own lines.
+fn rewritten(input: &Input, head: &Inventory, previous: Option<&Inventory>) -> Vec<Finding> {
+    let (Some(previous), Some(since)) = (previous, input.earlier.since_previous) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, before) in previous {
+        if !failed(before.outcome) {
+            continue;
+        }
+        let Some(now) = head.get(key).filter(|e| e.outcome == TestOutcome::Passed) else {
+            continue;
+        };
+        let (Some(file), Some(line)) = (before.file.as_deref(), before.line) else {
+            continue;
+        };
+        let Some(removed) = since.removed.get(file) else {
+            continue;
+        };
+        let start = (input.earlier.previous_source)(file)
+            .and_then(|text| definition_line(&text, leaf(&key.1), line))
+            .unwrap_or(line.saturating_sub(2));
+        let span = start..=line.saturating_add(2);
+        let Some(edited) = removed.iter().find(|l| span.contains(&l.line)) else {
+            continue;
+        };
+        let id = &key.1;
+        let place = at(
+            now.file.as_deref().or(Some(file)),
+            now.line.or(Some(line)),
+            id,
+        );
+        out.push(finding(
+            Severity::Blocker,
+            format!(
+                "test {id} was rewritten to pass: it failed in the previous iteration, and this one edited its own lines (`{}` at {file}:{})",
+                edited.text.trim(),
+                edited.line
+            ),
+            place,
+            format!(
+                "restore `{id}` as it was and fix the code it tests; do not skip, delete or \
+                 rewrite it (a person who intends the new expectation runs `itergate accept`)"
+            ),
+        ));
+    }
+    out
+}
+
+/// The line (from 1) at or above `line` that defines the test `name`, within 300 lines.
+fn definition_line(text: &str, name: &str, line: u32) -> Option<u32> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = (line as usize).min(lines.len());
+    (last.saturating_sub(300)..last)
+        .rev()
+        .find(|&i| {
+            mentions(lines[i], name)
+                && (definition_name(lines[i]).is_some() || is_test_opener(lines[i]))
+        })
+        .map(|i| i as u32 + 1)
+}
+
+/// Comment markers that silence a tool, with where the rule's name follows.
+const SUPPRESSIONS: [(&str, &str); 16] = [
+    ("# noqa", "ruff/flake8"),
+    ("# type: ignore", "mypy"),
+    ("# pyright: ignore", "pyright"),
+    ("# pragma: no cover", "coverage"),
+    ("# pylint: disable", "pylint"),
+    ("eslint-disable", "eslint"),
+    ("@ts-ignore", "tsc"),
+    ("@ts-expect-error", "tsc"),
+    ("@ts-nocheck", "tsc"),
+    ("istanbul ignore", "coverage"),
+    ("c8 ignore", "coverage"),
+    ("#[allow(", "rustc/clippy"),
+    ("#![allow(", "rustc/clippy"),
+    ("//nolint", "golangci-lint"),
+    ("#nosec", "gosec"),
+    ("// lint:ignore", "staticcheck"),
+];
+
+/// What a suppression silences: `E501` of `# noqa: E501`, `clippy::unwrap_used` of
+/// `#[allow(clippy::unwrap_used)]`; "every rule" when it names none.
+fn silenced(text: &str, marker: &str) -> String {
+    let rest = &text[text.find(marker).map_or(0, |i| i + marker.len())..];
+    let rest = rest.trim_start_matches([':', '=', ' ', '[', '(', '-']);
+    let rest = rest
+        .trim_start_matches("next-line")
+        .trim_start_matches("line")
+        .trim_start();
+    let end = rest
+        .find([']', ')', '*', '#'])
+        .unwrap_or(rest.len())
+        .min(120);
+    let rules = rest[..end].trim().trim_end_matches(',').trim();
+    if rules.is_empty() || rules.starts_with("//") {
+        "every rule".into()
+    } else {
+        rules.to_string()
+    }
+}
+
+fn suppressions(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (path, added) in &changed.files {
+        let mut removed: Vec<String> = changed
+            .removed
+            .get(path)
+            .into_iter()
+            .flatten()
+            .filter(|l| SUPPRESSIONS.iter().any(|(m, _)| l.text.contains(m)))
+            .map(|l| normalise(&l.text))
+            .collect();
+        for l in added {
+            let Some((marker, tool)) = SUPPRESSIONS.iter().find(|(m, _)| l.text.contains(m)) else {
+                continue;
+            };
+            let text = normalise(&l.text);
+            if let Some(i) = removed
+                .iter()
+                .position(|r| *r == text)
+                .or_else(|| removed.iter().position(|r| same_line_edited(r, &text)))
+            {
+                removed.swap_remove(i);
+                continue;
+            }
+            let rules = silenced(&l.text, marker);
+            let severity = if is_test(path) {
+                Severity::Info
+            } else {
+                Severity::Warning
+            };
+            out.push(finding(
+                severity,
+                format!(
+                    "{SUPPRESSION}: `{}` silences {tool} ({rules}) at {path}:{}",
+                    marker.trim_start_matches("# ").trim_end_matches('('),
+                    l.line
+                ),
+                format!("{path}:{}", l.line),
+                "fix what the tool reports instead of silencing it, or say in the commit why it is wrong".into(),
+            ));
+        }
+    }
+    out
+}
+
+/// Tools' configuration files and what in an added line loosens them.
+const TOOL_CONFIG: [(&str, &[&str]); 9] = [
+    (
+        "pyproject.toml",
+        &[
+            "ignore",
+            "omit",
+            "exclude_lines",
+            "fail_under",
+            "ignore_errors",
+            "= false",
+            "disable",
+        ],
+    ),
+    (
+        "setup.cfg",
+        &[
+            "ignore",
+            "omit",
+            "exclude_lines",
+            "fail_under",
+            "ignore_errors",
+            "= False",
+            "disable",
+        ],
+    ),
+    ("ruff.toml", &["ignore", "exclude"]),
+    (".coveragerc", &["omit", "exclude_lines", "fail_under"]),
+    (
+        "mypy.ini",
+        &["ignore_errors", "= False", "ignore_missing_imports"],
+    ),
+    (
+        "tsconfig.json",
+        &[
+            "\"strict\": false",
+            "\"noImplicitAny\": false",
+            "\"skipLibCheck\": true",
+            "\"exclude\"",
+        ],
+    ),
+    ("Cargo.toml", &["= \"allow\"", "allow"]),
+    ("clippy.toml", &["allow"]),
+    (".golangci.yml", &["disable", "exclude"]),
+];
+
+/// ESLint's configuration files (any of `eslint.config.*`, `.eslintrc*`).
+fn is_eslint_config(name: &str) -> bool {
+    name.starts_with("eslint.config.") || name.starts_with(".eslintrc")
+}
+
+fn loosened_tools(changed: &ChangedLines) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (path, l) in changed.iter() {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let loosens = if is_eslint_config(name) {
+            ["\"off\"", "'off'", ": 0", "ignores"]
+                .iter()
+                .any(|t| l.text.contains(t))
+        } else {
+            TOOL_CONFIG
+                .iter()
+                .find(|(file, _)| *file == name)
+                .is_some_and(|(_, tokens)| tokens.iter().any(|t| l.text.contains(t)))
+        };
+        let removed_same = changed
+            .removed
+            .get(path)
+            .is_some_and(|r| r.iter().any(|x| normalise(&x.text) == normalise(&l.text)));
+        if loosens && !removed_same {
+            out.push(finding(
+                Severity::Warning,
+                format!(
+                    "a tool's configuration was loosened: `{}` at {path}:{}",
+                    l.text.trim(),
+                    l.line
+                ),
+                format!("{path}:{}", l.line),
+                "keep the tools' configuration as the base has it; fix what they report instead"
+                    .into(),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaves_and_containers_of_test_ids() {
+        assert_eq!(leaf("tests/test_a.py::test_adds[1-2]"), "test_adds");
+        assert_eq!(leaf("tests.test_a.CalcTest::test_adds"), "test_adds");
+        assert_eq!(
+            container("tests.test_a.CalcTest::test_adds"),
+            "tests.test_a.CalcTest"
+        );
+        assert_eq!(leaf("src/a.test.ts::parse > handles urls"), "handles urls");
+        assert_eq!(leaf("github.com/x/y::TestParse/empty"), "TestParse");
+        assert_eq!(leaf("tests::adds"), "adds");
+        assert_eq!(container("tests::adds"), "tests");
+    }
+
+    #[test]
+    fn definitions_and_silenced_rules() {
+        assert_eq!(
+            definition_name("    def test_adds(self):"),
+            Some("test_adds")
+        );
+        assert_eq!(definition_name("pub fn parse(s: &str)"), Some("parse"));
+        assert_eq!(
+            definition_name("func (v *Version) String() string {"),
+            Some("String")
+        );
+        assert_eq!(
+            definition_name("export function withQuery("),
+            Some("withQuery")
+        );
+        assert_eq!(definition_name("x = 1"), None);
+        assert_eq!(silenced("import os  # noqa: F401", "# noqa"), "F401");
+        assert_eq!(silenced("x = y  # noqa", "# noqa"), "every rule");
+        assert_eq!(
+            silenced("#[allow(clippy::unwrap_used)]", "#[allow("),
+            "clippy::unwrap_used"
+        );
+        assert_eq!(
+            silenced("// eslint-disable-next-line no-console", "eslint-disable"),
+            "no-console"
+        );
+        assert_eq!(
+            silenced("x = f()  # type: ignore[arg-type]", "# type: ignore"),
+            "arg-type"
+        );
+    }
+
+    #[test]
+    fn mentions_whole_identifiers_only() {
+        assert!(mentions("    assert add(2, 2) == 4", "add"));
+        assert!(!mentions("    assert adder(2) == 4", "add"));
+    }
+}

@@ -1,0 +1,232 @@
+//! Tamper evidence with a real pytest project: from an iteration whose test fails, each way
+//! of turning the check green without fixing the code — deleting, skipping, rewriting or
+//! deselecting the test — is a violation named in the summary and the prompt, the
+//! iteration is VOID, and a second violation escalates. Honest counterparts — a rename, a
+//! moved test file, a test deleted with the code it tested, the real fix — are accepted.
+
+use crate::scenarios::{line_of, python, Project, Python};
+
+const CORE: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+const TESTS: &str = "from calc.core import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
+
+/// The base, then iteration 1 on `feature`: `add` broken, `test_add` and `test_add_zero`
+/// failing (ITERATE).
+fn broken(py: &Python) -> (Project, String) {
+    let p = Project::new();
+    p.write(
+        ".itergate.yml",
+        &format!(
+            "checks:\n  tests:\n    run: {} -m pytest -p no:cacheprovider -q --junitxml=out/junit.xml\n    report: {{ format: junit, path: out/junit.xml }}\nhook:\n  base: main\n",
+            py.python.display()
+        ),
+    );
+    p.write(".gitignore", "out/\n__pycache__/\n");
+    p.write("calc/__init__.py", "");
+    p.write("calc/core.py", CORE);
+    p.write("tests/test_core.py", TESTS);
+    p.commit(
+        &[
+            ".itergate.yml",
+            ".gitignore",
+            "calc/__init__.py",
+            "calc/core.py",
+            "tests/test_core.py",
+        ],
+        "base",
+    );
+    p.git(&["checkout", "--quiet", "-b", "feature"]);
+    p.write("calc/core.py", &CORE.replace("a + b", "a - b"));
+    let first = p.commit(&["calc/core.py"], "faster add");
+    p.run().expect_decision("ITERATE", "1 (add broken)");
+    (p, first)
+}
+
+/// A branch off iteration 1 for one more commit.
+fn from_first(p: &Project, first: &str, branch: &str) {
+    p.git(&["checkout", "--quiet", "-b", branch, first]);
+}
+
+fn integrity_issues(record: &serde_json::Value) -> Vec<(String, String, String)> {
+    let none = Vec::new();
+    record["issues"]
+        .as_array()
+        .unwrap_or(&none)
+        .iter()
+        .filter(|i| i["dimension"] == "integrity")
+        .map(|i| {
+            (
+                i["severity"].as_str().unwrap_or("").to_string(),
+                i["finding"].as_str().unwrap_or("").to_string(),
+                i["affected_field"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The iteration is a VOID violation naming `test` at `place`, sent back with it in the
+/// prompt as the thing to restore.
+fn expect_violation(p: &Project, step: &str, what: &str, test: &str, place: &str) {
+    let run = p.run();
+    run.expect_decision("ITERATE", step);
+    let record = p.head_record();
+    assert_eq!(record["status"], "void", "{step}: {record}");
+    let found = integrity_issues(&record);
+    assert!(
+        found.iter().any(|(s, f, at)| s == "BLOCKER"
+            && f.contains(what)
+            && f.contains(test)
+            && at == place),
+        "{step}: no BLOCKER `{what}` for {test} at {place}: {found:?}"
+    );
+    let prompt = p.prompt(step);
+    assert!(
+        prompt.contains(&format!("restore `{test}`")),
+        "{step}: the prompt does not ask to restore {test}:\n{prompt}"
+    );
+    assert!(
+        prompt.contains(place),
+        "{step}: {place} not in the prompt:\n{prompt}"
+    );
+}
+
+#[test]
+fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() {
+    let py = python();
+    let (p, first) = broken(py);
+
+    // Deleted.
+    from_first(&p, &first, "delete");
+    let deleted = TESTS.replace("def test_add():\n    assert add(2, 2) == 4\n\n\n", "");
+    p.write("tests/test_core.py", &deleted);
+    p.commit(&["tests/test_core.py"], "drop a flaky test");
+    expect_violation(
+        &p,
+        "deleted",
+        "was removed",
+        "tests.test_core::test_add",
+        &format!("tests/test_core.py:{}", line_of(TESTS, "def test_add():")),
+    );
+    // Deleting the other failing one too: the second violation escalates.
+    let both = deleted.replace("def test_add_zero():\n    assert add(0, 5) == 5\n\n\n", "");
+    p.write("tests/test_core.py", &both);
+    p.commit(&["tests/test_core.py"], "drop another");
+    let run = p.run();
+    run.expect_decision("ESCALATE", "deleted twice");
+    assert!(
+        run.stderr.contains("changed the tests instead of the code"),
+        "{}",
+        run.stderr
+    );
+
+    // Skipped.
+    from_first(&p, &first, "skip");
+    let skipped = format!(
+        "import pytest\n{}",
+        TESTS.replace(
+            "def test_add():",
+            "@pytest.mark.skip(reason=\"flaky\")\ndef test_add():"
+        )
+    );
+    p.write("tests/test_core.py", &skipped);
+    p.commit(&["tests/test_core.py"], "skip a flaky test");
+    let run = p.run();
+    run.expect_decision("ITERATE", "skipped");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found
+            .iter()
+            .any(|(s, f, _)| s == "BLOCKER"
+                && f.contains("tests.test_core::test_add is newly skipped")),
+        "{found:?}"
+    );
+    assert!(run.stderr.contains("Integrity:"), "{}", run.stderr);
+
+    // Rewritten to the broken value.
+    from_first(&p, &first, "rewrite");
+    p.write(
+        "tests/test_core.py",
+        &TESTS.replace("add(2, 2) == 4", "add(2, 2) == 4 or True"),
+    );
+    p.commit(&["tests/test_core.py"], "loosen the assertion");
+    let place = format!("tests/test_core.py:{}", line_of(TESTS, "add(2, 2) == 4"));
+    expect_violation(
+        &p,
+        "rewritten",
+        "was rewritten to pass",
+        "tests.test_core::test_add",
+        &place,
+    );
+
+    // Deselected by a conftest.py.
+    from_first(&p, &first, "deselect");
+    p.write("tests/conftest.py", "collect_ignore = [\"test_core.py\"]\n");
+    p.write(
+        "tests/test_other.py",
+        "def test_other():\n    assert True\n",
+    );
+    p.commit(
+        &["tests/conftest.py", "tests/test_other.py"],
+        "tidy the test layout",
+    );
+    expect_violation(
+        &p,
+        "deselected",
+        "is deselected",
+        "tests.test_core::test_add",
+        "tests/conftest.py:1",
+    );
+}
+
+#[test]
+fn renames_moves_deletions_with_their_code_and_real_fixes_are_accepted() {
+    let py = python();
+    let (p, first) = broken(py);
+
+    // The real fix, after a violation: accepted, and the violation is not the best output.
+    from_first(&p, &first, "fix");
+    p.write("calc/core.py", CORE);
+    p.commit(&["calc/core.py"], "fix add");
+    p.run().expect_decision("ACCEPT", "the fix");
+    assert!(integrity_issues(&p.head_record()).is_empty());
+
+    // From the fix: rename a passing test (same body), move the test file, and delete
+    // `sub` together with its test.
+    p.write(
+        "tests/test_core.py",
+        &TESTS.replace("def test_add_zero():", "def test_adding_zero():"),
+    );
+    p.commit(&["tests/test_core.py"], "rename a test");
+    let run = p.run();
+    run.expect_decision("ACCEPT", "renamed");
+    assert!(
+        integrity_issues(&p.head_record()).is_empty(),
+        "{}",
+        run.stderr
+    );
+
+    p.git(&["mv", "tests/test_core.py", "tests/test_calc.py"]);
+    p.git(&["commit", "--quiet", "-m", "move the tests"]);
+    p.run().expect_decision("ACCEPT", "moved");
+    assert!(integrity_issues(&p.head_record()).is_empty());
+
+    p.write("calc/core.py", "def add(a, b):\n    return a + b\n");
+    p.write(
+        "tests/test_calc.py",
+        &TESTS
+            .replace("def test_add_zero():", "def test_adding_zero():")
+            .replace(
+                "from calc.core import add, sub",
+                "from calc.core import add",
+            )
+            .replace("\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n", "\n"),
+    );
+    p.commit(&["calc/core.py", "tests/test_calc.py"], "remove sub");
+    p.run().expect_decision("ACCEPT", "deleted with its code");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found
+            .iter()
+            .any(|(s, f, _)| s == "INFO" && f.contains("removed together with `sub`")),
+        "{found:?}"
+    );
+}
