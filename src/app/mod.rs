@@ -105,6 +105,66 @@ impl Env {
         })
     }
 
+    /// The configuration of the base, not the branch's own (seed 002's locked harness):
+    /// the checks, reports, thresholds and weights that judge a branch are those of
+    /// `.itergate.yml` at its merge-base with the base branch, so a change cannot narrow
+    /// its own judge. Kept as loaded when a person named the file (`--config`), on the base
+    /// branch itself, outside a repository, or when the base has no configuration (a
+    /// branch that adopts itergate). Says so when the branch's configuration differs.
+    pub fn locked_to_base(mut self, global: &GlobalArgs, quiet: bool) -> Result<Env, Failure> {
+        if global.config.is_some() {
+            return Ok(self);
+        }
+        let Ok(repo) = crate::git::open(&self.root) else {
+            return Ok(self);
+        };
+        let Ok(tip) = crate::git::resolve_commit(&repo, "HEAD") else {
+            return Ok(self);
+        };
+        // The base branch is named by the branch's configuration, then by the base's own.
+        let mut locked: Option<(Config, String)> = None;
+        for _ in 0..2 {
+            let hook_base = match &locked {
+                Some((config, _)) => config.hook.base.clone(),
+                None => self.config.hook.base.clone(),
+            };
+            let Some(merge_base) =
+                crate::git::default_base_branch(&repo, hook_base.as_deref(), "origin")
+                    .ok()
+                    .and_then(|b| crate::git::resolve_commit(&repo, &b).ok())
+                    .and_then(|b| crate::git::merge_base(&repo, tip, b).ok().flatten())
+                    .filter(|mb| *mb != tip)
+            else {
+                break;
+            };
+            let Some(found) = config_at(&repo, merge_base)? else {
+                break;
+            };
+            let same_base = locked
+                .as_ref()
+                .is_some_and(|(c, _)| c.hook.base == found.0.hook.base);
+            locked = Some(found);
+            if same_base
+                || locked
+                    .as_ref()
+                    .is_some_and(|(c, _)| c.hook.base == hook_base)
+            {
+                break;
+            }
+        }
+        if let Some((config, origin)) = locked {
+            if config != self.config && !quiet {
+                eprintln!(
+                    "itergate: the configuration changed on this branch; it takes effect once it \
+                     is on the base. Judging with the base's ({origin}); `--config <file>` \
+                     judges with another"
+                );
+            }
+            self.config = config;
+        }
+        Ok(self)
+    }
+
     pub fn renderer(&self) -> Result<Renderer, Failure> {
         self.renderer_with(self.color)
     }
@@ -127,6 +187,31 @@ impl Env {
     pub fn path(&self, path: &Path) -> PathBuf {
         resolve(&self.root, path)
     }
+}
+
+/// The configuration committed at `commit` (the first of [`CONFIG_LOCATIONS`] there), with
+/// where it was read (`3f2a1b0:.itergate.yml`).
+fn config_at(
+    repo: &git2::Repository,
+    commit: git2::Oid,
+) -> Result<Option<(Config, String)>, Failure> {
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(|e| Failure::Internal(e.into()))?;
+    for name in crate::config::CONFIG_LOCATIONS {
+        let Ok(entry) = tree.get_path(Path::new(name)) else {
+            continue;
+        };
+        let Ok(blob) = repo.find_blob(entry.id()) else {
+            continue;
+        };
+        let origin = format!("{}:{name}", local::short(commit));
+        let text = String::from_utf8_lossy(blob.content());
+        let config = Config::from_yaml(&text, Path::new(&origin)).map_err(user)?;
+        return Ok(Some((config, origin)));
+    }
+    Ok(None)
 }
 
 fn resolve(root: &Path, path: &Path) -> PathBuf {

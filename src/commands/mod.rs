@@ -32,6 +32,32 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         }
         Err(e) => return Err(e),
     };
+    // Commands that judge the current branch do it with the base's configuration.
+    let judges_the_branch = matches!(
+        cli.command,
+        Command::Score(_)
+            | Command::Run(_)
+            | Command::Status(_)
+            | Command::Prompt
+            | Command::Accept(_)
+            | Command::Escalate(_)
+            | Command::Adjust(_)
+            | Command::Feedback(_)
+            | Command::Budget(_)
+            | Command::Context(_)
+            | Command::Hook(crate::cli::HookCommand::PrePush { .. })
+    );
+    let env = if judges_the_branch {
+        match env.locked_to_base(&cli.global, cli.global.quiet) {
+            Ok(env) => env,
+            Err(e) if matches!(cli.command, Command::Hook(_)) => {
+                return hook::fail(crate::config::OnError::Allow, &e);
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        env
+    };
     match cli.command {
         Command::Decide(args) => decide::decide(&env, &args),
         Command::Analytics(args) => decide::analytics(&env, &args),

@@ -223,9 +223,11 @@ fn tests(input: &Input) -> Vec<Finding> {
                     continue;
                 }
                 flagged.insert(key);
-                let in_base = chain
-                    .first()
-                    .is_some_and(|b| input.base.is_some() && b.contains_key(key));
+                // On the base under this name, or under another before a move.
+                let in_base = input.base.is_some()
+                    && chain.first().is_some_and(|b| {
+                        b.keys().any(|k| k.0 == key.0 && leaf(&k.1) == leaf(&key.1))
+                    });
                 findings.extend(vanished(
                     step,
                     input.is_test,
@@ -940,5 +942,94 @@ mod tests {
     fn mentions_whole_identifiers_only() {
         assert!(mentions("    assert add(2, 2) == 4", "add"));
         assert!(!mentions("    assert adder(2) == 4", "add"));
+    }
+}
+
+#[cfg(test)]
+mod scenario_tests {
+    use super::*;
+    use crate::config::Visibility;
+    use crate::model::{AddedLine, RemovedLine};
+    use crate::signals::observation::CheckOutcome;
+    use crate::signals::report::{TestRef, TestSummary};
+
+    fn observed(ids: &[&str]) -> Observation {
+        let mut tests = TestSummary::default();
+        for id in ids {
+            tests.passed += 1;
+            tests.passing.push(TestRef::named(id.to_string()));
+        }
+        Observation {
+            checks: vec![CheckOutcome {
+                name: "tests".into(),
+                visibility: Visibility::Full,
+                void_on_violation: false,
+                result: CheckResult::Report {
+                    report: Report::Tests(tests),
+                    exit_code: Some(0),
+                },
+            }],
+            execution_time_ms: None,
+            flaky: vec![],
+        }
+    }
+
+    fn removed(lines: &[&str]) -> Vec<RemovedLine> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, t)| RemovedLine {
+                line: i as u32 + 1,
+                text: t.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_test_removed_with_the_code_it_tested_is_a_note() {
+        let base = observed(&["tests.test_core::test_add", "tests.test_core::test_sub"]);
+        let previous = observed(&["tests.test_calc::test_add", "tests.test_calc::test_sub"]);
+        let head = observed(&["tests.test_calc::test_add"]);
+        let mut step = ChangedLines::default();
+        step.files.insert(
+            "tests/test_calc.py".into(),
+            vec![AddedLine {
+                line: 1,
+                text: "from calc.core import add".into(),
+            }],
+        );
+        step.removed.insert(
+            "tests/test_calc.py".into(),
+            removed(&[
+                "from calc.core import add, sub",
+                "",
+                "",
+                "def test_sub():",
+                "    assert sub(3, 1) == 2",
+            ]),
+        );
+        step.removed.insert(
+            "calc/core.py".into(),
+            removed(&["", "", "def sub(a, b):", "    return a - b"]),
+        );
+        let observations = [&previous];
+        let earlier = Earlier {
+            observations: &observations,
+            since_previous: Some(&step),
+            previous_source: &|_| None,
+        };
+        let found = check(&Input {
+            head: &head,
+            base: Some(&base),
+            earlier: &earlier,
+            changed: &step,
+            is_test: &|p: &str| p.starts_with("tests/"),
+        });
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].issue.severity, Severity::Info);
+        assert!(found[0]
+            .issue
+            .finding
+            .contains("removed together with `sub`"));
     }
 }

@@ -1,7 +1,8 @@
 //! Tamper evidence with a real pytest project: from an iteration whose test fails, each way
 //! of turning the check green without fixing the code — deleting, skipping, rewriting or
 //! deselecting the test — is a violation named in the summary and the prompt, the
-//! iteration is VOID, and a second violation escalates. Honest counterparts — a rename, a
+//! iteration is VOID, and a second violation escalates; a branch that narrows the judge's
+//! own configuration is still judged by the base's. Honest counterparts — a rename, a
 //! moved test file, a test deleted with the code it tested, the real fix — are accepted.
 
 use crate::scenarios::{line_of, python, Project, Python};
@@ -156,6 +157,35 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
         "tests.test_core::test_add",
         &place,
     );
+
+    // The judge's configuration narrowed on the branch: the base's still judges.
+    from_first(&p, &first, "narrow");
+    let config = std::fs::read_to_string(p.path().join(".itergate.yml")).expect("config");
+    p.write(
+        "tests/test_other.py",
+        "def test_other():\n    assert True\n",
+    );
+    p.write(
+        ".itergate.yml",
+        &config.replace(
+            "--junitxml=out/junit.xml",
+            "--junitxml=out/junit.xml tests/test_other.py",
+        ),
+    );
+    p.commit(
+        &[".itergate.yml", "tests/test_other.py"],
+        "run the relevant tests only",
+    );
+    let run = p.run();
+    // The same two failures as before: stalled, and a person decides.
+    run.expect_decision("ESCALATE", "narrowed configuration");
+    assert!(
+        run.stderr
+            .contains("the configuration changed on this branch"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("2 of 4 tests failed"), "{}", run.stderr);
 
     // Deselected by a conftest.py.
     from_first(&p, &first, "deselect");

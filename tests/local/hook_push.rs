@@ -57,6 +57,18 @@ impl Fixture {
         }
     }
 
+    /// Commits `content` as `file` on `main` (pushed) and brings `feature` onto it: what
+    /// judges the branch is the base's configuration.
+    fn on_base(&self, file: &str, content: &str) {
+        self.repo.git(&["checkout", "--quiet", "main"]);
+        self.repo
+            .commit_file(file, content, "configure on the base");
+        self.repo
+            .git(&["push", "--quiet", "--no-verify", "origin", "main"]);
+        self.repo.git(&["checkout", "--quiet", "feature"]);
+        self.repo.git(&["rebase", "--quiet", "main"]);
+    }
+
     fn runs(&self) -> usize {
         std::fs::read_to_string(&self.counter)
             .expect("counter")
@@ -190,7 +202,7 @@ fn the_cache_runs_nothing_for_a_tree_already_scored() {
 fn score_each_records_every_new_commit_in_its_own_worktree() {
     let f = Fixture::new("warn");
     let config = std::fs::read_to_string(f.repo.path.join(".itergate.yml")).expect("config");
-    f.repo.write(
+    f.on_base(
         ".itergate.yml",
         &config.replace("hook:\n", "hook:\n  score: each\n"),
     );
@@ -224,7 +236,7 @@ fn score_each_records_every_new_commit_in_its_own_worktree() {
     assert_eq!(f.repo.git(&["status", "--porcelain"]), status_before);
 
     // The next push scores only what is new.
-    f.repo.commit_file("results.txt", "4 0\n", "all pass");
+    f.repo.commit_file("results.txt", "5 0\n", "all pass");
     let out = f.push(&["origin", "feature"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(f.runs(), 5);
@@ -607,7 +619,7 @@ fn config_with(check: &str, counter: &Path, base: &str) -> String {
 fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
     let f = Fixture::new("warn");
     let counter = f.counter.display().to_string();
-    f.repo.write(
+    f.on_base(
         ".itergate.yml",
         &config_with("./missing-tool.sh --all", &f.counter, "main"),
     );
@@ -641,8 +653,9 @@ fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
         push_err.contains("WARNING") && push_err.contains("could not run"),
         "{push_err}"
     );
-    // The environment is fixed: the same tree is checked now, once.
-    f.repo.write(
+    // The environment is fixed (on the base, whose configuration judges): the same tree
+    // is checked now, once.
+    f.on_base(
         ".itergate.yml",
         &config_with("./check.sh", &f.counter, "main"),
     );

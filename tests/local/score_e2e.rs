@@ -149,11 +149,22 @@ fn scores_the_change_from_real_reports() {
     assert_eq!(note["severity"], "INFO", "{note}");
     assert_eq!(note["dimension"], "incomplete_output", "{note}");
 
-    // The whole tree, on request: the same (cached) observation, judged as a whole.
+    // The whole tree, on request (a configuration of the branch's, so named): the same
+    // (cached) observation, judged as a whole.
     let config = format!("{CONFIG}scoring: {{ scope: whole }}\n");
     std::fs::write(dir.path().join(".itergate.yml"), config).expect("write");
     git(dir.path(), &["commit", "-q", "-am", "judge the whole tree"]);
-    let o = itergate(dir.path(), &["score", "--format", "json", "-q"]);
+    let o = itergate(
+        dir.path(),
+        &[
+            "--config",
+            ".itergate.yml",
+            "score",
+            "--format",
+            "json",
+            "-q",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json record");
     assert_eq!(r["scores"]["tests_passing"], 0.75);
@@ -243,7 +254,17 @@ fn a_hanging_check_is_stopped_at_its_timeout() {
     git(p, &["add", "."]);
     git(p, &["commit", "-q", "-m", "hang"]);
     let started = std::time::Instant::now();
-    let o = itergate(p, &["score", "--format", "json", "-q"]);
+    let o = itergate(
+        p,
+        &[
+            "--config",
+            ".itergate.yml",
+            "score",
+            "--format",
+            "json",
+            "-q",
+        ],
+    );
     assert!(
         started.elapsed().as_secs() < 10,
         "took {:?}",
@@ -301,7 +322,17 @@ fn holdout_details_go_to_the_private_path_only() {
         "checks:\n  holdout:\n    run: sh checks/tests.sh\n    report: { format: junit, path: out/junit.xml }\n    visibility: aggregate_only\nscoring: { scope: whole }\n",
     )
     .expect("write");
-    let o = itergate(p, &["score", "--format", "json", "-q"]);
+    let o = itergate(
+        p,
+        &[
+            "--config",
+            ".itergate.yml",
+            "score",
+            "--format",
+            "json",
+            "-q",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let visible = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -413,7 +444,14 @@ fn interrupted_by(signal: i32) -> (Option<i32>, std::time::Duration, String, boo
     .expect("write");
     git(p, &["commit", "-q", "-am", "a slow check"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_itergate"))
-        .args(["score", "--rev", "HEAD~1", "-q"])
+        .args([
+            "--config",
+            ".itergate.yml",
+            "score",
+            "--rev",
+            "HEAD~1",
+            "-q",
+        ])
         .current_dir(p)
         .spawn()
         .expect("itergate runs");
