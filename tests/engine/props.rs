@@ -222,3 +222,66 @@ proptest! {
         prop_assert_eq!(run(&config, &history), run(&config, &history));
     }
 }
+
+/// Files whose names the readers of changed lines look at.
+const CHANGED_FILES: [&str; 8] = [
+    "tests/conftest.py",
+    "pyproject.toml",
+    "Cargo.toml",
+    "src/lib.rs",
+    "test/a.test.ts",
+    "eslint.config.js",
+    "tsconfig.json",
+    "pkg/a_test.go",
+];
+
+/// Lines that look like what the readers look for, and anything else.
+fn change_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("-def test_x():".to_string()),
+        Just("collect_ignore = [\"test_x.py\"]".to_string()),
+        Just("x = 1  # noqa: E501".to_string()),
+        Just("#[allow(clippy::unwrap_used)]".to_string()),
+        Just("// eslint-disable-next-line".to_string()),
+        Just("\"strict\": false".to_string()),
+        Just("    todo!()".to_string()),
+        Just("-    // TODO: é".to_string()),
+        "\\PC{0,80}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Tamper evidence and markers read any change without panicking (the `integrity` fuzz
+    /// target does the same with arbitrary bytes).
+    #[test]
+    fn readers_of_changed_lines_never_panic(lines in proptest::collection::vec(change_line(), 0..60)) {
+        use itergate::model::{AddedLine, ChangedLines, RemovedLine};
+        use itergate::signals::{integrity, markers, observation::Observation};
+        let mut changed = ChangedLines::default();
+        for (i, line) in lines.iter().enumerate() {
+            let file = CHANGED_FILES[i % CHANGED_FILES.len()].to_string();
+            let number = i as u32 + 1;
+            match line.strip_prefix('-') {
+                Some(text) => changed.removed.entry(file).or_default().push(RemovedLine { line: number, text: text.into() }),
+                None => changed.files.entry(file).or_default().push(AddedLine { line: number, text: line.clone() }),
+            }
+        }
+        let head = Observation::default();
+        let is_test = |p: &str| p.contains("test");
+        let found = integrity::check(&integrity::Input {
+            head: &head,
+            base: Some(&head),
+            earlier: &integrity::Earlier::NONE,
+            changed: &changed,
+            is_test: &is_test,
+        });
+        for f in &found {
+            prop_assert_eq!(&f.issue.dimension, integrity::DIMENSION);
+            prop_assert!(f.issue.affected_field.is_some());
+        }
+        let paths = markers::Paths { is_source: &|_| true, is_test: &is_test };
+        let _ = markers::new_markers(&changed, &paths, itergate::config::MarkerComments::Warning);
+    }
+}

@@ -1,7 +1,8 @@
 //! `itergate init && itergate run` on small Go and node:test projects, with the real `go`
 //! and `node` (`scripts/ensure-go.sh` installs Go where it is missing): a broken test is
 //! named at its file:line with its values, an untested new function is asked for a test,
-//! a vet finding is located, and a base that already fails hides only its own failures.
+//! a vet finding is located, a base that already fails hides only its own failures, and a
+//! failing node:test test that is skipped or rewritten to pass is a violation.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -293,4 +294,79 @@ fn coverage_that_names_no_file_of_the_repository_is_refused_not_read_as_nothing(
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "package.json",
+        r#"{"name":"fx","version":"1.0.0","type":"module","scripts":{"test":"node --test test/"}}"#,
+    );
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    let tests = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\nit('adds two numbers', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n\nit('adds zero', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n";
+    write(p, "test/math.test.js", tests);
+    write(p, ".gitignore", ".itergate-*\n");
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a - b;\n}\n",
+    );
+    commit(p, "subtract");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+
+    // Skipped.
+    write(
+        p,
+        "test/math.test.js",
+        &tests.replace("it('adds two numbers'", "it.skip('adds two numbers'"),
+    );
+    commit(p, "skip it");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(
+        text.contains("BLOCKER test adds two numbers is newly skipped"),
+        "{text}"
+    );
+    assert!(prompt.contains("restore `adds two numbers`"), "{prompt}");
+
+    // Rewritten to the broken value, on a branch from the failing iteration.
+    git(p, &["checkout", "-q", "-b", "rewrite", "agent~1"]);
+    write(
+        p,
+        "test/math.test.js",
+        &tests.replace("add(1, 2), 3", "add(1, 2), -1"),
+    );
+    commit(p, "expect what it does");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(text.contains("was rewritten to pass"), "{text}");
+    assert!(prompt.contains("test/math.test.js:5"), "{prompt}");
+
+    // The fix is accepted.
+    git(p, &["checkout", "-q", "-b", "fix", "agent~1"]);
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    commit(p, "add again");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
 }
