@@ -456,15 +456,44 @@ impl Accumulator {
         holdout: bool,
     ) {
         self.lint_seen = true;
+        // The base's findings by their exact key (with the source line), then, for what
+        // is left on both sides, by tool, rule, file and message alone: a finding over a
+        // block (an import block's I001) whose first line the change edited is still the
+        // base's; only the excess is new.
+        let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
         let mut on_base: HashMap<FindingKey, usize> = HashMap::new();
-        for f in base.map(|b| b.findings.as_slice()).unwrap_or_default() {
+        for f in base_findings {
             *on_base.entry(finding_key(f)).or_default() += 1;
+        }
+        let exact: Vec<bool> = l
+            .findings
+            .iter()
+            .map(|f| {
+                on_base
+                    .get_mut(&finding_key(f))
+                    .filter(|c| **c > 0)
+                    .map(|c| *c -= 1)
+                    .is_some()
+            })
+            .collect();
+        let mut loose: HashMap<LooseKey, usize> = HashMap::new();
+        for f in base_findings {
+            let key = finding_key(f);
+            if let Some(c) = on_base.get_mut(&key).filter(|c| **c > 0) {
+                *c -= 1;
+                *loose.entry(loose_key(f)).or_default() += 1;
+            }
         }
         let mut new_errors = 0;
         let mut new = Vec::new();
-        for finding in &l.findings {
-            if let Some(count) = on_base.get_mut(&finding_key(finding)).filter(|c| **c > 0) {
-                *count -= 1;
+        for (finding, exact) in l.findings.iter().zip(exact) {
+            let old = exact
+                || loose
+                    .get_mut(&loose_key(finding))
+                    .filter(|c| **c > 0)
+                    .map(|c| *c -= 1)
+                    .is_some();
+            if old {
                 match finding.level {
                     LintLevel::Error => self.debt.lint_errors += 1,
                     LintLevel::Warning => self.debt.lint_warnings += 1,
@@ -766,6 +795,18 @@ fn finding_key(f: &LintFinding) -> FindingKey {
         f.file.clone(),
         f.message.clone(),
         place,
+    )
+}
+
+/// A finding without its place: what two findings over one block of code share.
+type LooseKey = (String, Option<String>, Option<String>, String);
+
+fn loose_key(f: &LintFinding) -> LooseKey {
+    (
+        f.tool.clone(),
+        f.rule.clone(),
+        f.file.clone(),
+        f.message.clone(),
     )
 }
 

@@ -681,3 +681,41 @@ fn very_long_findings_are_cut_when_they_become_issues() {
         assert!(trigger.details.len() <= 4200, "{}", trigger.details.len());
     }
 }
+
+#[test]
+fn a_finding_over_a_block_whose_first_line_changed_is_still_the_bases() {
+    // ruff's I001 covers the whole import block and sits on its first line: the branch adds
+    // an import at line 1, so the finding's source line changed, not the finding.
+    let base_dir = tempfile::tempdir().expect("tempdir");
+    let head_dir = tempfile::tempdir().expect("tempdir");
+    write_tree(
+        base_dir.path(),
+        &[("src/pkg/a.py", "import sys\nimport os\n")],
+    );
+    write_tree(
+        head_dir.path(),
+        &[("src/pkg/a.py", "import abc\nimport sys\nimport os\n")],
+    );
+    let i001 = |end: u32| {
+        format!(
+            r#"[{{"code":"I001","message":"Import block is un-sorted or un-formatted","filename":"ROOT/src/pkg/a.py",
+  "location":{{"row":1,"column":1}},"end_location":{{"row":{end},"column":10}},"fix":null,"noqa_row":1,"url":null}}]"#
+        )
+    };
+    let base = ruff_outcome(base_dir.path(), &i001(2));
+    let head = ruff_outcome(head_dir.path(), &i001(3));
+    let r = scored(&[head], Some(&[base]));
+    assert!(r.issues.is_empty(), "{:?}", r.issues);
+    assert_eq!(r.base_debt.lint_errors + r.base_debt.lint_warnings, 1);
+    // A second finding of that kind in the file is new: only the excess counts.
+    let two = i001(3).replacen(
+        "[",
+        r#"[{"code":"I001","message":"Import block is un-sorted or un-formatted","filename":"ROOT/src/pkg/a.py",
+  "location":{"row":3,"column":1},"end_location":{"row":3,"column":10},"fix":null,"noqa_row":3,"url":null},"#,
+        1,
+    );
+    let base = ruff_outcome(base_dir.path(), &i001(2));
+    let head = ruff_outcome(head_dir.path(), &two);
+    let r = scored(&[head], Some(&[base]));
+    assert_eq!(r.issues.len(), 1, "{:?}", r.issues);
+}
