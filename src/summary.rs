@@ -48,6 +48,36 @@ pub struct DecisionView {
     /// Tamper evidence: `BLOCKER test x was removed …`, the latest iteration's BLOCKER and
     /// WARNING integrity issues.
     pub integrity: Vec<String>,
+    /// When the loop stops without accepting: what is left, by place (`BLOCKER
+    /// src/a.rs:3 test x failed …`), so the final state is in front of the person.
+    pub remaining: Vec<String>,
+}
+
+/// Remaining issues listed at most when the loop stops; the rest are counted.
+pub const MAX_REMAINING: usize = 10;
+
+fn remaining(latest: Option<&IterationRecord>) -> Vec<String> {
+    let mut open: Vec<_> = latest
+        .into_iter()
+        .flat_map(|r| &r.issues)
+        .filter(|i| i.severity.counts_for_revision())
+        .collect();
+    open.sort_by_key(|i| i.severity);
+    let mut lines: Vec<String> = open
+        .iter()
+        .take(MAX_REMAINING)
+        .map(|i| {
+            let first = i.finding.lines().next().unwrap_or("");
+            match &i.affected_field {
+                Some(at) => format!("{} {at}: {first}", i.severity.as_str()),
+                None => format!("{} {first}", i.severity.as_str()),
+            }
+        })
+        .collect();
+    if open.len() > MAX_REMAINING {
+        lines.push(format!("… and {} more", open.len() - MAX_REMAINING));
+    }
+    lines
 }
 
 /// Notes listed at most; the rest are counted.
@@ -223,5 +253,13 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
             .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
             .map(|i| format!("{} {}", i.severity.as_str(), i.finding))
             .collect(),
+        remaining: if matches!(
+            decision.recommendation(),
+            Recommendation::Escalate | Recommendation::Abort
+        ) {
+            remaining(latest)
+        } else {
+            Vec::new()
+        },
     }
 }

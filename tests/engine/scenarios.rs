@@ -580,6 +580,8 @@ fn a_cargo_crate_change_by_change() {
 fn a_cargo_crate_with_a_missing_tool_records_nothing_then_rescores() {
     let c = Crate::new(LIB_BASE);
     let p = &c.project;
+    // The branch changes its checks, and the person running it names the file: the
+    // branch's configuration judges (without `--config`, the base's would).
 
     p.write(
         "src/lib.rs",
@@ -597,7 +599,7 @@ fn a_cargo_crate_with_a_missing_tool_records_nothing_then_rescores() {
         "triple; lint with a missing tool",
     );
     let notes_before = p.notes_list();
-    let run = p.run();
+    let run = p.itergate(&["--config", ".itergate.yml", "run"]);
     eprintln!("--- missing tool:\n{}", run.stderr);
     assert_eq!(
         run.code,
@@ -624,21 +626,21 @@ fn a_cargo_crate_with_a_missing_tool_records_nothing_then_rescores() {
     p.write(".itergate.yml", &cargo_config(CARGO_LINT, &c.counter));
     p.commit(&[".itergate.yml"], "lint with clippy again");
     let before = c.runs();
-    let run = p.run();
+    let run = p.itergate(&["--config", ".itergate.yml", "run"]);
     run.expect_decision("ACCEPT", "fixed config");
     assert!(c.runs() > before, "the tests check ran for the new tree");
     assert_eq!(score(&p.head_record(), "tests_passing"), 1.0);
 
     // Cached now: a plain run runs nothing; --rescore runs the checks again.
     let before = c.runs();
-    let run = p.run();
+    let run = p.itergate(&["--config", ".itergate.yml", "run"]);
     run.expect_decision("ACCEPT", "cached");
     assert_eq!(
         c.runs(),
         before,
         "a tree already observed is not checked again"
     );
-    let run = p.itergate(&["run", "--rescore"]);
+    let run = p.itergate(&["--config", ".itergate.yml", "run", "--rescore"]);
     run.expect_decision("ACCEPT", "rescore");
     assert!(
         c.runs() > before,
