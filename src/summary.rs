@@ -251,7 +251,19 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
             .into_iter()
             .flat_map(|r| &r.issues)
             .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
-            .map(|i| format!("{} {}", i.severity.as_str(), i.finding))
+            .map(|i| {
+                // A person who accepted the iteration accepted its findings: shown, not dropped.
+                let accepted = decision
+                    .stopping_reason
+                    .as_ref()
+                    .is_some_and(|r| r.code == crate::engine::StopCode::AcceptedByHuman);
+                let note = if accepted {
+                    " (accepted by a person)"
+                } else {
+                    ""
+                };
+                format!("{} {}{note}", i.severity.as_str(), i.finding)
+            })
             .collect(),
         remaining: if matches!(
             decision.recommendation(),

@@ -142,6 +142,17 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
     );
     assert!(run.stderr.contains("Integrity:"), "{}", run.stderr);
 
+    // A person who intends it accepts it: the finding stays, shown as accepted.
+    let accept = p.itergate(&["accept", "the flaky test is tracked elsewhere"]);
+    let said = format!("{}{}", accept.stdout, accept.stderr);
+    assert!(said.contains("ACCEPT"), "{said}");
+    let status = p.itergate(&["status"]);
+    let said = format!("{}{}", status.stdout, status.stderr);
+    assert!(
+        said.contains("newly skipped") && said.contains("(accepted by a person)"),
+        "{said}"
+    );
+
     // Rewritten to the broken value.
     from_first(&p, &first, "rewrite");
     p.write(

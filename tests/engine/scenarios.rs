@@ -37,7 +37,7 @@ const REPOSITORY_ENV_VARS: &[&str] = &[
 /// One `itergate` invocation's result.
 pub(crate) struct Run {
     code: Option<i32>,
-    stdout: String,
+    pub(crate) stdout: String,
     pub(crate) stderr: String,
 }
 
