@@ -36,6 +36,8 @@ pub struct AnalyticsResult {
     /// The records with `quality`, `delta` and `cumulative` filled in.
     pub history: Vec<IterationRecord>,
     pub time_saved_estimate: Option<String>,
+    /// Iterations that removed, skipped, rewrote or deselected a failing test.
+    pub integrity_violations: usize,
     /// `CONTEXT_GAP_REPORT` rounds per iteration that used any, and whether the agent was
     /// ready at round 0 (filled in by the mode that counts them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -81,6 +83,10 @@ pub fn build(
         baseline_comparison: baseline.map(|b| baseline_summary(config, b, &annotated)),
         history: annotated,
         time_saved_estimate: time_saved,
+        integrity_violations: history
+            .iter()
+            .filter(|r| crate::engine::stopping::is_violation(r))
+            .count(),
         context: Vec::new(),
     }
 }
@@ -159,6 +165,8 @@ pub struct TextView {
     pub breakdown: Vec<BreakdownLine>,
     /// `2 rounds over 3 iterations; ready at round 0: 1 of 3`, when any report was answered.
     pub context: Option<String>,
+    /// Iterations with an integrity violation, when any.
+    pub integrity_violations: usize,
 }
 
 pub fn text_view(result: &AnalyticsResult) -> TextView {
@@ -174,7 +182,11 @@ pub fn text_view(result: &AnalyticsResult) -> TextView {
                     bar: String::new(),
                     quality: "VOID".into(),
                     delta: None,
-                    note: Some("(fenced out of best-output selection)".into()),
+                    note: Some(if crate::engine::stopping::is_violation(r) {
+                        "(integrity violation: fenced out of best-output selection)".into()
+                    } else {
+                        "(fenced out of best-output selection)".into()
+                    }),
                 },
                 (Status::Error, _) | (_, None) => Row {
                     label,
@@ -221,6 +233,7 @@ pub fn text_view(result: &AnalyticsResult) -> TextView {
         }),
         breakdown: breakdown(&result.history),
         context: context_line(result),
+        integrity_violations: result.integrity_violations,
     }
 }
 

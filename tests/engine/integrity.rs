@@ -118,6 +118,10 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
         "{}",
         run.stderr
     );
+    let analytics = p.itergate(&["analytics", "--format", "json"]);
+    let result: serde_json::Value =
+        serde_json::from_str(&analytics.stdout).expect("analytics JSON");
+    assert_eq!(result["integrity_violations"], 2, "{result}");
 
     // Skipped.
     from_first(&p, &first, "skip");
