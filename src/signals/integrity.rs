@@ -204,8 +204,9 @@ fn tests(input: &Input) -> Vec<Finding> {
             continue;
         }
         let (check, id) = (&key.0, &key.1);
-        // Failing when it last ran: putting it away hides a failure.
-        let was_failing = failed(entry.outcome);
+        // Failing when it last ran (a skip in between does not run it): putting it away
+        // hides a failure.
+        let was_failing = last_run(&chain, key).is_some_and(|e| failed(e.outcome));
         match head.get(key) {
             Some(now) if now.outcome == TestOutcome::Skipped => {
                 if entry.outcome != TestOutcome::Skipped {
@@ -241,12 +242,19 @@ fn tests(input: &Input) -> Vec<Finding> {
         }
     }
     findings.extend(still_away(&chain, &head, &judged, &flagged));
-    findings.extend(rewritten(
-        input,
-        &head,
-        input.earlier.observations.last().and(chain.last()),
-    ));
+    if !input.earlier.observations.is_empty() {
+        findings.extend(rewritten(input, &head, &chain));
+    }
     findings
+}
+
+/// The test's latest outcome where it ran (not skipped), in `chain` (oldest first).
+fn last_run<'i>(chain: &'i [Inventory], key: &(String, String)) -> Option<&'i Entry> {
+    chain
+        .iter()
+        .rev()
+        .filter_map(|inv| inv.get(key))
+        .find(|e| e.outcome != TestOutcome::Skipped)
 }
 
 /// Failing tests an earlier iteration removed or skipped that have not run since: the
@@ -306,8 +314,13 @@ fn away_outcome(e: &Entry) -> bool {
 /// not build) accounts for a test's absence.
 fn shadows(errored: &(String, String), e: &Entry, missing: &(String, String), m: &Entry) -> bool {
     let prefix = |outer: &str, inner: &str| !outer.is_empty() && inner.starts_with(outer);
+    // A module or package that failed to import or build (`tests.test_more`,
+    // `example.com/m/pkg`): pytest stops collecting altogether, Go runs none of its tests.
+    let module_level =
+        !errored.1.contains("::") && !errored.1.contains(" > ") && errored.1.contains(['.', '/']);
     errored.0 == missing.0
-        && (prefix(&errored.1, &missing.1)
+        && (module_level
+            || prefix(&errored.1, &missing.1)
             || prefix(container(&errored.1), &missing.1)
             || (e.file.is_some() && e.file == m.file))
 }
@@ -444,10 +457,19 @@ fn vanished(
     let Some((file, line, body)) = body else {
         // Its definition is still there: something stopped collecting it.
         let Some((file, line, text)) = deselection(changed) else {
+            if entry.outcome == TestOutcome::Errored {
+                // A package that did not build, a module that did not import: fixed.
+                return None;
+            }
             // Nothing in the change explains it (a parametrised id that changed, a
-            // generated test): noted, not held against the change.
+            // generated test, a test file renamed out of the runner's patterns): a
+            // failing test is asked about, a passing one noted.
             return Some(finding(
-                Severity::Info,
+                if was_failing {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
                 format!("test {id} ran before and no longer runs in check `{check}`; the change neither removed it nor deselected it"),
                 at(entry.file.as_deref(), entry.line, id),
                 "nothing to do, if that is intended".into(),
@@ -655,28 +677,53 @@ fn deselection(changed: &ChangedLines) -> Option<(String, u32, String)> {
 
 /// Tests that failed in the previous iteration and pass now, while the change since then
 /// edited their own lines.
-fn rewritten(input: &Input, head: &Inventory, previous: Option<&Inventory>) -> Vec<Finding> {
-    let (Some(previous), Some(since)) = (previous, input.earlier.since_previous) else {
+/// Tests that failed when they last ran and pass now, while the change since the previous
+/// iteration edited their own lines: from the definition to the failing assertion, or, for a
+/// test the previous iteration skipped, its whole definition there.
+fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Finding> {
+    let (Some(previous), Some(since)) = (chain.last(), input.earlier.since_previous) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (key, before) in previous {
-        if !failed(before.outcome) {
+    for (key, now) in head {
+        if now.outcome != TestOutcome::Passed {
             continue;
         }
-        let Some(now) = head.get(key).filter(|e| e.outcome == TestOutcome::Passed) else {
+        let Some(before) = previous.get(key) else {
             continue;
         };
-        let (Some(file), Some(line)) = (before.file.as_deref(), before.line) else {
+        let (failing, was_skipped) = match before.outcome {
+            o if failed(o) => (before, false),
+            TestOutcome::Skipped => match last_run(chain, key) {
+                Some(e) if failed(e.outcome) => (e, true),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let (Some(file), Some(line)) = (failing.file.as_deref(), failing.line) else {
             continue;
         };
         let Some(removed) = since.removed.get(file) else {
             continue;
         };
-        let start = (input.earlier.previous_source)(file)
-            .and_then(|text| definition_line(&text, leaf(&key.1), line))
-            .unwrap_or(line.saturating_sub(2));
-        let span = start..=line.saturating_add(2);
+        let source = (input.earlier.previous_source)(file);
+        let name = leaf(&key.1);
+        let span = if was_skipped {
+            // Its lines moved with the skip: the whole definition, found by name.
+            match source
+                .as_deref()
+                .and_then(|text| definition_span(text, name))
+            {
+                Some(span) => span,
+                None => continue,
+            }
+        } else {
+            let start = source
+                .as_deref()
+                .and_then(|text| definition_line(text, name, line))
+                .unwrap_or(line.saturating_sub(2));
+            start..=line.saturating_add(2)
+        };
         let Some(edited) = removed.iter().find(|l| span.contains(&l.line)) else {
             continue;
         };
@@ -686,10 +733,15 @@ fn rewritten(input: &Input, head: &Inventory, previous: Option<&Inventory>) -> V
             now.line.or(Some(line)),
             id,
         );
+        let when = if was_skipped {
+            "it failed before the previous iteration skipped it"
+        } else {
+            "it failed in the previous iteration"
+        };
         out.push(finding(
             Severity::Blocker,
             format!(
-                "test {id} was rewritten to pass: it failed in the previous iteration, and this one edited its own lines (`{}` at {file}:{})",
+                "test {id} was rewritten to pass: {when}, and this one edited its own lines (`{}` at {file}:{})",
                 edited.text.trim(),
                 edited.line
             ),
@@ -701,6 +753,20 @@ fn rewritten(input: &Input, head: &Inventory, previous: Option<&Inventory>) -> V
         ));
     }
     out
+}
+
+/// The lines (from 1) of the definition of the test `name` in `text`: from its first line to
+/// the line before the next definition, at most 200 lines.
+fn definition_span(text: &str, name: &str) -> Option<std::ops::RangeInclusive<u32>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let opens = |l: &str| definition_name(l).is_some() || is_test_opener(l);
+    let start = lines.iter().position(|l| mentions(l, name) && opens(l))?;
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| opens(l))
+        .map_or(lines.len(), |i| start + 1 + i)
+        .min(start + 200);
+    Some(start as u32 + 1..=end as u32)
 }
 
 /// The line (from 1) at or above `line` that defines the test `name`, within 300 lines.
@@ -839,7 +905,6 @@ const TOOL_CONFIG: [(&str, &[&str]); 9] = [
         &[
             "\"strict\": false",
             "\"noImplicitAny\": false",
-            "\"skipLibCheck\": true",
             "\"exclude\"",
         ],
     ),

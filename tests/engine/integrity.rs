@@ -157,6 +157,48 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
         "{said}"
     );
 
+    // Skipped, then deleted: still the failing test put away, the second violation.
+    from_first(&p, &first, "skip-then-delete");
+    p.write("tests/test_core.py", &skipped);
+    p.commit(&["tests/test_core.py"], "skip a flaky test");
+    p.run()
+        .expect_decision("ITERATE", "skipped before deleting");
+    p.write(
+        "tests/test_core.py",
+        &TESTS.replace("def test_add():\n    assert add(2, 2) == 4\n\n\n", ""),
+    );
+    p.commit(&["tests/test_core.py"], "drop it");
+    p.run()
+        .expect_decision("ESCALATE", "deleted after the skip");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found
+            .iter()
+            .any(|(s, f, _)| s == "BLOCKER" && f.contains("test_add was removed")),
+        "{found:?}"
+    );
+
+    // Skipped, then back with its assertion rewritten.
+    from_first(&p, &first, "skip-then-rewrite");
+    p.write("tests/test_core.py", &skipped);
+    p.commit(&["tests/test_core.py"], "skip a flaky test");
+    p.run()
+        .expect_decision("ITERATE", "skipped before rewriting");
+    p.write(
+        "tests/test_core.py",
+        &TESTS.replace("add(2, 2) == 4", "add(2, 2) == 0"),
+    );
+    p.commit(&["tests/test_core.py"], "back, with the value it gives");
+    p.run()
+        .expect_decision("ESCALATE", "rewritten after the skip");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found
+            .iter()
+            .any(|(s, f, _)| s == "BLOCKER" && f.contains("test_add was rewritten to pass")),
+        "{found:?}"
+    );
+
     // Rewritten to the broken value.
     from_first(&p, &first, "rewrite");
     p.write(

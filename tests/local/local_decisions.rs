@@ -12,14 +12,15 @@ use gitrepo::{git, git_cmd, write_script, TestRepo};
 
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
 
-/// The check reads `results.txt` ("<passed> <failed>") and writes a JUnit report.
+/// The check reads `results.txt` ("<passed> <failed>") and writes a JUnit report: tests
+/// `t0`, `t1` ... pass, the last `<failed>` of them fail (a test keeps its name when fixed).
 const CHECK: &str = r#"#!/bin/sh
 read passed failed < results.txt
 mkdir -p out
 {
   echo '<testsuite name="s">'
-  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"ok$i\"/>"; i=$((i+1)); done
-  i=0; while [ $i -lt $failed ]; do echo "<testcase classname=\"s\" name=\"bad$i\" file=\"lib.txt\" line=\"$((i+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); done
+  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"t$i\"/>"; i=$((i+1)); done
+  j=0; while [ $j -lt $failed ]; do echo "<testcase classname=\"s\" name=\"t$i\" file=\"lib.txt\" line=\"$((j+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); j=$((j+1)); done
   echo '</testsuite>'
 } > out/junit.xml
 "#;
