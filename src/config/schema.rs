@@ -373,12 +373,30 @@ impl Default for Scoring {
 #[serde(default, deny_unknown_fields)]
 pub struct Revision {
     pub max_iterations: u32,
+    /// When a count that did not fall is a stall.
+    pub stall: Stall,
 }
 
 impl Default for Revision {
     fn default() -> Self {
-        Revision { max_iterations: 3 }
+        Revision {
+            max_iterations: 3,
+            stall: Stall::SharedIssue,
+        }
     }
+}
+
+/// `revision.stall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stall {
+    /// The count did not fall and an issue of the previous iteration is still open: an
+    /// iteration that fixed everything it was given and made something else is progress
+    /// (the round limit still bounds the loop).
+    #[default]
+    SharedIssue,
+    /// The count did not fall (the revision loop's rule as written).
+    Count,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

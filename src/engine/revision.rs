@@ -9,11 +9,11 @@
 //! fall from the previous iteration of the same run while one of that iteration's issues is
 //! still there (a new round 1 cannot be stalled). An iteration that fixed every issue it was
 //! given and made others is progress, not a stall: it gets a prompt for the new ones, and the
-//! round limit still bounds the loop.
+//! round limit still bounds the loop. `revision.stall: count` applies the count rule alone.
 //! Counting restarts after a human's `/iterate adjust`: the caller passes only the
 //! iterations after it.
 
-use crate::config::Config;
+use crate::config::{Config, Stall};
 use crate::model::{CheckerIssue, IterationRecord, Severity, Trigger, TriggerType};
 
 use super::decision::RevisionProgress;
@@ -62,7 +62,8 @@ pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
         stalled: has_issues
             && previous_count.is_some_and(|prev| prev <= count)
             && records.len() >= 2
-            && shares_an_issue(&records[records.len() - 2], &records[records.len() - 1]),
+            && (config.revision.stall == Stall::Count
+                || shares_an_issue(&records[records.len() - 2], &records[records.len() - 1])),
     }
 }
 

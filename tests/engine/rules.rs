@@ -136,6 +136,14 @@ fn cases() -> Vec<Case> {
                 r
             }])
             .expect(Iterate, None),
+        case("001, `revision.stall: count`: every issue fixed and as many new ones is a stall, as written",
+            "revision: {stall: count}",
+            vec![failing(1, 0.5, 1), {
+                let mut r = failing(2, 0.6, 1);
+                r.issues[0].finding = "changed lines not covered by any test (src/a.go:3-5)".into();
+                r
+            }])
+            .expect(Escalate, Some(StopCode::RevisionStalled)),
         case("001: a falling issue count keeps iterating", "", vec![failing(1, 0.5, 3), failing(2, 0.7, 1)])
             .expect(Iterate, None),
         case("001: INFO issues never trigger a revision", "", vec![info_only(rec(1, 0.97))])
