@@ -46,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
         earlier: &integrity::Earlier::NONE,
         changed: &changed,
         is_test: &is_test,
+        check_files: &[],
     });
     let paths = markers::Paths {
         is_source: &|_| true,

@@ -78,6 +78,44 @@ pub struct Input<'a> {
     /// The change relative to the base.
     pub changed: &'a ChangedLines,
     pub is_test: &'a dyn Fn(&str) -> bool,
+    /// Files the checks run (`check`, path): their scripts, and `package.json` for a check
+    /// that runs a package script.
+    pub check_files: &'a [(String, String)],
+}
+
+/// The files a check's command runs, from its words: relative paths to scripts
+/// (`./check.sh`, `sh scripts/test.sh`, `python tools/run_tests.py`), and `package.json`
+/// (or `Makefile`) when it runs a package script (`npm test`, `pnpm run lint`, `make`).
+pub fn files_run_by(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(['"', '\'']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, word) in words.iter().enumerate() {
+        let script = [".sh", ".py", ".js", ".mjs", ".cjs", ".ts", ".bash"]
+            .iter()
+            .any(|ext| word.ends_with(ext));
+        let relative = !word.starts_with(['-', '/', '$', '~']) && !word.contains("://");
+        if relative && (script || word.starts_with("./")) && !word.contains('*') {
+            out.push(word.trim_start_matches("./").to_string());
+        }
+        let runner = matches!(*word, "npm" | "pnpm" | "yarn" | "bun");
+        if runner
+            && words
+                .get(i + 1)
+                .is_some_and(|w| matches!(*w, "test" | "run" | "t"))
+        {
+            out.push("package.json".into());
+        }
+        if *word == "make" {
+            out.push("Makefile".into());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// One finding: the issue and, when it asks for a revision, its trigger.
@@ -166,7 +204,45 @@ pub fn check(input: &Input) -> Vec<Finding> {
     let mut findings = tests(input);
     findings.extend(suppressions(input.changed, input.is_test));
     findings.extend(loosened_tools(input.changed));
+    findings.extend(edited_check_files(input.changed, input.check_files));
     findings
+}
+
+/// The change edited a file a check runs: the judge's own script.
+fn edited_check_files(changed: &ChangedLines, files: &[(String, String)]) -> Vec<Finding> {
+    files
+        .iter()
+        .filter_map(|(check, path)| {
+            let line = changed
+                .files
+                .get(path)
+                .and_then(|l| l.first().map(|l| l.line))
+                .or_else(|| changed.removed.get(path).and_then(|l| l.first().map(|l| l.line)))?;
+            // A package script is judged by the edit: other keys of package.json change
+            // with ordinary work.
+            if path == "package.json" {
+                let touches_scripts = changed
+                    .files
+                    .get(path)
+                    .into_iter()
+                    .flatten()
+                    .map(|l| l.text.as_str())
+                    .chain(changed.removed.get(path).into_iter().flatten().map(|l| l.text.as_str()))
+                    .any(|t| ["\"test", "\"lint", "\"check", "\"typecheck"].iter().any(|k| t.trim_start().starts_with(k)));
+                if !touches_scripts {
+                    return None;
+                }
+            }
+            Some(finding(
+                Severity::Warning,
+                format!(
+                    "the change edited `{path}`, which check `{check}` runs: the judge's own script changed"
+                ),
+                format!("{path}:{line}"),
+                "keep the checks' scripts as the base has them; fix the code they check instead".into(),
+            ))
+        })
+        .collect()
 }
 
 fn tests(input: &Input) -> Vec<Finding> {
@@ -1004,6 +1080,24 @@ mod tests {
     }
 
     #[test]
+    fn files_a_check_runs() {
+        assert_eq!(files_run_by("./check.sh --all"), ["check.sh"]);
+        assert_eq!(
+            files_run_by("sh checks/tests.sh; status=$?; sh checks/coverage.sh; exit $status"),
+            ["checks/coverage.sh", "checks/tests.sh"]
+        );
+        assert_eq!(files_run_by("npm test --silent"), ["package.json"]);
+        assert_eq!(
+            files_run_by("cargo test --no-fail-fast"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            files_run_by("python -m pytest tests/ -q"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
     fn mentions_whole_identifiers_only() {
         assert!(mentions("    assert add(2, 2) == 4", "add"));
         assert!(!mentions("    assert adder(2) == 4", "add"));
@@ -1089,6 +1183,7 @@ mod scenario_tests {
             earlier: &earlier,
             changed: &step,
             is_test: &|p: &str| p.starts_with("tests/"),
+            check_files: &[],
         });
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].issue.severity, Severity::Info);

@@ -92,6 +92,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             earlier: input.earlier,
             changed,
             is_test: input.paths.is_test,
+            check_files: &check_files(input.config),
         });
         let suppressions = findings
             .iter()
@@ -745,6 +746,20 @@ impl Accumulator {
             }));
         record.base_debt = self.debt;
     }
+}
+
+/// The files each configured check runs.
+fn check_files(config: &Config) -> Vec<(String, String)> {
+    config
+        .checks
+        .iter()
+        .filter_map(|(name, check)| Some((name, check.run.as_deref()?)))
+        .flat_map(|(name, run)| {
+            integrity::files_run_by(run)
+                .into_iter()
+                .map(move |file| (name.clone(), file))
+        })
+        .collect()
 }
 
 /// `code_quality` from the severity weights of the counted findings.

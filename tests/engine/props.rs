@@ -55,7 +55,11 @@ fn prompt_items(
             &itergate::prompt::prompt_view(record, decision),
         )
         .expect("prompt renders");
-    let block = &prompt[prompt.find("<checker_issues>").expect("checker issues")..];
+    // An accepted iteration's prompt has no issue list at all.
+    let Some(at) = prompt.find("<checker_issues>") else {
+        return Vec::new();
+    };
+    let block = &prompt[at..];
     let start = block.find("```yaml\n").expect("a yaml fence") + "```yaml\n".len();
     let end = block[start..].find("\n```").expect("the fence closes") + start;
     serde_yaml::from_str(&block[start..end]).expect("the block is a YAML list")
@@ -276,6 +280,7 @@ proptest! {
             earlier: &integrity::Earlier::NONE,
             changed: &changed,
             is_test: &is_test,
+            check_files: &[("tests".into(), "package.json".into())],
         });
         for f in &found {
             prop_assert_eq!(&f.issue.dimension, integrity::DIMENSION);

@@ -6,6 +6,7 @@
 mod gitrepo;
 
 mod action_install;
+mod check_scripts;
 mod cli;
 mod config;
 mod ecosystems;
