@@ -248,7 +248,11 @@ impl Accumulator {
                             Some(Report::Lint(b)) => Some(b),
                             _ => None,
                         };
-                        self.add_lint(check, l, base_lint, holdout);
+                        // Warnings are the change's only in the files it touched (a base
+                        // whose linter stopped early reports fewer of the others); errors
+                        // anywhere can be its doing (a caller that no longer type-checks).
+                        let touched = input.changed.filter(|_| by_change && base_lint.is_some());
+                        self.add_lint(check, l, base_lint, holdout, touched);
                     }
                     Report::Coverage(c) => {
                         let base_coverage = match base_report {
@@ -455,8 +459,17 @@ impl Accumulator {
         l: &LintSummary,
         base: Option<&LintSummary>,
         holdout: bool,
+        touched: Option<&ChangedLines>,
     ) {
         self.lint_seen = true;
+        let outside_the_change = |f: &LintFinding| {
+            f.level != LintLevel::Error
+                && touched.is_some_and(|c| {
+                    f.file.as_deref().is_some_and(|file| {
+                        !c.files.contains_key(file) && !c.removed.contains_key(file)
+                    })
+                })
+        };
         // The base's findings by their exact key (with the source line), then, for what
         // is left on both sides, by tool, rule, file and message alone: a finding over a
         // block (an import block's I001) whose first line the change edited is still the
@@ -493,7 +506,8 @@ impl Accumulator {
                     .get_mut(&loose_key(finding))
                     .filter(|c| **c > 0)
                     .map(|c| *c -= 1)
-                    .is_some();
+                    .is_some()
+                || outside_the_change(finding);
             if old {
                 match finding.level {
                     LintLevel::Error => self.debt.lint_errors += 1,

@@ -719,3 +719,55 @@ fn a_finding_over_a_block_whose_first_line_changed_is_still_the_bases() {
     let r = scored(&[head], Some(&[base]));
     assert_eq!(r.issues.len(), 1, "{:?}", r.issues);
 }
+
+#[test]
+fn warnings_in_files_the_change_did_not_touch_are_not_its_own() {
+    let sarif = |results: &str| {
+        format!(
+            r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"lint"}}}},"results":[{results}]}}]}}"#
+        )
+    };
+    let result = |rule: &str, level: &str, file: &str| {
+        format!(
+            r#"{{"ruleId":"{rule}","level":"{level}","message":{{"text":"{rule} here"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"{file}"}},"region":{{"startLine":1}}}}}}]}}"#
+        )
+    };
+    // The base's linter stopped early and reported nothing; the head reports a warning in
+    // the file the change touched, one in another file, and an error in that other file.
+    let base = [outcome(
+        "lint",
+        ReportFormat::Sarif,
+        &sarif(""),
+        Visibility::Full,
+    )];
+    let head_text = sarif(
+        &[
+            result("W1", "warning", "src/a.rs"),
+            result("W2", "warning", "tests/other.rs"),
+            result("E1", "error", "src/caller.rs"),
+        ]
+        .join(","),
+    );
+    let head = [outcome(
+        "lint",
+        ReportFormat::Sarif,
+        &head_text,
+        Visibility::Full,
+    )];
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "src/a.rs".into(),
+        vec![AddedLine {
+            line: 1,
+            text: "let x = 1;".into(),
+        }],
+    );
+    let r = scored_with(&Config::default(), &head, Some(&base), Some(&changed));
+    let places: Vec<_> = r
+        .issues
+        .iter()
+        .filter_map(|i| i.affected_field.clone())
+        .collect();
+    assert_eq!(places, ["src/a.rs:1", "src/caller.rs:1"], "{:?}", r.issues);
+    assert_eq!(r.base_debt.lint_warnings, 1, "{:?}", r.base_debt);
+}
