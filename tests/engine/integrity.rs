@@ -1,11 +1,11 @@
-//! Tamper evidence with a real pytest project: from an iteration whose test fails, each way
+//! Tamper evidence with real pytest and cargo projects: from an iteration whose test fails, each way
 //! of turning the check green without fixing the code — deleting, skipping, rewriting or
 //! deselecting the test — is a violation named in the summary and the prompt, the
 //! iteration is VOID, and a second violation escalates; a branch that narrows the judge's
 //! own configuration is still judged by the base's. Honest counterparts — a rename, a
 //! moved test file, a test deleted with the code it tested, the real fix — are accepted.
 
-use crate::scenarios::{line_of, python, Project, Python};
+use crate::scenarios::{line_of, python, Crate, Project, Python, LIB_BASE};
 
 const CORE: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
 const TESTS: &str = "from calc.core import add, sub\n\n\ndef test_add():\n    assert add(2, 2) == 4\n\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
@@ -314,6 +314,61 @@ fn renames_moves_deletions_with_their_code_and_real_fixes_are_accepted() {
         found
             .iter()
             .any(|(s, f, _)| s == "INFO" && f.contains("removed together with `sub`")),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn an_ignored_or_deleted_failing_rust_test_is_a_violation() {
+    let c = Crate::new(LIB_BASE);
+    let p = &c.project;
+    p.write(
+        "src/lib.rs",
+        &LIB_BASE.replace("    a + b\n", "    a - b\n"),
+    );
+    let first = p.commit(&["src/lib.rs"], "subtract");
+    p.run().expect_decision("ITERATE", "1 (add broken)");
+    let adds_line = line_of(LIB_BASE, "fn adds()");
+
+    // Ignored.
+    p.git(&["checkout", "--quiet", "-b", "ignore", &first]);
+    let broken = LIB_BASE.replace("    a + b\n", "    a - b\n");
+    p.write(
+        "src/lib.rs",
+        &broken.replace(
+            "    #[test]\n    fn adds()",
+            "    #[test]\n    #[ignore]\n    fn adds()",
+        ),
+    );
+    p.commit(&["src/lib.rs"], "ignore a flaky test");
+    p.run().expect_decision("ITERATE", "ignored");
+    let record = p.head_record();
+    assert_eq!(record["status"], "void", "{record}");
+    let found = integrity_issues(&record);
+    assert!(
+        found
+            .iter()
+            .any(|(s, f, _)| s == "BLOCKER" && f.contains("test tests::adds is newly skipped")),
+        "{found:?}"
+    );
+    assert!(p.prompt("ignored").contains("restore `tests::adds`"));
+
+    // Deleted.
+    p.git(&["checkout", "--quiet", "-b", "delete", &first]);
+    p.write(
+        "src/lib.rs",
+        &broken.replace(
+            "    #[test]\n    fn adds() {\n        assert_eq!(add(2, 2), 4);\n    }\n\n",
+            "",
+        ),
+    );
+    p.commit(&["src/lib.rs"], "drop a test");
+    p.run().expect_decision("ITERATE", "deleted");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found.iter().any(|(s, f, at)| s == "BLOCKER"
+            && f.contains("test tests::adds was removed")
+            && *at == format!("src/lib.rs:{adds_line}")),
         "{found:?}"
     );
 }

@@ -340,7 +340,7 @@ const CARGO_TOML: &str =
     "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
 
 /// The base: one failing test (`known_bug`), one clippy warning (`len_zero` in `is_blank`).
-const LIB_BASE: &str = r#"//! A tiny calculator.
+pub(crate) const LIB_BASE: &str = r#"//! A tiny calculator.
 
 pub fn add(a: i32, b: i32) -> i32 {
     a + b
@@ -377,15 +377,15 @@ fn cargo_config(lint_run: &str, counter: &Path) -> String {
     )
 }
 
-struct Crate {
-    project: Project,
+pub(crate) struct Crate {
+    pub(crate) project: Project,
     counter: PathBuf,
 }
 
 impl Crate {
     /// A crate on `main` with `lib` as src/lib.rs, checked by cargo test and clippy, its
     /// build outputs under the test's temporary directory.
-    fn new(lib: &str) -> Crate {
+    pub(crate) fn new(lib: &str) -> Crate {
         require_clippy();
         let mut project = Project::new();
         let target = project.repo.sibling("cargo-target");
