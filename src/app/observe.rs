@@ -43,6 +43,7 @@ pub fn fingerprint(config: &Config) -> String {
     let material = serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "schema": OBSERVATION_SCHEMA,
+        "setup": config.setup,
         "checks": config.checks,
     });
     format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
@@ -82,6 +83,7 @@ pub fn observe(
     if let (Some(_), Some(workdir)) = (&worktree, repo.workdir()) {
         prepare_dependencies(&root, workdir, request)?;
     }
+    run_setup(&env.config.setup, &root, &scratch_env, request)?;
     let tracked_before = tracked_changes(&root);
     let started = Instant::now();
     let results = checks::run_all(
@@ -109,7 +111,7 @@ pub fn observe(
     if !errors.is_empty() {
         let place = match &worktree {
             Some(w) => format!(
-                "In the scratch worktree of {} ({}), a checkout of that commit alone (untracked files such as dependencies are not in it; `setup` in a check's command, or the same lockfile as the work tree, gives it them):\n",
+                "In the scratch worktree of {} ({}), a checkout of that commit alone (untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them):\n",
                 request.label.unwrap_or("the commit"),
                 w.path().display()
             ),
@@ -271,6 +273,41 @@ fn prepare_dependencies(
             "itergate: {label}: dependencies installed in {:.1}s",
             started.elapsed().as_secs_f64()
         );
+    }
+    Ok(())
+}
+
+/// Runs `setup` commands in the checkout, in order; the first that fails stops the checks.
+fn run_setup(
+    commands: &[String],
+    root: &Path,
+    env: &[(String, String)],
+    request: &ObserveRequest,
+) -> Result<(), Failure> {
+    let label = request.label.unwrap_or("commit");
+    for command in commands {
+        if request.progress != Progress::Quiet {
+            eprintln!("itergate: {label}: setup `{command}`");
+        }
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(root)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Failure::Check(format!("{label}: cannot start setup `{command}`: {e}")))?;
+        if !output.status.success() {
+            let text = String::from_utf8_lossy(&output.stderr);
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(Failure::Check(format!(
+                "{label} ({}): setup `{command}` failed ({}), so the checks cannot run:\n    {}\nNothing was recorded: fix the setup command, then run again.",
+                root.display(),
+                output.status,
+                tail.join("\n    ")
+            )));
+        }
     }
     Ok(())
 }

@@ -20,6 +20,10 @@ pub struct Config {
     pub scoring: Scoring,
     pub revision: Revision,
     pub requirements: Vec<Requirement>,
+    /// Shell commands run in the checkout, in order, before the checks: what a fresh
+    /// checkout needs first (`npm run generate`, `make deps`). A failing one means the
+    /// checks cannot run (nothing is recorded).
+    pub setup: Vec<String>,
     pub checks: BTreeMap<String, Check>,
     pub hook: Hook,
     pub github: Github,

@@ -764,14 +764,19 @@ impl Accumulator {
 
 /// The files each configured check runs.
 fn check_files(config: &Config) -> Vec<(String, String)> {
+    let setup = config
+        .setup
+        .iter()
+        .map(|command| ("setup", command.as_str()));
     config
         .checks
         .iter()
-        .filter_map(|(name, check)| Some((name, check.run.as_deref()?)))
+        .filter_map(|(name, check)| Some((name.as_str(), check.run.as_deref()?)))
+        .chain(setup)
         .flat_map(|(name, run)| {
             integrity::files_run_by(run)
                 .into_iter()
-                .map(move |file| (name.clone(), file))
+                .map(move |file| (name.to_string(), file))
         })
         .collect()
 }

@@ -1,4 +1,5 @@
-//! A change that edits the script a check runs is told so: the judge's own script changed.
+//! What the checks run: a change that edits the script a check runs is told so (the
+//! judge's own script changed), and `setup:` commands prepare every checkout first.
 
 use crate::gitrepo;
 
@@ -35,4 +36,49 @@ fn editing_the_script_a_check_runs_is_an_integrity_warning() {
         text.contains("WARNING the change edited `check.sh`, which check `tests` runs"),
         "{text}"
     );
+}
+
+/// The check needs `gen/data.txt`, which no commit holds: `setup:` makes it in every
+/// checkout, the base's scratch worktree included; a setup that fails records nothing.
+#[test]
+fn setup_commands_run_in_every_checkout_before_the_checks() {
+    let repo = TestRepo::new();
+    let check = "#!/bin/sh\nmkdir -p out\nif [ -f gen/data.txt ]; then r='<testcase classname=\"s\" name=\"t0\"/>'; else r='<testcase classname=\"s\" name=\"t0\"><failure message=\"no data\"/></testcase>'; fi\necho \"<testsuite name=\\\"s\\\">$r</testsuite>\" > out/junit.xml\n";
+    write_script(&repo.path.join("check.sh"), check);
+    repo.write(
+        ".itergate.yml",
+        "setup:\n  - mkdir -p gen && echo data > gen/data.txt\nchecks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nhook:\n  base: main\n",
+    );
+    repo.write(".gitignore", "out/\ngen/\n");
+    repo.commit_file("lib.txt", "one\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    repo.commit_file("lib.txt", "two\n", "work");
+    let run = |dir: &std::path::Path| {
+        std::process::Command::new(BIN)
+            .args(["run", "--exit-code"])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .env_remove("ITERGATE_SKIP")
+            .output()
+            .expect("itergate runs")
+    };
+    let out = run(&repo.path);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("setup `mkdir -p gen"), "{text}");
+    assert!(text.contains("Tests Passing: 100%"), "{text}");
+
+    // A setup that fails: the checks cannot run.
+    repo.git(&["checkout", "--quiet", "main"]);
+    repo.write(
+        ".itergate.yml",
+        "setup:\n  - exit 4\nchecks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nhook:\n  base: main\n",
+    );
+    repo.git(&["commit", "--quiet", "-am", "a broken setup"]);
+    repo.git(&["checkout", "--quiet", "feature"]);
+    repo.git(&["rebase", "--quiet", "main"]);
+    let out = run(&repo.path);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("setup `exit 4` failed"), "{text}");
 }
