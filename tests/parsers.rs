@@ -465,3 +465,33 @@ proptest! {
         parse_with_every_format(&bytes);
     }
 }
+
+#[test]
+fn an_lcov_tracefile_of_no_file_is_empty_coverage_and_other_text_is_refused() {
+    // What node --experimental-test-coverage writes when no source file loaded.
+    let report = parse(
+        ReportFormat::Lcov,
+        Cursor::new("TN:\n"),
+        "lcov.info",
+        &ParseOptions::default(),
+    )
+    .expect("an empty tracefile");
+    match report {
+        itergate::signals::report::Report::Coverage(c) => {
+            assert!(c.files.is_empty());
+            assert_eq!(c.lines_found, 0);
+        }
+        other => panic!("not coverage: {other:?}"),
+    }
+    let err = parse(
+        ReportFormat::Lcov,
+        Cursor::new("hello\n"),
+        "lcov.info",
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("unrecognised line `hello`"),
+        "{err}"
+    );
+}

@@ -355,6 +355,8 @@ fn still_away(
                     .any(|k| k.0 == key.0 && k != key && leaf(&k.1) == leaf(&key.1))
             };
             if !failed(entry.outcome)
+                || entry.outcome == TestOutcome::Errored
+                || is_module_level(&key.1)
                 || !judged.contains(key.0.as_str())
                 || flagged.contains(key)
                 || !away(after)
@@ -368,10 +370,16 @@ fn still_away(
                 continue;
             }
             let id = &key.1;
+            // Still skipped is the violation going on; absent, the iteration that removed
+            // it was judged for it, and this one is asked to bring it back.
+            let (severity, how) = match head.get(key) {
+                Some(_) => (Severity::Blocker, "is still skipped"),
+                None => (Severity::Warning, "has not run"),
+            };
             out.push(finding(
-                Severity::Blocker,
+                severity,
                 format!(
-                    "test {id} was failing and has not run since an earlier iteration removed or skipped it (check `{}`)",
+                    "test {id} was failing and {how} since an earlier iteration of this task (check `{}`)",
                     key.0
                 ),
                 at(entry.file.as_deref(), entry.line, id),
@@ -392,13 +400,19 @@ fn shadows(errored: &(String, String), e: &Entry, missing: &(String, String), m:
     let prefix = |outer: &str, inner: &str| !outer.is_empty() && inner.starts_with(outer);
     // A module or package that failed to import or build (`tests.test_more`,
     // `example.com/m/pkg`): pytest stops collecting altogether, Go runs none of its tests.
-    let module_level =
-        !errored.1.contains("::") && !errored.1.contains(" > ") && errored.1.contains(['.', '/']);
+    let module_level = is_module_level(&errored.1);
     errored.0 == missing.0
         && (module_level
             || prefix(&errored.1, &missing.1)
             || prefix(container(&errored.1), &missing.1)
             || (e.file.is_some() && e.file == m.file))
+}
+
+/// Whether an id names a module, package or file rather than a test (`tests.test_more`,
+/// `example.com/m/pkg`, `test/any.js`): what a runner reports when it cannot import, build
+/// or load it.
+fn is_module_level(id: &str) -> bool {
+    !id.contains("::") && !id.contains(" > ") && !id.contains(' ') && id.contains(['.', '/'])
 }
 
 /// A new test in the head that takes the missing one's place: the same name elsewhere (a
@@ -435,7 +449,11 @@ fn successor(
 fn leaf(id: &str) -> &str {
     let id = id.rsplit("::").next().unwrap_or(id);
     let id = id.rsplit(" > ").next().unwrap_or(id);
-    let id = id.split('[').next().unwrap_or(id);
+    // `test_x[1-2]` is `test_x`; a name that starts with a bracket (`["a","b"]`) is whole.
+    let id = match id.split_once('[') {
+        Some((name, _)) if !name.trim().is_empty() => name,
+        _ => id,
+    };
     let id = match id.split_once('/') {
         Some((function, _)) if function.starts_with("Test") => function,
         _ => id,
@@ -533,7 +551,7 @@ fn vanished(
     let Some((file, line, body)) = body else {
         // Its definition is still there: something stopped collecting it.
         let Some((file, line, text)) = deselection(changed) else {
-            if entry.outcome == TestOutcome::Errored {
+            if entry.outcome == TestOutcome::Errored || is_module_level(id) {
                 // A package that did not build, a module that did not import: fixed.
                 return None;
             }
@@ -800,7 +818,12 @@ fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Findin
                 .unwrap_or(line.saturating_sub(2));
             start..=line.saturating_add(2)
         };
-        let Some(edited) = removed.iter().find(|l| span.contains(&l.line)) else {
+        // Taking the skip off is no rewrite: the marker's line is not the test's expectation.
+        let Some(edited) = removed
+            .iter()
+            .filter(|l| !(was_skipped && SKIP_MARKERS.iter().any(|m| l.text.contains(m))))
+            .find(|l| span.contains(&l.line))
+        else {
             continue;
         };
         let id = &key.1;
@@ -830,6 +853,22 @@ fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Findin
     }
     out
 }
+
+/// What marks a test skipped in its source.
+const SKIP_MARKERS: [&str; 12] = [
+    ".skip(",
+    ".skip`",
+    "skip:",
+    "xit(",
+    "xdescribe(",
+    ".todo(",
+    "@pytest.mark.skip",
+    "@pytest.mark.xfail",
+    "@unittest.skip",
+    "#[ignore",
+    "t.Skip",
+    "pytest.skip(",
+];
 
 /// The lines (from 1) of the definition of the test `name` in `text`: from its first line to
 /// the line before the next definition, at most 200 lines.
@@ -1044,6 +1083,15 @@ mod tests {
         assert_eq!(leaf("src/a.test.ts::parse > handles urls"), "handles urls");
         assert_eq!(leaf("github.com/x/y::TestParse/empty"), "TestParse");
         assert_eq!(leaf("tests::adds"), "adds");
+        assert_eq!(
+            leaf("test/a.test.ts::joinURL > [\"a\",\"b\"]"),
+            "[\"a\",\"b\"]"
+        );
+        assert!(is_module_level("tests.test_more"));
+        assert!(is_module_level("test/any.js"));
+        assert!(is_module_level("github.com/x/semver/v3"));
+        assert!(!is_module_level("adds two numbers"));
+        assert!(!is_module_level("tests.test_core::test_add"));
         assert_eq!(container("tests::adds"), "tests");
     }
 

@@ -346,8 +346,41 @@ fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
     );
     assert!(prompt.contains("restore `adds two numbers`"), "{prompt}");
 
+    // Taken off skip together with the real fix: accepted.
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    write(p, "test/math.test.js", tests);
+    commit(p, "fix add, run the test again");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
+
+    // A test file that cannot load, fixed, then an empty commit: nothing was put away.
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a +;\n}\n",
+    );
+    commit(p, "a syntax error");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    commit(p, "fix the syntax");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
+    git(p, &["commit", "-q", "--allow-empty", "-m", "nothing"]);
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
+    assert!(!text.contains("Integrity"), "{text}");
+
     // Rewritten to the broken value, on a branch from the failing iteration.
-    git(p, &["checkout", "-q", "-b", "rewrite", "agent~1"]);
+    git(p, &["checkout", "-q", "-b", "rewrite", "agent~5"]);
     write(
         p,
         "test/math.test.js",
@@ -360,7 +393,7 @@ fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
     assert!(prompt.contains("test/math.test.js:5"), "{prompt}");
 
     // The fix is accepted.
-    git(p, &["checkout", "-q", "-b", "fix", "agent~1"]);
+    git(p, &["checkout", "-q", "-b", "fix", "agent~5"]);
     write(
         p,
         "lib/math.js",

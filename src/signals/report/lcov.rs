@@ -152,6 +152,12 @@ impl LcovState<'_> {
         if line == b"end_of_record" {
             return self.end_record(ctx, line_no);
         }
+        if line.starts_with(b"TN:") {
+            // A tracefile of no file at all (node writes `TN:` alone when nothing loaded)
+            // is LCOV that covered nothing, not another format.
+            self.saw_any = true;
+            return Ok(());
+        }
         let total = |rest: &[u8]| {
             parse_u64(rest.trim_ascii()).ok_or_else(|| {
                 ctx.line(
