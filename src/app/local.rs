@@ -459,6 +459,7 @@ fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: 
     match &decision.action {
         HumanAction::Accept { .. } => {
             feedback.accepted = true;
+            feedback.accepted_by = Some(decision.by.clone());
             feedback.escalation = None;
         }
         HumanAction::Escalate { reason } => {

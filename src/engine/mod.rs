@@ -60,6 +60,10 @@ pub struct Feedback {
     pub rejections: Vec<String>,
     /// `/iterate accept`.
     pub accepted: bool,
+    /// Who accepted (`itergate accept`'s author, `/iterate accept`'s commenter), when known:
+    /// the decision and the findings it accepted name them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_by: Option<String>,
     /// `/iterate escalate [reason]`.
     pub escalation: Option<String>,
     /// `/iterate budget <n>`: overrides `iteration_limits.max`.

@@ -189,9 +189,15 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
         return Some(ctx.stop(
             Recommendation::Accept,
             StopCode::AcceptedByHuman,
-            match ctx.feedback.surface {
-                super::Surface::Local => "Accepted by a person (`itergate accept`)".into(),
-                super::Surface::PullRequest => {
+            match (ctx.feedback.surface, ctx.feedback.accepted_by.as_deref()) {
+                (super::Surface::Local, Some(by)) => {
+                    format!("Accepted by {by} (`itergate accept`)")
+                }
+                (super::Surface::Local, None) => "Accepted by a person (`itergate accept`)".into(),
+                (super::Surface::PullRequest, Some(by)) => {
+                    format!("Accepted by {by} (`/iterate accept`)")
+                }
+                (super::Surface::PullRequest, None) => {
                     "Accepted by a maintainer (`/iterate accept`)".into()
                 }
             },

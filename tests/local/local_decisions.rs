@@ -130,7 +130,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
     let out = status(&repo);
     assert!(
         out.contains("Decision: ACCEPT")
-            && out.contains("Accepted by a person (`itergate accept`)"),
+            && out.contains("Accepted by Ada Lovelace (`itergate accept`)"),
         "{out}"
     );
     insta::assert_snapshot!("local_accept_status", status(&repo));

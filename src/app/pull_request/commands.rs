@@ -206,6 +206,7 @@ fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
     match command {
         Command::Accept => {
             feedback.accepted = true;
+            feedback.accepted_by = Some(by.login.to_string());
             feedback.escalation = None;
             state.accepted_with = Some(by.permission);
             "accepted by a maintainer".into()
