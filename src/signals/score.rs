@@ -248,9 +248,9 @@ impl Accumulator {
                             Some(Report::Lint(b)) => Some(b),
                             _ => None,
                         };
-                        // Warnings are the change's only in the files it touched (a base
-                        // whose linter stopped early reports fewer of the others); errors
-                        // anywhere can be its doing (a caller that no longer type-checks).
+                        // Warnings are the change's only on the lines it added (a base whose
+                        // linter stopped early reports fewer of the others); errors anywhere
+                        // can be its doing (a caller that no longer type-checks).
                         let touched = input.changed.filter(|_| by_change && base_lint.is_some());
                         self.add_lint(check, l, base_lint, holdout, touched);
                     }
@@ -462,12 +462,19 @@ impl Accumulator {
         touched: Option<&ChangedLines>,
     ) {
         self.lint_seen = true;
+        // reviewdog's `added` filter: a warning is the change's when it is on a line the
+        // change added (a file it only deleted from has none).
         let outside_the_change = |f: &LintFinding| {
             f.level != LintLevel::Error
                 && touched.is_some_and(|c| {
-                    f.file.as_deref().is_some_and(|file| {
-                        !c.files.contains_key(file) && !c.removed.contains_key(file)
-                    })
+                    f.file
+                        .as_deref()
+                        .is_some_and(|file| match c.files.get(file) {
+                            None => true,
+                            Some(added) => f
+                                .line
+                                .is_some_and(|line| !added.iter().any(|l| l.line == line)),
+                        })
                 })
         };
         // The base's findings by their exact key (with the source line), then, for what

@@ -158,9 +158,10 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
     );
 
     // Skipped, then deleted: still the failing test put away, the second violation.
+    // (Another message than the accepted commit's, so that it is another commit.)
     from_first(&p, &first, "skip-then-delete");
     p.write("tests/test_core.py", &skipped);
-    p.commit(&["tests/test_core.py"], "skip a flaky test");
+    p.commit(&["tests/test_core.py"], "skip the flaky test first");
     p.run()
         .expect_decision("ITERATE", "skipped before deleting");
     p.write(
@@ -181,7 +182,7 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
     // Skipped, then back with its assertion rewritten.
     from_first(&p, &first, "skip-then-rewrite");
     p.write("tests/test_core.py", &skipped);
-    p.commit(&["tests/test_core.py"], "skip a flaky test");
+    p.commit(&["tests/test_core.py"], "skip it for now");
     p.run()
         .expect_decision("ITERATE", "skipped before rewriting");
     p.write(

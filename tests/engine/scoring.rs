@@ -721,15 +721,16 @@ fn a_finding_over_a_block_whose_first_line_changed_is_still_the_bases() {
 }
 
 #[test]
-fn warnings_in_files_the_change_did_not_touch_are_not_its_own() {
+fn warnings_on_lines_the_change_did_not_add_are_not_its_own() {
     let sarif = |results: &str| {
         format!(
             r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"lint"}}}},"results":[{results}]}}]}}"#
         )
     };
     let result = |rule: &str, level: &str, file: &str| {
+        let (file, line) = file.split_once(':').unwrap_or((file, "1"));
         format!(
-            r#"{{"ruleId":"{rule}","level":"{level}","message":{{"text":"{rule} here"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"{file}"}},"region":{{"startLine":1}}}}}}]}}"#
+            r#"{{"ruleId":"{rule}","level":"{level}","message":{{"text":"{rule} here"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"{file}"}},"region":{{"startLine":{line}}}}}}}]}}"#
         )
     };
     // The base's linter stopped early and reported nothing; the head reports a warning in
@@ -743,6 +744,8 @@ fn warnings_in_files_the_change_did_not_touch_are_not_its_own() {
     let head_text = sarif(
         &[
             result("W1", "warning", "src/a.rs"),
+            // In the file the change touched, on a line it did not.
+            result("W3", "warning", "src/a.rs:7"),
             result("W2", "warning", "tests/other.rs"),
             result("E1", "error", "src/caller.rs"),
         ]
@@ -769,5 +772,5 @@ fn warnings_in_files_the_change_did_not_touch_are_not_its_own() {
         .filter_map(|i| i.affected_field.clone())
         .collect();
     assert_eq!(places, ["src/a.rs:1", "src/caller.rs:1"], "{:?}", r.issues);
-    assert_eq!(r.base_debt.lint_warnings, 1, "{:?}", r.base_debt);
+    assert_eq!(r.base_debt.lint_warnings, 2, "{:?}", r.base_debt);
 }
