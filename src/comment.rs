@@ -147,7 +147,12 @@ pub fn comment_view(
                 .stopping_reason
                 .as_ref()
                 .map(|r| r.summary.clone())
-                .unwrap_or_else(|| format!("{} trigger(s) to address", decision.triggers.len())),
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} to address",
+                        crate::summary::items_to_address(latest, decision)
+                    )
+                }),
         ),
         iteration: decision.budget.current_iteration,
         max_iterations: decision.budget.max_iterations,

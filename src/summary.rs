@@ -80,6 +80,21 @@ fn remaining(latest: Option<&IterationRecord>) -> Vec<String> {
     lines
 }
 
+/// What the prompt asks of the next iteration, counted: `3 issues`, `1 issue`.
+pub fn items_to_address(
+    latest: Option<&IterationRecord>,
+    decision: &crate::engine::Decision,
+) -> String {
+    let n = latest.map_or(0, |r| {
+        crate::engine::revision::revision_items(r, &decision.triggers).len()
+    });
+    if n == 1 {
+        "1 issue".into()
+    } else {
+        format!("{n} issues")
+    }
+}
+
 /// Notes listed at most; the rest are counted.
 pub const MAX_NOTES: usize = 5;
 
@@ -193,8 +208,8 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
     let why = match (&decision.stopping_reason, &decision.strategy) {
         (Some(reason), _) => reason.summary.clone(),
         (None, Some(strategy)) => format!(
-            "{} trigger(s) to address; strategy {}",
-            decision.triggers.len(),
+            "{} to address; strategy {}",
+            items_to_address(latest, decision),
             strategy.kind.as_str()
         ),
         (None, None) => String::new(),
