@@ -63,21 +63,24 @@ fn remaining(latest: Option<&IterationRecord>) -> Vec<String> {
         .filter(|i| i.severity.counts_for_revision())
         .collect();
     open.sort_by_key(|i| i.severity);
-    let mut lines: Vec<String> = open
-        .iter()
-        .take(MAX_REMAINING)
-        .map(|i| {
-            let first = i.finding.lines().next().unwrap_or("");
-            match &i.affected_field {
-                Some(at) => format!("{} {at}: {first}", i.severity.as_str()),
-                None => format!("{} {first}", i.severity.as_str()),
-            }
-        })
-        .collect();
-    if open.len() > MAX_REMAINING {
-        lines.push(format!("… and {} more", open.len() - MAX_REMAINING));
+    let lines = open.iter().map(|i| {
+        let first = i.finding.lines().next().unwrap_or("");
+        match &i.affected_field {
+            Some(at) => format!("{} {at}: {first}", i.severity.as_str()),
+            None => format!("{} {first}", i.severity.as_str()),
+        }
+    });
+    capped(lines, MAX_REMAINING)
+}
+
+/// The first `max` lines, and `… and N more` for the rest.
+fn capped(lines: impl ExactSizeIterator<Item = String>, max: usize) -> Vec<String> {
+    let total = lines.len();
+    let mut shown: Vec<String> = lines.take(max).collect();
+    if total > max {
+        shown.push(format!("… and {} more", total - max));
     }
-    lines
+    shown
 }
 
 /// What the prompt asks of the next iteration, counted: `3 issues`, `1 issue`.
@@ -100,17 +103,13 @@ pub const MAX_NOTES: usize = 5;
 
 /// The latest iteration's marker notes (INFO), the first [`MAX_NOTES`] and a count.
 fn notes(latest: Option<&IterationRecord>) -> Vec<String> {
-    let all: Vec<&str> = latest
+    let all: Vec<String> = latest
         .into_iter()
         .flat_map(|r| &r.issues)
         .filter(|i| i.severity == Severity::Info && i.dimension == markers::DIMENSION)
-        .map(|i| i.finding.as_str())
+        .map(|i| i.finding.clone())
         .collect();
-    let mut lines: Vec<String> = all.iter().take(MAX_NOTES).map(|f| f.to_string()).collect();
-    if all.len() > MAX_NOTES {
-        lines.push(format!("… and {} more", all.len() - MAX_NOTES));
-    }
-    lines
+    capped(all.into_iter(), MAX_NOTES)
 }
 
 /// The base's debt as one line of text; empty when there is none.

@@ -362,9 +362,10 @@ fn still_away(
                 || !away(after)
                 || !away(head)
                 || renamed(after)
-                || chain[j + 1..]
-                    .iter()
-                    .any(|inv| inv.get(key).is_some_and(|e| !away_outcome(e)))
+                || chain[j + 1..].iter().any(|inv| {
+                    inv.get(key)
+                        .is_some_and(|e| e.outcome != TestOutcome::Skipped)
+                })
                 || !seen.insert(key.clone())
             {
                 continue;
@@ -388,10 +389,6 @@ fn still_away(
         }
     }
     out
-}
-
-fn away_outcome(e: &Entry) -> bool {
-    e.outcome == TestOutcome::Skipped
 }
 
 /// Whether an errored case in the head (a file that failed to import, a package that did

@@ -471,9 +471,9 @@ impl Accumulator {
                         .as_deref()
                         .is_some_and(|file| match c.files.get(file) {
                             None => true,
-                            Some(added) => f
-                                .line
-                                .is_some_and(|line| !added.iter().any(|l| l.line == line)),
+                            Some(added) => f.line.is_some_and(|line| {
+                                added.binary_search_by_key(&line, |l| l.line).is_err()
+                            }),
                         })
                 })
         };
