@@ -1071,13 +1071,15 @@ async fn a_run_whose_event_never_came_is_found_by_the_reconcile_and_decides() {
     let sticky = sticky_comments(&server);
     assert_eq!(sticky.len(), 1, "{sticky:?}");
     assert!(!sticky[0].contains("Waiting for checks"), "{}", sticky[0]);
-    let gate = server.with(|m| {
-        m.check_runs
-            .iter()
-            .filter(|r| r.name == "itergate" && r.status == "completed")
-            .count()
-    });
-    assert_eq!(gate, 1);
+    let gate = || {
+        server.with(|m| {
+            m.check_runs
+                .iter()
+                .filter(|r| r.name == "itergate" && r.status == "completed")
+                .count()
+        })
+    };
+    eventually(&serve, 10, "the gate's check run", || gate() == 1).await;
     eventually(&serve, 10, "the head no longer waiting", || {
         rows_now(&db, "SELECT COUNT(*) FROM waiting") == 0
     })
@@ -1116,10 +1118,11 @@ async fn a_closed_pull_request_waits_no_more_and_a_lost_push_is_caught_up() {
     let moved = "d".repeat(40);
     server.with(|m| m.pulls.get_mut(&PR).unwrap().head_sha = moved.clone());
     waits_for_checks(&serve, &server, 30, "ddddddd").await;
-    assert_eq!(
-        rows(&db, "SELECT COUNT(*) FROM waiting WHERE head_sha = 'dddddddddddddddddddddddddddddddddddddddd'").await,
-        1
-    );
+    // The comment is written first, the table of waiting heads right after it.
+    eventually(&serve, 10, "the new head waiting", || {
+        rows_now(&db, "SELECT COUNT(*) FROM waiting WHERE head_sha = 'dddddddddddddddddddddddddddddddddddddddd'") == 1
+    })
+    .await;
     let (_, metrics) = serve.get("/metrics");
     assert!(
         metrics.contains("itergate_waiting_pull_requests 1"),
