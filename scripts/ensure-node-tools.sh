@@ -41,6 +41,11 @@ done
 
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
+# Tests call this concurrently: one installs, the others wait for it.
+if command -v flock >/dev/null; then
+  exec 9>"$dir/.itergate-node-tools.lock"
+  flock 9
+fi
 stamp=$dir/.itergate-node-tools.stamp
 bins=(vitest tsc eslint jest)
 

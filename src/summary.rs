@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::engine::Evaluation;
 use crate::engine::Recommendation;
 use crate::model::{Dimension, IterationRecord, Severity};
-use crate::signals::{integrity, markers};
+use crate::signals::{integrity, markers, score};
 
 #[derive(Debug, Serialize)]
 pub struct ScoreLine {
@@ -101,12 +101,16 @@ pub fn items_to_address(
 /// Notes listed at most; the rest are counted.
 pub const MAX_NOTES: usize = 5;
 
-/// The latest iteration's marker notes (INFO), the first [`MAX_NOTES`] and a count.
+/// The latest iteration's notes (INFO): markers and what went unmeasured, the first
+/// [`MAX_NOTES`] and a count.
 fn notes(latest: Option<&IterationRecord>) -> Vec<String> {
     let all: Vec<String> = latest
         .into_iter()
         .flat_map(|r| &r.issues)
-        .filter(|i| i.severity == Severity::Info && i.dimension == markers::DIMENSION)
+        .filter(|i| {
+            i.severity == Severity::Info
+                && [markers::DIMENSION, score::UNMEASURED].contains(&i.dimension.as_str())
+        })
         .map(|i| i.finding.clone())
         .collect();
     capped(all.into_iter(), MAX_NOTES)

@@ -36,7 +36,7 @@ use crate::signals::tree_file;
 use super::{user, Env, Failure};
 
 /// Bumped when what an observation holds or means changes, so older cache entries miss.
-const OBSERVATION_SCHEMA: u32 = 5;
+const OBSERVATION_SCHEMA: u32 = 6;
 
 /// What a cached observation depends on besides the tree: the checks and itergate.
 pub fn fingerprint(config: &Config) -> String {
@@ -196,6 +196,14 @@ fn rewritten_files(root: &Path, before: &BTreeMap<String, Option<Oid>>) -> Optio
     (!changed.is_empty()).then_some(changed)
 }
 
+/// The package.json keys that declare dependencies.
+const NODE_DEPENDENCY_KEYS: [&str; 4] = [
+    "dependencies",
+    "devDependencies",
+    "optionalDependencies",
+    "peerDependencies",
+];
+
 /// The lockfiles that pin a Node project's dependencies.
 const NODE_LOCKFILES: [&str; 5] = [
     "package-lock.json",
@@ -206,10 +214,11 @@ const NODE_LOCKFILES: [&str; 5] = [
 ];
 
 /// Gives a scratch worktree the dependencies its checks need, as the work tree has them:
-/// a Node project whose lockfile equals the work tree's shares its `node_modules` (a
-/// link); with another lockfile its dependencies are installed the way its users do
-/// (`npm ci`, `pnpm install --frozen-lockfile`, …). Cargo shares a target directory of its
-/// own already, and Go's module cache is per user.
+/// a Node project whose lockfile equals the work tree's (or, with no lockfile on either
+/// side, whose package.json declares the same dependencies) shares its `node_modules` (a
+/// link); otherwise its dependencies are installed the way its users do (`npm ci`,
+/// `pnpm install --frozen-lockfile`, …). Cargo shares a target directory of its own
+/// already, and Go's module cache is per user.
 fn prepare_dependencies(
     scratch: &Path,
     workdir: &Path,
@@ -222,24 +231,58 @@ fn prepare_dependencies(
     if !installed.is_dir() {
         return Ok(()); // the work tree has none either: the checks run as they do there
     }
-    let same_lockfile = NODE_LOCKFILES.iter().any(|name| {
-        let (a, b) = (scratch.join(name), workdir.join(name));
-        a.is_file() && std::fs::read(&a).ok() == std::fs::read(&b).ok()
-    });
+    let lockfile = |root: &Path| {
+        NODE_LOCKFILES
+            .iter()
+            .find(|name| root.join(name).is_file())
+            .map(|name| (*name, std::fs::read(root.join(name)).ok()))
+    };
+    let manifest = |root: &Path| {
+        std::fs::read_to_string(root.join("package.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    };
+    let scratch_manifest = manifest(scratch);
+    let (locked, why) = match (lockfile(scratch), lockfile(workdir)) {
+        (Some(a), Some(b)) if a == b => (true, None),
+        (Some(_), _) => (true, Some("its lockfile differs from the work tree's")),
+        (None, Some(_)) => (false, Some("it has no lockfile, the work tree has one")),
+        (None, None) => {
+            let declared = |m: Option<&serde_json::Value>| {
+                NODE_DEPENDENCY_KEYS
+                    .map(|k| m.and_then(|m| m.get(k)).cloned())
+                    .to_vec()
+            };
+            if declared(scratch_manifest.as_ref()) == declared(manifest(workdir).as_ref()) {
+                (false, None)
+            } else {
+                (
+                    false,
+                    Some("it has no lockfile and its package.json declares other dependencies"),
+                )
+            }
+        }
+    };
     let label = request.label.unwrap_or("commit");
-    if same_lockfile {
+    let Some(why) = why else {
         return std::os::unix::fs::symlink(&installed, scratch.join("node_modules")).map_err(|e| {
             Failure::Check(format!(
                 "the scratch worktree of {label} ({}): cannot link the work tree's node_modules: {e}",
                 scratch.display()
             ))
         });
+    };
+    let manager = detect::node_package_manager(scratch, scratch_manifest.as_ref());
+    let command = if locked {
+        detect::node_install_command(manager)
+    } else {
+        detect::node_unlocked_install_command(manager)
+    };
+    if request.progress != Progress::Quiet {
+        eprintln!(
+            "itergate: {label}: {why}; installing its dependencies in the scratch worktree (`{command}`)"
+        );
     }
-    let manifest = std::fs::read_to_string(scratch.join("package.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let manager = detect::node_package_manager(scratch, manifest.as_ref());
-    let command = detect::node_install_command(manager);
     let started = Instant::now();
     if request.progress != Progress::Quiet {
         eprintln!(

@@ -243,7 +243,10 @@ pub fn run_all(
                 })
                 .unzip();
         // The progress line tells the first problem, else the first result.
-        if let Some(shown) = read.iter().find(|r| r.is_err()).or(read.first()) {
+        let unwritten =
+            |r: &&Result<CheckResult, CheckError>| matches!(r, Ok(CheckResult::NotWritten { .. }));
+        let shown = read.iter().find(|r| r.is_err());
+        if let Some(shown) = shown.or(read.iter().find(unwritten)).or(read.first()) {
             display.finish(bar, &name, shown, elapsed);
         }
         for (index, result) in indices.into_iter().zip(read) {
@@ -533,6 +536,17 @@ fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(usize, ReadR
         .any(|(_, r)| matches!(r, Ok(CheckResult::Report { .. })));
     for (index, message) in unwritten {
         if read_one_report {
+            let source = &check.report[index];
+            let path = report_path(root, check, source)
+                .map(|p| p.strip_prefix(root).unwrap_or(&p).display().to_string())
+                .unwrap_or_default();
+            results.push((
+                index,
+                Ok(CheckResult::NotWritten {
+                    path,
+                    format: source.format,
+                }),
+            ));
             continue;
         }
         match build_failure(exit_code, &stdout, &stderr, tail.clone()) {
@@ -734,6 +748,9 @@ impl Display {
             Ok(CheckResult::TimedOut { seconds, .. }) => format!("timed out after {seconds}s"),
             Ok(CheckResult::TrackedFilesChanged { files, .. }) => {
                 format!("changed {} tracked file(s)", files.len())
+            }
+            Ok(CheckResult::NotWritten { path, .. }) => {
+                format!("report read; {path} was not written (unmeasured this time)")
             }
         };
         let line = format!(

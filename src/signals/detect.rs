@@ -218,6 +218,16 @@ pub fn node_install_command(manager: &str) -> &'static str {
     }
 }
 
+/// The command that installs a Node project's dependencies when it has no lockfile.
+pub fn node_unlocked_install_command(manager: &str) -> &'static str {
+    match manager {
+        "pnpm" => "pnpm install --no-frozen-lockfile",
+        "yarn" => "yarn install",
+        "bun" => "bun install",
+        _ => "npm install --no-audit --no-fund --no-package-lock",
+    }
+}
+
 fn add_dev_command(manager: &str, package: &str) -> String {
     match manager {
         "npm" => format!("npm install --save-dev {package}"),

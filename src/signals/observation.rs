@@ -18,7 +18,7 @@ use crate::config::Visibility;
 
 use super::diagnostics::Diagnostic;
 use super::paths::{frames, is_repository_path, line_text, RepoPaths, SOURCE_FILE_BYTES_MAX};
-use super::report::Report;
+use super::report::{Report, ReportFormat};
 use super::tree_file::read_text_in_tree;
 
 /// The observation of one tree: every check's result, in check-name order.
@@ -104,6 +104,14 @@ pub enum CheckResult {
     },
     /// The command did not finish in time and was stopped.
     TimedOut { seconds: u64, tail: String },
+    /// One of the check's reports was not written while another was read (vitest writes
+    /// no coverage when a test fails; a Go build failure writes no profile): what it
+    /// measures is unmeasured this time, and the other report is the check's result.
+    NotWritten {
+        /// Its path, relative to the checkout.
+        path: String,
+        format: ReportFormat,
+    },
     /// Not a check: tracked files changed while the checks ran (a formatter or `ruff` with
     /// `fix = true`), so their results describe the rewritten files, not the commit. Kept
     /// as the outcome named [`WORK_TREE_OUTCOME`]; `checks` are those that ran (checks run
@@ -178,7 +186,9 @@ impl Observation {
                     }
                     *tail = paths.without_root(tail);
                 }
-                CheckResult::TimedOut { .. } | CheckResult::TrackedFilesChanged { .. } => {}
+                CheckResult::TimedOut { .. }
+                | CheckResult::TrackedFilesChanged { .. }
+                | CheckResult::NotWritten { .. } => {}
             }
         }
     }

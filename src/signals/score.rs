@@ -134,6 +134,9 @@ struct Accumulator {
     void: bool,
 }
 
+/// The dimension of a note that says what an iteration could not measure.
+pub const UNMEASURED: &str = "unmeasured";
+
 impl Accumulator {
     fn add_check(
         &mut self,
@@ -146,6 +149,21 @@ impl Accumulator {
         match &check.result {
             CheckResult::TrackedFilesChanged { files, checks } => {
                 self.issues.push(tracked_files_changed(files, checks));
+            }
+            CheckResult::NotWritten { path, format } => {
+                let what = format!("{:?}", format.kind()).to_lowercase();
+                let name = check
+                    .name
+                    .strip_suffix(&format!(".{}", format.name()))
+                    .unwrap_or(&check.name);
+                self.issues.push(issue(
+                    UNMEASURED,
+                    Severity::Info,
+                    format!(
+                        "{what} unmeasured: check `{name}` did not write {path} this time (its other report was read)"
+                    ),
+                    None,
+                ));
             }
             CheckResult::Exited {
                 exit_code,
@@ -581,12 +599,12 @@ impl Accumulator {
             };
             // An edit to code the base already left untested (a renamed variable, a type
             // annotation) adds no untested code: the file's uncovered lines did not grow.
+            // Its covered changed lines still count.
             let untested_before = base
                 .and_then(|b| b.files.get(path))
                 .map(|f| f.uncovered().count());
-            if untested_before.is_some_and(|before| file.uncovered().count() <= before) {
-                continue;
-            }
+            let no_new_untested =
+                untested_before.is_some_and(|before| file.uncovered().count() <= before);
             // A reworded line the base left untested too (an error message, a rename) is
             // not new untested code, even when the file gained some elsewhere.
             let mut untested_removed: Vec<String> = match base.and_then(|b| b.files.get(path)) {
@@ -610,7 +628,7 @@ impl Accumulator {
             let mut uncovered = Vec::new();
             for added in lines.iter().filter(|l| !is_import(&l.text)) {
                 match file.lines.get(&added.line) {
-                    Some(0) if reworded(&added.text) => {}
+                    Some(0) if no_new_untested || reworded(&added.text) => {}
                     Some(0) => {
                         total += 1;
                         uncovered.push(added.line);

@@ -2,7 +2,9 @@
 //! and `node` (`scripts/ensure-go.sh` installs Go where it is missing): a broken test is
 //! named at its file:line with its values, an untested new function is asked for a test,
 //! a vet finding is located, a base that already fails hides only its own failures, and a
-//! failing node:test test that is skipped or rewritten to pass is a violation.
+//! failing node:test test that is skipped or rewritten to pass is a violation. A vitest +
+//! tsc + eslint project (the pinned tools of `scripts/ensure-node-tools.sh`) is measured on
+//! tests, coverage, lint and types, and a coverage report it did not write is unmeasured.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -402,4 +404,212 @@ fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
     commit(p, "add again");
     let (status, _, text) = run(p);
     assert_eq!(status, 0, "{text}");
+}
+
+/// The pinned vitest, typescript and eslint of `scripts/ensure-node-tools.sh` (installed
+/// by it when missing), given to `project` as its `node_modules`.
+fn node_tools_into(project: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-node-tools.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = String::from_utf8_lossy(&out.stdout);
+    let modules = Path::new(dir.lines().last().expect("the directory")).join("node_modules");
+    let copied = Command::new("cp")
+        .arg("-al")
+        .arg(&modules)
+        .arg(project.join("node_modules"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !copied {
+        std::os::unix::fs::symlink(&modules, project.join("node_modules")).expect("link");
+    }
+}
+
+const TS_PRICE: &str = "export function total(prices: number[]): number {\n  return prices.reduce((a, b) => a + b, 0);\n}\n\nexport function discount(price: number, percent: number): number {\n  return price - (price * percent) / 100;\n}\n";
+
+const TS_TAX: &str = "\nexport function tax(price: number, rate: number): number {\n  if (rate < 0) {\n    throw new RangeError(\"negative rate\");\n  }\n  return price * (1 + rate);\n}\n";
+
+const TS_TEST: &str = "import { describe, expect, it } from \"vitest\";\nimport { discount, total } from \"../src/price\";\n\ndescribe(\"price\", () => {\n  it(\"adds prices\", () => {\n    expect(total([1, 2, 3])).toBe(6);\n  });\n  it(\"takes a discount\", () => {\n    expect(discount(200, 10)).toBe(180);\n  });\n});\n";
+
+fn typescript_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "package.json",
+        r#"{"name":"shop","version":"1.0.0","type":"module","scripts":{"test":"vitest run"},
+"devDependencies":{"vitest":"4.1.12","@vitest/coverage-v8":"4.1.12","typescript":"5.9.3","eslint":"9.39.5","@eslint/js":"9.39.5"}}"#,
+    );
+    write(
+        p,
+        "tsconfig.json",
+        r#"{"compilerOptions":{"strict":true,"target":"ES2022","module":"ESNext","moduleResolution":"Bundler","noEmit":true,"skipLibCheck":true},"include":["src","test"]}"#,
+    );
+    write(
+        p,
+        "eslint.config.js",
+        "import js from \"@eslint/js\";\nexport default [js.configs.recommended, { ignores: [\"coverage/**\", \".itergate-*/**\"] }];\n",
+    );
+    write(p, "src/price.ts", TS_PRICE);
+    write(p, "test/price.test.ts", TS_TEST);
+    write(p, ".gitignore", "node_modules/\n.itergate-*\n");
+    node_tools_into(p);
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    commit(p, "base");
+    dir
+}
+
+#[test]
+fn a_typescript_project_is_measured_on_tests_coverage_lint_and_types() {
+    let dir = typescript_project();
+    let p = dir.path();
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    for wanted in [
+        "vitest run --reporter=default --reporter=junit",
+        "--coverage.reportOnFailure",
+        "format: lcov",
+        "tsc --noEmit",
+        "format: eslint-json",
+    ] {
+        assert!(config.contains(wanted), "{wanted}: {config}");
+    }
+    git(p, &["checkout", "-q", "-b", "agent"]);
+
+    // A broken function: the failing test by name, file:line and values. The base's
+    // scratch worktree shares the work tree's node_modules (the same dependencies).
+    write(p, "src/price.ts", &TS_PRICE.replace("/ 100", "/ 10"));
+    commit(p, "a broken discount");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(!text.contains("installing its dependencies"), "{text}");
+    assert!(prompt.contains("price > takes a discount"), "{prompt}");
+    assert!(prompt.contains("expected +0 to be 180"), "{prompt}");
+    assert!(prompt.contains("test/price.test.ts:9"), "{prompt}");
+
+    // Fixed, plus an untested export: asked for a test at its lines.
+    write(p, "src/price.ts", &format!("{TS_PRICE}{TS_TAX}"));
+    commit(p, "fix discount, add tax");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("changed lines not covered"), "{prompt}");
+    assert!(prompt.contains("src/price.ts:10-11"), "{prompt}");
+
+    // Its test: accepted on all four measures.
+    let tested = TS_TEST.replace("{ discount, total }", "{ discount, tax, total }")
+        + "\ndescribe(\"tax\", () => {\n  it(\"adds tax\", () => {\n    expect(tax(100, 0.5)).toBe(150);\n  });\n  it(\"refuses a negative rate\", () => {\n    expect(() => tax(100, -1)).toThrow(RangeError);\n  });\n});\n";
+    write(p, "test/price.test.ts", &tested);
+    commit(p, "test tax");
+    let (status, _, text) = run(p);
+    assert_eq!(status, 0, "{text}");
+    for measured in [
+        "Tests Passing: 100%",
+        "Code Quality: 1.00",
+        "Coverage: 100%",
+    ] {
+        assert!(text.contains(measured), "{measured}: {text}");
+    }
+
+    // A lint finding, located.
+    write(
+        p,
+        "scripts/release.js",
+        "const unused = 1;\nexport function release(v) {\n  return \"v\" + v;\n}\n",
+    );
+    commit(p, "a release script");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("no-unused-vars"), "{prompt}");
+    assert!(prompt.contains("scripts/release.js:1"), "{prompt}");
+
+    // A type error weighs like a lint error and is located.
+    write(
+        p,
+        "scripts/release.js",
+        "export function release(v) {\n  return \"v\" + v;\n}\n",
+    );
+    write(
+        p,
+        "src/price.ts",
+        &format!("{TS_PRICE}{TS_TAX}\nexport function label(price: number): string {{\n  return price;\n}}\n"),
+    );
+    commit(p, "label");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("TS2322"), "{prompt}");
+    assert!(prompt.contains("src/price.ts:17"), "{prompt}");
+    assert!(text.contains("Code Quality: 0.50"), "{text}");
+
+    // Without `reportOnFailure` vitest writes no coverage when a test fails: the JUnit
+    // report still names the failure, and the coverage is said to be unmeasured.
+    write(
+        p,
+        "src/price.ts",
+        &format!("{TS_PRICE}{TS_TAX}\nexport function label(price: number): string {{\n  return String(price);\n}}\n"),
+    );
+    write(
+        p,
+        "test/price.test.ts",
+        &tested.replace("toBe(150)", "toBe(151)"),
+    );
+    commit(p, "a wrong expectation");
+    let lenient = config.replace(" --coverage.reportOnFailure", "");
+    write(p, "../no-coverage-on-failure.yml", &lenient);
+    let out = itergate(
+        p,
+        &[
+            "--config",
+            "../no-coverage-on-failure.yml",
+            "--color",
+            "never",
+            "run",
+            "--exit-code",
+        ],
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(text.contains("tax > adds tax"), "{text}");
+    assert!(
+        text.contains(
+            "coverage unmeasured: check `tests` did not write .itergate-coverage/lcov.info"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_typescript_base_that_fails_hides_only_its_own_failure() {
+    let dir = typescript_project();
+    let p = dir.path();
+    // The base's debt: `adds prices` fails.
+    write(
+        p,
+        "test/price.test.ts",
+        &TS_TEST.replace("toBe(6)", "toBe(7)"),
+    );
+    commit(p, "base debt");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(p, "src/price.ts", &TS_PRICE.replace("/ 100", "/ 10"));
+    commit(p, "a broken discount");
+    let (status, prompt, text) = run(p);
+    assert_eq!(status, 10, "{text}");
+    assert!(prompt.contains("takes a discount"), "{prompt}");
+    assert!(
+        !prompt.contains("adds prices"),
+        "the base's failure is no prompt item: {prompt}"
+    );
+    assert!(text.contains("Base:"), "the base's debt is shown: {text}");
 }
