@@ -202,7 +202,8 @@ fn failed(outcome: TestOutcome) -> bool {
 /// Every finding of the change.
 pub fn check(input: &Input) -> Vec<Finding> {
     let mut findings = tests(input);
-    findings.extend(suppressions(input.changed, input.is_test));
+    let reported = reported_findings(input);
+    findings.extend(suppressions(input.changed, input.is_test, &reported));
     findings.extend(loosened_tools(input.changed));
     findings.extend(edited_check_files(input.changed, input.check_files));
     findings
@@ -935,7 +936,69 @@ fn silenced(text: &str, marker: &str) -> String {
     }
 }
 
-fn suppressions(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+/// (file, rule) of every lint finding the base or an earlier iteration of the task
+/// reported: what a suppression must not silence, whatever reason it gives.
+fn reported_findings(input: &Input) -> BTreeSet<(String, String)> {
+    input
+        .base
+        .into_iter()
+        .chain(input.earlier.observations.iter().copied())
+        .flat_map(|o| &o.checks)
+        .filter_map(|c| match &c.result {
+            CheckResult::Report {
+                report: Report::Lint(lint),
+                ..
+            } => Some(&lint.findings),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|f| Some((f.file.clone()?, f.rule.clone().unwrap_or_default())))
+        .collect()
+}
+
+/// Whether a suppression gives its reason: on its own line (eslint's `-- why`,
+/// `#[allow(…, reason = "…")]`, a comment after `# noqa: X` or `//nolint:x`, text after
+/// `@ts-expect-error`) or in a comment line added right above it.
+fn gives_reason(text: &str, marker: &str, above: Option<&str>) -> bool {
+    let rest = &text[text.find(marker).map_or(0, |i| i + marker.len())..];
+    let on_line = match marker {
+        "eslint-disable" => rest
+            .split_once(" -- ")
+            .is_some_and(|(_, r)| !r.trim().is_empty()),
+        "#[allow(" | "#![allow(" => rest.contains("reason"),
+        "@ts-expect-error" => {
+            rest.trim_start_matches([':', ' ', '-'])
+                .trim()
+                .trim_end_matches("*/")
+                .len()
+                > 3
+        }
+        _ => {
+            // `# noqa: E501  # the URL cannot be split`, `//nolint:errcheck // best effort`
+            let after = rest.trim_start_matches([':', ' ']);
+            let after = after.split_once([' ', '\t']).map_or("", |(_, a)| a).trim();
+            after.len() > 3 && (after.starts_with('#') || after.starts_with("//"))
+        }
+    };
+    let comment_above = above.is_some_and(|a| {
+        let a = a.trim();
+        let comment = ["//", "#", "/*", "*", "--"]
+            .iter()
+            .any(|c| a.starts_with(c) && !a.starts_with("#[") && !a.starts_with("#!["));
+        comment && a.len() > 6 && !SUPPRESSIONS.iter().any(|(m, _)| a.contains(m))
+    });
+    on_line || comment_above
+}
+
+/// Suppressions added in changed lines. Each is a WARNING, unless it gives its reason
+/// and silences nothing the base or an earlier iteration reported (a note then): a
+/// careful reviewer reads a justified suppression, but never accepts one that puts a
+/// finding the task was asked to fix out of sight.
+fn suppressions(
+    changed: &ChangedLines,
+    is_test: &dyn Fn(&str) -> bool,
+    reported: &BTreeSet<(String, String)>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for (path, added) in &changed.files {
         let mut removed: Vec<String> = changed
@@ -946,7 +1009,7 @@ fn suppressions(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool) -> Vec<F
             .filter(|l| SUPPRESSIONS.iter().any(|(m, _)| l.text.contains(m)))
             .map(|l| normalise(&l.text))
             .collect();
-        for l in added {
+        for (at, l) in added.iter().enumerate() {
             let Some((marker, tool)) = SUPPRESSIONS.iter().find(|(m, _)| l.text.contains(m)) else {
                 continue;
             };
@@ -960,16 +1023,37 @@ fn suppressions(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool) -> Vec<F
                 continue;
             }
             let rules = silenced(&l.text, marker);
-            let severity = if is_test(path) {
+            let silences_reported = reported.iter().any(|(file, rule)| {
+                file == path
+                    && (rules == "every rule"
+                        || (!rule.is_empty()
+                            && rules.split([',', ' ']).any(|r| {
+                                !r.is_empty() && (rule.ends_with(r) || r.ends_with(rule.as_str()))
+                            })))
+            });
+            let above = at
+                .checked_sub(1)
+                .map(|i| &added[i])
+                .filter(|prev| prev.line + 1 == l.line)
+                .map(|prev| prev.text.as_str());
+            let justified = !silences_reported && gives_reason(&l.text, marker, above);
+            let severity = if is_test(path) || justified {
                 Severity::Info
             } else {
                 Severity::Warning
             };
+            let shown = marker.trim_start_matches("# ").trim_end_matches('(');
+            let why = if silences_reported {
+                ", which an earlier run reported"
+            } else if justified {
+                ", with its reason"
+            } else {
+                ""
+            };
             out.push(finding(
                 severity,
                 format!(
-                    "{SUPPRESSION}: `{}` silences {tool} ({rules}) at {path}:{}",
-                    marker.trim_start_matches("# ").trim_end_matches('('),
+                    "{SUPPRESSION}: `{shown}` silences {tool} ({rules}){why} at {path}:{}",
                     l.line
                 ),
                 format!("{path}:{}", l.line),
@@ -1236,5 +1320,114 @@ mod scenario_tests {
             .issue
             .finding
             .contains("removed together with `sub`"));
+    }
+
+    fn lint_observed(file: &str, rule: &str) -> Observation {
+        use crate::signals::report::{LintFinding, LintLevel, LintSummary};
+        let mut lint = LintSummary::default();
+        lint.findings.push(LintFinding {
+            tool: "eslint".into(),
+            rule: Some(rule.into()),
+            level: LintLevel::Error,
+            message: "'x' is assigned a value but never used.".into(),
+            file: Some(file.into()),
+            line: Some(3),
+            column: Some(9),
+            suggested_fix: None,
+            context: None,
+        });
+        Observation {
+            checks: vec![CheckOutcome {
+                name: "lint".into(),
+                visibility: Visibility::Full,
+                void_on_violation: false,
+                result: CheckResult::Report {
+                    report: Report::Lint(lint),
+                    exit_code: Some(1),
+                },
+            }],
+            execution_time_ms: None,
+            flaky: vec![],
+        }
+    }
+
+    fn suppression_severity(lines: &[&str], previous: Option<&Observation>) -> Severity {
+        let mut changed = ChangedLines::default();
+        changed.files.insert(
+            "lib/index.js".into(),
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, t)| AddedLine {
+                    line: 10 + i as u32,
+                    text: t.to_string(),
+                })
+                .collect(),
+        );
+        let head = observed(&[]);
+        let observations: Vec<&Observation> = previous.into_iter().collect();
+        let earlier = Earlier {
+            observations: &observations,
+            since_previous: None,
+            previous_source: &|_| None,
+        };
+        let found = check(&Input {
+            head: &head,
+            base: None,
+            earlier: &earlier,
+            changed: &changed,
+            is_test: &|p: &str| p.starts_with("test/"),
+            check_files: &[],
+        });
+        assert_eq!(found.len(), 1, "{found:?}");
+        found[0].issue.severity
+    }
+
+    #[test]
+    fn a_suppression_with_its_reason_is_a_note_unless_it_silences_what_was_reported() {
+        let bare = [
+            "  // eslint-disable-next-line require-unicode-regexp",
+            "  const re = /x/g;",
+        ];
+        assert_eq!(suppression_severity(&bare, None), Severity::Warning);
+        let on_line = [
+            "  // eslint-disable-next-line require-unicode-regexp -- 5x slower with u",
+            "  const re = /x/g;",
+        ];
+        assert_eq!(suppression_severity(&on_line, None), Severity::Info);
+        let above = [
+            "  // A Unicode regexp gives identical results here, but is ~5x slower.",
+            "  // eslint-disable-next-line require-unicode-regexp",
+            "  const re = /x/g;",
+        ];
+        assert_eq!(suppression_severity(&above, None), Severity::Info);
+        // The previous iteration reported the rule in that file: silencing it is no fix,
+        // whatever the reason says.
+        let reported = lint_observed("lib/index.js", "no-unused-vars");
+        let gamed = [
+            "  // The variable is kept for later use by callers.",
+            "  // eslint-disable-next-line no-unused-vars",
+            "  const x = 0;",
+        ];
+        assert_eq!(
+            suppression_severity(&gamed, Some(&reported)),
+            Severity::Warning
+        );
+        assert!(gives_reason(
+            "#[allow(clippy::cast_possible_truncation, reason = \"checked above\")]",
+            "#[allow(",
+            None
+        ));
+        assert!(gives_reason(
+            "x = long_url  # noqa: E501  # a URL cannot be split",
+            "# noqa",
+            None
+        ));
+        assert!(!gives_reason("import os  # noqa: F401", "# noqa", None));
+        assert!(!gives_reason(
+            "  // eslint-disable-next-line no-console",
+            "eslint-disable",
+            Some("  // eslint-disable-next-line no-alert")
+        ));
     }
 }
