@@ -122,6 +122,10 @@ base_commit() {
     git add -A . && git_id commit -q -m "$1" || exit 1
 }
 
+# A real commit replayed and judged is merged: the next one is judged against it, as a pull
+# request on top of it would be (its base's observation is this step's, already cached).
+merged() { git branch -f "$BASE" HEAD; }
+
 step() { STEP_ID=$1; STEP_WHAT=$2; echo "-- $REPO $STEP_ID: $STEP_WHAT" >&2; }
 
 commit() { git add -A . && git_id commit -q -m "$STEP_WHAT" "$@"; }

@@ -106,4 +106,5 @@ for rev in 53efacd 0f15cf1 bc88e94 385c0eb 135eb23 93ae366 2f69e84 060bb1c; do
     step PR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done

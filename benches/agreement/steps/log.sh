@@ -68,4 +68,5 @@ for rev in 761461a c906cfb 5808392 ce6cd9f a5b5b21 87e0621 f405739; do
     step LR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done

@@ -119,4 +119,5 @@ for rev in ebda872 057c901 9760c47 dc05094 61fc460 bf01c61 c4a2d7e 71f2b39; do
     step GR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done

@@ -96,4 +96,5 @@ for rev in 09426ba af7b483 d913bcd c06e910 f4bed91 a466ff6 38fd181 2ed4555; do
     step SR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done

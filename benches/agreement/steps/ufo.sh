@@ -141,4 +141,5 @@ for rev in 4d024df 7959de5 3c4b43d 5b87427 31ea74c b83cbea 8515b24 4025c7a; do
     step UR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done

@@ -122,4 +122,5 @@ for rev in 612790f 7d0cfd3 aacfad6 98b8109 891548e 287da0b be2787c 1c40227; do
     step WR$n "$rev $(git log -1 --format=%s "$rev")"
     pick "$rev"
     score
+    merged
 done
