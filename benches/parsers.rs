@@ -3,7 +3,8 @@
 //! Inputs are generated in memory at start (about 100 MB of LCOV, JUnit with 100,000
 //! testcases, SARIF with 100,000 results, Cobertura with 500,000 lines) and read through
 //! a 256 KiB `BufReader`, as `parse_file` reads a file; then `go test -json` with 100,000
-//! tests, a 100 MB Go coverage profile and tsc output with 200,000 errors. Targets: LCOV,
+//! tests, a 100 MB Go coverage profile, tsc output with 200,000 errors, Clover with 500,000
+//! lines, `jest --json` with 100,000 tests and istanbul JSON with 500,000 statements. Targets: LCOV,
 //! JUnit and the Go coverage profile at least 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
 //! that ends in a few errors.
 
@@ -71,6 +72,20 @@ fn parsers(c: &mut Criterion) {
     drop(go_cover);
     let tsc = report_gen::tsc(200_000);
     bench_format(c, ReportFormat::Tsc, "tsc_200k_errors", &tsc);
+    drop(tsc);
+    let clover = report_gen::clover(1_000);
+    bench_format(c, ReportFormat::Clover, "clover_500k_lines", &clover);
+    drop(clover);
+    let jest = report_gen::jest_json(100_000);
+    bench_format(c, ReportFormat::JestJson, "jest_json_100k_tests", &jest);
+    drop(jest);
+    let istanbul = report_gen::istanbul_json(1_000);
+    bench_format(
+        c,
+        ReportFormat::IstanbulJson,
+        "istanbul_json_500k_statements",
+        &istanbul,
+    );
 }
 
 /// Cargo output of about `bytes`: warning blocks and status lines, then one error and the

@@ -433,8 +433,9 @@ pub struct ScoreArgs {
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub rev: String,
     /// Read an existing report instead of running checks, as FORMAT:PATH (repeatable).
-    /// Formats: junit, tap, libtest, lcov, cobertura, sarif, cargo-json, checkstyle,
-    /// ruff-json, eslint-json, lizard.
+    /// Formats: junit, tap, libtest, lcov, cobertura, clover, sarif, cargo-json,
+    /// checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc,
+    /// jest-json, istanbul-json.
     #[arg(long = "report", value_name = "FORMAT:PATH")]
     pub reports: Vec<String>,
     /// Base branch the task started from (default: the remote's HEAD branch, main, master).

@@ -110,7 +110,7 @@ fn format_names_round_trip_and_unknown_names_list_the_valid_ones() {
     let err = "xunit".parse::<ReportFormat>().unwrap_err().to_string();
     assert!(err.contains("`xunit`"), "{err}");
     assert!(
-        err.contains("junit, tap, libtest, lcov, cobertura, sarif, cargo-json, checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
+        err.contains("junit, tap, libtest, lcov, cobertura, clover, sarif, cargo-json, checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
         "{err}"
     );
 }

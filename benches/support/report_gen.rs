@@ -216,3 +216,104 @@ pub fn tsc(errors: u32) -> String {
     }
     out
 }
+
+/// Clover XML (istanbul's layout): `files` files of 500 lines in packages of 50, one line
+/// in six a condition, about one in five not hit.
+pub fn clover(files: u32) -> String {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut out = String::with_capacity(files as usize * 500 * 40);
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<coverage generated=\"1\" clover=\"3.2.0\">\n  <project timestamp=\"1\" name=\"All files\">\n    <metrics statements=\"0\" coveredstatements=\"0\"/>\n");
+    for file in 0..files {
+        if file % 50 == 0 {
+            if file > 0 {
+                out.push_str("    </package>\n");
+            }
+            let _ = writeln!(out, "    <package name=\"src.pkg{}\">", file / 50);
+        }
+        let _ = writeln!(
+            out,
+            "      <file name=\"m{file}.ts\" path=\"/home/ci/app/src/pkg{}/m{file}.ts\">",
+            file / 50
+        );
+        for line in 1..=500 {
+            let count = if rng.next() % 5 == 0 {
+                0
+            } else {
+                rng.next() % 40 + 1
+            };
+            if line % 6 == 0 {
+                let _ = writeln!(out, "        <line num=\"{line}\" count=\"{count}\" type=\"cond\" truecount=\"{count}\" falsecount=\"1\"/>");
+            } else {
+                let _ = writeln!(
+                    out,
+                    "        <line num=\"{line}\" count=\"{count}\" type=\"stmt\"/>"
+                );
+            }
+        }
+        out.push_str("      </file>\n");
+    }
+    out.push_str("    </package>\n  </project>\n</coverage>\n");
+    out
+}
+
+/// `jest --json` output: `tests` assertion results in files of 100, every 1,000th failing
+/// with jest's message (the `●` header, Expected/Received and the code frame).
+pub fn jest_json(tests: u32) -> String {
+    let mut out = String::from("{\"numTotalTests\":0,\"success\":false,\"testResults\":[");
+    for file in 0..tests.div_ceil(100) {
+        if file > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"name\":\"/home/ci/app/test/t{file}.test.js\",\"status\":\"failed\",\"message\":\"\",\"assertionResults\":[");
+        for i in 0..100.min(tests - file * 100) {
+            let n = file * 100 + i;
+            if i > 0 {
+                out.push(',');
+            }
+            let (status, messages) = if n % 1000 == 999 {
+                ("failed", format!("[\"expect(received).toBe(expected) // Object.is equality\\n\\nExpected: {n}\\nReceived: 0\\n\\n    at Object.toBe (test/t{file}.test.js:{}:25)\"]", i + 3))
+            } else {
+                ("passed", "[]".to_string())
+            };
+            let _ = write!(out, "{{\"ancestorTitles\":[\"suite {file}\"],\"fullName\":\"suite {file} case {n}\",\"title\":\"case {n}\",\"status\":\"{status}\",\"duration\":1,\"failureMessages\":{messages},\"location\":{{\"line\":{},\"column\":3}}}}", i + 3);
+        }
+        out.push_str("]}");
+    }
+    out.push_str("]}\n");
+    out
+}
+
+/// Istanbul's `coverage-final.json`: `files` files of 500 one-line statements, about one
+/// in five not hit.
+pub fn istanbul_json(files: u32) -> String {
+    let mut rng = Rng(0x9FB2_1C65_1E98_DF25);
+    let mut out = String::from("{");
+    for file in 0..files {
+        if file > 0 {
+            out.push(',');
+        }
+        let path = format!("/home/ci/app/src/m{file}.ts");
+        let _ = write!(out, "\"{path}\":{{\"path\":\"{path}\",\"statementMap\":{{");
+        for s in 0..500 {
+            if s > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "\"{s}\":{{\"start\":{{\"line\":{},\"column\":2}},\"end\":{{\"line\":{},\"column\":30}}}}", s + 1, s + 1);
+        }
+        out.push_str("},\"fnMap\":{},\"branchMap\":{},\"s\":{");
+        for s in 0..500 {
+            if s > 0 {
+                out.push(',');
+            }
+            let hits = if rng.next() % 5 == 0 {
+                0
+            } else {
+                rng.next() % 40 + 1
+            };
+            let _ = write!(out, "\"{s}\":{hits}");
+        }
+        out.push_str("},\"f\":{},\"b\":{}}");
+    }
+    out.push_str("}\n");
+    out
+}

@@ -47,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
         changed: &changed,
         is_test: &is_test,
         check_files: &[],
+        check_commands: &[None],
     });
     let paths = markers::Paths {
         is_source: &|_| true,

@@ -157,9 +157,18 @@ pub async fn bind(
             artifact.record.commit, run.head_sha
         )));
     }
-    // The artifact comes from code the PR controls: believe its PR number only if that PR's
-    // head is the commit, the repository and the branch the run built.
-    let pr = run.prs.first().copied().unwrap_or(PrNumber(artifact.pr));
+    // The artifact comes from code the PR controls: believe its PR number only if the run
+    // lists that PR (a fork's run lists none) and that PR's head is the commit, the
+    // repository and the branch the run built. The record was scored with that PR's base.
+    let pr = PrNumber(artifact.pr);
+    if !run.prs.is_empty() && !run.prs.contains(&pr) {
+        let listed: Vec<String> = run.prs.iter().map(|p| format!("#{}", p.0)).collect();
+        return Err(FlowError::Refused(format!(
+            "the artifact's record is for pull request #{}, but the run is for {}; refusing to publish it",
+            pr.0,
+            listed.join(", ")
+        )));
+    }
     let pull = forge.pull_request(&run.repo, pr).await?;
     check_run_head(
         &RunHead {

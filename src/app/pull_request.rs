@@ -42,7 +42,7 @@ use crate::github::forge::{Forge, ForgeError};
 use crate::github::sticky::{self, StateError, StateKey, StickyState};
 use crate::github::types::{Comment, CommentId, LabelSpec, PrNumber, RepoName};
 use crate::markup::fence_with_info;
-use crate::model::IterationRecord;
+use crate::model::{CommitSha, IterationRecord};
 use crate::render::Renderer;
 
 /// What happened that itergate should act on.
@@ -136,7 +136,6 @@ impl Handler<'_> {
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let (mut state, mut actions) = self.load(&comments)?;
-        let latest = Some(record.clone());
         if state.records.record(record) {
             // What people said was about the previous iteration.
             state.feedback.messages.clear();
@@ -147,16 +146,8 @@ impl Handler<'_> {
             state.context_rounds = 0;
         }
         actions.push("recorded a new iteration".into());
-        let outcome = self
-            .publish_with(pr, &comments, state, base.as_ref(), actions, self_reported)
-            .await?;
-        if self.config.github.check_run {
-            if let (Some(decision), Some(latest)) = (&outcome.decision, &latest) {
-                self.check_run(latest, decision, outcome.summary.as_deref().unwrap_or(""))
-                    .await?;
-            }
-        }
-        Ok(outcome)
+        self.publish_with(pr, &comments, state, base.as_ref(), actions, self_reported)
+            .await
     }
 
     /// The PR's state from its sticky comment, and what the job log should say about it.
@@ -416,6 +407,14 @@ impl Handler<'_> {
                 .update_comment(&self.repo, sticky_id, &body)
                 .await?;
         }
+        // Every decision (a record, a command, a review) is the gate on the latest scored
+        // commit: what branch protection reads.
+        if self.config.github.check_run {
+            if let Some(latest) = state.records.last() {
+                self.check_run(latest, decision, &visible).await?;
+                actions.push(format!("check run on {}", short(&latest.commit)));
+            }
+        }
         let quality = state
             .records
             .last()
@@ -506,4 +505,9 @@ fn with_notices(visible: &str, state: &StickyState) -> String {
         .fold(visible.to_string(), |text, notice| {
             format!("{text}\n\n{notice}")
         })
+}
+
+/// The first seven characters of a commit id, as git shows it.
+fn short(sha: &CommitSha) -> &str {
+    sha.0.get(..7).unwrap_or(&sha.0)
 }

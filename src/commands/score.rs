@@ -123,6 +123,37 @@ fn record_text(config: &Config, r: &IterationRecord) -> String {
     out
 }
 
+/// The report files of generated checks (`.itergate-junit.xml`, `.itergate-coverage/` …)
+/// are not the project's: kept out of `git status` and `git add -A` by the clone's own
+/// `info/exclude`, which is never committed. What was done, if anything.
+fn exclude_report_files(git_dir: &std::path::Path) -> Option<String> {
+    const PATTERN: &str = ".itergate-*";
+    let path = git_dir.join("info").join("exclude");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text.lines().any(|l| l.trim() == PATTERN) {
+        return None;
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "# the report files of itergate's checks\n{PATTERN}\n"
+    ));
+    let written =
+        std::fs::create_dir_all(path.parent()?).and_then(|()| std::fs::write(&path, text));
+    Some(match written {
+        Ok(()) => format!(
+            "added `{PATTERN}` (the checks' report files) to {}",
+            path.display()
+        ),
+        Err(e) => format!(
+            "could not add `{PATTERN}` to {}: {e}; add it to .gitignore",
+            path.display()
+        ),
+    })
+}
+
 pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
     // The file belongs at the repository's root, next to what it configures.
     let repo = local::open_repository(env)?;
@@ -149,6 +180,9 @@ pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
     std::fs::write(&path, text).map_err(|e| user(format!("{}: {e}", path.display())))?;
     for note in detected.iter().flat_map(|d| &d.notes) {
         eprintln!("itergate: not measured yet: {note}");
+    }
+    if let Some(added) = exclude_report_files(repo.path()) {
+        eprintln!("itergate: {added}");
     }
     eprintln!(
         "itergate: wrote {} ({})",

@@ -42,9 +42,11 @@ impl History {
     /// (keeping its number), or appends it as the next iteration. Returns whether it is a
     /// new iteration.
     pub fn record(&mut self, mut record: IterationRecord) -> bool {
-        if let Some(i) = self.0.iter().position(|r| r.commit == record.commit) {
-            record.iteration = self.0[i].iteration;
-            self.0[i] = record;
+        // The latest commit scored again replaces its record; an earlier commit scored
+        // again (the head moved back to it) is a new iteration, judged after all the others.
+        if let Some(last) = self.0.last_mut().filter(|r| r.commit == record.commit) {
+            record.iteration = last.iteration;
+            *last = record;
             return false;
         }
         record.iteration = self.0.last().map_or(1, |r| r.iteration.saturating_add(1));

@@ -572,6 +572,12 @@ fn classify(installation: u64, error: FlowError) -> JobError {
         (Some(e), _) if e.status() == Some(401) => {
             JobError::Unauthorized(installation, e.to_string())
         }
+        // What is gone (a deleted comment, a closed PR's ref) or refused as invalid stays
+        // so: retrying would only hold up the PR's later events.
+        (Some(e), _) if matches!(e.status(), Some(404 | 410 | 422)) => JobError::Refused(format!(
+            "{e} (GitHub answered {}: a retry cannot succeed)",
+            e.status().unwrap_or_default()
+        )),
         (_, FlowError::Refused(why)) => JobError::Refused(why.clone()),
         (_, FlowError::Handler(HandlerError::NewerState(_))) => {
             JobError::Refused(error.to_string())
@@ -606,4 +612,35 @@ async fn app_config(
     let mut config = forge_flow::base_config(forge, repo, base_sha, base_ref).await?;
     config.github.check_run = true;
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(status: u16) -> JobError {
+        classify(
+            1,
+            FlowError::Forge(ForgeError::Status {
+                operation: "reactions/create-for-issue-comment",
+                status,
+                message: "Not Found".into(),
+                details: Vec::new(),
+                attempts: 1,
+            }),
+        )
+    }
+
+    #[test]
+    fn what_is_gone_is_final_and_what_may_pass_is_retried() {
+        for gone in [404, 410, 422] {
+            assert!(
+                matches!(answered(gone), JobError::Refused(ref why) if why.contains("cannot succeed")),
+                "{gone}"
+            );
+        }
+        assert!(matches!(answered(502), JobError::Retry(_)));
+        assert!(matches!(answered(401), JobError::Unauthorized(1, _)));
+        assert!(matches!(answered(429), JobError::RateLimited(..)));
+    }
 }

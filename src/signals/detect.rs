@@ -64,16 +64,36 @@ pub fn detect(root: &Path) -> Option<Detected> {
     } else if has("package.json") {
         node(root, &mut checks, &mut notes)
     } else if has("go.mod") {
-        go(&mut checks, &mut notes);
+        go(root, &mut checks, &mut notes);
         "go"
     } else {
         return None;
     };
+    complexity(&mut checks, &mut notes);
     Some(Detected {
         toolchain,
         checks,
         notes,
     })
+}
+
+/// Cyclomatic complexity with lizard (every language here) when it is on PATH.
+fn complexity(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    if on_path("lizard") {
+        checks.insert(
+            "complexity".into(),
+            check(
+                "lizard --csv -x './node_modules/*' -x './target/*' -x './.venv/*' -x './vendor/*' .",
+                ReportFormat::Lizard,
+                None,
+            ),
+        );
+    } else {
+        notes.push(
+            "complexity: lizard is not on PATH; `pipx install lizard` (or `pip install lizard`), then run `itergate init --force`"
+                .into(),
+        );
+    }
 }
 
 /// Where cargo coverage tools write their LCOV report (inside `target/`, never tracked).
@@ -399,7 +419,7 @@ const GO_COVER_PATH: &str = ".itergate-cover.out";
 
 /// A Go module: `go test -json` with a coverage profile, `go vet`, and staticcheck or
 /// golangci-lint when installed.
-fn go(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+fn go(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
     checks.insert(
         "tests".into(),
         Check {
@@ -418,17 +438,53 @@ fn go(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
         "vet".into(),
         check("go vet ./... 2>&1", ReportFormat::GoVet, None),
     );
-    if on_path("staticcheck") {
-        checks.insert(
-            "lint".into(),
-            check("staticcheck -f sarif ./...", ReportFormat::Sarif, None),
-        );
-    } else {
-        notes.push(
-            "lint: staticcheck is not on PATH (only `go vet` runs); `go install honnef.co/go/tools/cmd/staticcheck@latest`, then run `itergate init --force`"
+    let configured = GOLANGCI_CONFIGS.iter().any(|f| root.join(f).is_file());
+    let golangci = on_path("golangci-lint").then(golangci_major).flatten();
+    match golangci {
+        // The project's own linter set-up, or the only linter installed.
+        Some(major) if configured || !on_path("staticcheck") => {
+            let run = if major >= 2 {
+                "golangci-lint run --output.checkstyle.path=stdout --show-stats=false ./..."
+            } else {
+                "golangci-lint run --out-format=checkstyle ./..."
+            };
+            checks.insert("lint".into(), check(run, ReportFormat::Checkstyle, None));
+        }
+        _ if on_path("staticcheck") => {
+            checks.insert(
+                "lint".into(),
+                check("staticcheck -f sarif ./...", ReportFormat::Sarif, None),
+            );
+            if configured {
+                notes.push("lint: the project configures golangci-lint, which is not on PATH (staticcheck runs instead); install it (https://golangci-lint.run/welcome/install/), then run `itergate init --force`".into());
+            }
+        }
+        _ => notes.push(
+            "lint: neither golangci-lint nor staticcheck is on PATH (only `go vet` runs); `go install honnef.co/go/tools/cmd/staticcheck@latest`, then run `itergate init --force`"
                 .into(),
-        );
+        ),
     }
+}
+
+/// golangci-lint's configuration files.
+const GOLANGCI_CONFIGS: [&str; 4] = [
+    ".golangci.yml",
+    ".golangci.yaml",
+    ".golangci.toml",
+    ".golangci.json",
+];
+
+/// The major version of the golangci-lint on PATH (`golangci-lint has version 2.1.6 …`):
+/// its flags for the output format changed in 2.
+fn golangci_major() -> Option<u32> {
+    let out = std::process::Command::new("golangci-lint")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let version = text.split("version ").nth(1)?.trim_start_matches('v');
+    version.split('.').next()?.parse().ok()
 }
 
 /// `[tool.ruff]` (or a `[tool.ruff.…]` table) in pyproject.toml, or a ruff.toml.

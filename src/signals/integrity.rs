@@ -81,6 +81,8 @@ pub struct Input<'a> {
     /// Files the checks run (`check`, path): their scripts, and `package.json` for a check
     /// that runs a package script.
     pub check_files: &'a [(String, String)],
+    /// The checks' commands (`None` for a check that only reads a report).
+    pub check_commands: &'a [Option<String>],
 }
 
 /// The files a check's command runs, from its words: relative paths to scripts
@@ -203,7 +205,13 @@ fn failed(outcome: TestOutcome) -> bool {
 pub fn check(input: &Input) -> Vec<Finding> {
     let mut findings = tests(input);
     let reported = reported_findings(input);
-    findings.extend(suppressions(input.changed, input.is_test, &reported));
+    let silences_a_check = |tool: &str| tool_may_run(tool, input.check_commands);
+    findings.extend(suppressions(
+        input.changed,
+        input.is_test,
+        &reported,
+        &silences_a_check,
+    ));
     findings.extend(loosened_tools(input.changed));
     findings.extend(edited_check_files(input.changed, input.check_files));
     findings
@@ -895,6 +903,42 @@ fn definition_line(text: &str, name: &str, line: u32) -> Option<u32> {
         .map(|i| i as u32 + 1)
 }
 
+/// The words of a check's command that run each tool of [`SUPPRESSIONS`].
+const TOOL_WORDS: [(&str, &[&str]); 11] = [
+    ("ruff/flake8", &["ruff", "flake8"]),
+    ("mypy", &["mypy"]),
+    ("pyright", &["pyright"]),
+    (
+        "coverage",
+        &["cov", "coverage", "coverprofile", "c8", "nyc", "tarpaulin"],
+    ),
+    ("pylint", &["pylint"]),
+    ("eslint", &["eslint"]),
+    ("tsc", &["tsc"]),
+    ("rustc/clippy", &["cargo", "rustc", "clippy"]),
+    ("golangci-lint", &["golangci"]),
+    ("gosec", &["gosec", "golangci"]),
+    ("staticcheck", &["staticcheck", "golangci"]),
+];
+
+/// Whether a check may run `tool`: a command names it, or a check's command cannot be
+/// read that way (a package or shell script, `make`, a report read without a command).
+fn tool_may_run(tool: &str, commands: &[Option<String>]) -> bool {
+    let words = TOOL_WORDS
+        .iter()
+        .find(|(t, _)| *t == tool)
+        .map_or(&[][..], |(_, w)| *w);
+    commands.iter().any(|command| {
+        let Some(command) = command else { return true };
+        let opaque =
+            !files_run_by(command).is_empty() || command.split_whitespace().any(|w| w == "make");
+        opaque
+            || command
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| words.contains(&w))
+    })
+}
+
 /// Comment markers that silence a tool, with where the rule's name follows.
 const SUPPRESSIONS: [(&str, &str); 16] = [
     ("# noqa", "ruff/flake8"),
@@ -998,6 +1042,7 @@ fn suppressions(
     changed: &ChangedLines,
     is_test: &dyn Fn(&str) -> bool,
     reported: &BTreeSet<(String, String)>,
+    silences_a_check: &dyn Fn(&str) -> bool,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     for (path, added) in &changed.files {
@@ -1037,7 +1082,9 @@ fn suppressions(
                 .filter(|prev| prev.line + 1 == l.line)
                 .map(|prev| prev.text.as_str());
             let justified = !silences_reported && gives_reason(&l.text, marker, above);
-            let severity = if is_test(path) || justified {
+            // A tool no check runs measures nothing here: silencing it games nothing.
+            let unjudged = !silences_a_check(tool);
+            let severity = if is_test(path) || justified || unjudged {
                 Severity::Info
             } else {
                 Severity::Warning
@@ -1047,6 +1094,8 @@ fn suppressions(
                 ", which an earlier run reported"
             } else if justified {
                 ", with its reason"
+            } else if unjudged {
+                ", which no check runs"
             } else {
                 ""
             };
@@ -1313,6 +1362,7 @@ mod scenario_tests {
             changed: &step,
             is_test: &|p: &str| p.starts_with("tests/"),
             check_files: &[],
+            check_commands: &[None],
         });
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].issue.severity, Severity::Info);
@@ -1378,6 +1428,7 @@ mod scenario_tests {
             changed: &changed,
             is_test: &|p: &str| p.starts_with("test/"),
             check_files: &[],
+            check_commands: &[None],
         });
         assert_eq!(found.len(), 1, "{found:?}");
         found[0].issue.severity
@@ -1424,6 +1475,21 @@ mod scenario_tests {
             None
         ));
         assert!(!gives_reason("import os  # noqa: F401", "# noqa", None));
+        // A tool no check runs: silencing it hides nothing the checks measure.
+        assert!(tool_may_run("mypy", &[Some("mypy --strict src".into())]));
+        assert!(!tool_may_run(
+            "mypy",
+            &[
+                Some("python -m pytest -q".into()),
+                Some("ruff check .".into())
+            ]
+        ));
+        assert!(tool_may_run("mypy", &[Some("npm run check".into())]));
+        assert!(tool_may_run("coverage", &[Some("pytest --cov=src".into())]));
+        assert!(tool_may_run(
+            "rustc/clippy",
+            &[Some("cargo clippy --all-targets".into())]
+        ));
         assert!(!gives_reason(
             "  // eslint-disable-next-line no-console",
             "eslint-disable",

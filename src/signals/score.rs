@@ -93,6 +93,12 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             changed,
             is_test: input.paths.is_test,
             check_files: &check_files(input.config),
+            check_commands: &input
+                .config
+                .checks
+                .values()
+                .map(|c| c.run.clone())
+                .collect::<Vec<_>>(),
         });
         let suppressions = findings
             .iter()

@@ -281,6 +281,7 @@ proptest! {
             changed: &changed,
             is_test: &is_test,
             check_files: &[("tests".into(), "package.json".into())],
+            check_commands: &[Some("npm test".into())],
         });
         for f in &found {
             prop_assert_eq!(&f.issue.dimension, integrity::DIMENSION);

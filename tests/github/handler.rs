@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
 use itergate::app::pull_request::{Handler, Input, Rerun};
 use itergate::config::Config;
-use itergate::github::checks::CheckRunSpec;
+use itergate::github::checks::{CheckConclusion, CheckRunSpec, CheckState};
 use itergate::github::commands::Permission;
 use itergate::github::events::CommentEvent;
 use itergate::github::types::{
@@ -30,7 +30,8 @@ struct Memory {
     labels: BTreeSet<String>,
     permissions: BTreeMap<String, Permission>,
     dispatches: usize,
-    check_runs: usize,
+    /// Every check run created: its commit and state.
+    check_runs: Vec<(CommitSha, CheckState)>,
     writes: usize,
     next_id: u64,
 }
@@ -178,11 +179,11 @@ impl Forge for MemoryForge {
     async fn create_check_run(
         &self,
         _: &RepoName,
-        _: &CheckRunSpec,
+        spec: &CheckRunSpec,
     ) -> Result<CheckRunId, ForgeError> {
         Ok(self.with(|m| {
-            m.check_runs += 1;
-            CheckRunId(m.check_runs as u64)
+            m.check_runs.push((spec.head_sha.clone(), spec.state));
+            CheckRunId(m.check_runs.len() as u64)
         }))
     }
     async fn update_check_run(
@@ -415,4 +416,99 @@ async fn a_comments_commands_are_applied_once_and_answered_once() {
     let input = comment(&forge, "someone", "/iterate");
     run(&forge, &config, input).await;
     assert_eq!(forge.with(|m| m.dispatches), 1);
+}
+
+/// The state of the newest check run on `commit`: what branch protection reads.
+fn gate_on(forge: &MemoryForge, commit: &CommitSha) -> Option<CheckState> {
+    forge.with(|m| {
+        m.check_runs
+            .iter()
+            .rev()
+            .find(|(sha, _)| sha == commit)
+            .map(|(_, state)| *state)
+    })
+}
+
+fn blocking() -> Config {
+    serde_yaml::from_str("github:\n  gate: block-on-iterate\n  check_run: true\n").unwrap()
+}
+
+#[tokio::test]
+async fn a_head_moved_back_to_a_failing_commit_gets_that_commits_decision() {
+    let forge = MemoryForge::default();
+    let config = blocking();
+    let failing = record(1, 1);
+    let c = failing.commit.clone();
+    run(&forge, &config, iteration(failing.clone())).await;
+    assert_eq!(
+        gate_on(&forge, &c),
+        Some(CheckState::Completed(CheckConclusion::Failure))
+    );
+    let passing = record(2, 0);
+    let f = passing.commit.clone();
+    run(&forge, &config, iteration(passing)).await;
+    assert_eq!(
+        gate_on(&forge, &f),
+        Some(CheckState::Completed(CheckConclusion::Success))
+    );
+    // Force-pushed back to C and scored again: a new iteration, and C's check fails.
+    let actions = run(&forge, &config, iteration(failing)).await;
+    assert!(
+        actions.iter().any(|a| a == "recorded a new iteration"),
+        "{actions:?}"
+    );
+    assert_eq!(
+        gate_on(&forge, &c),
+        Some(CheckState::Completed(CheckConclusion::Failure)),
+        "the check on C is C's decision, not F's"
+    );
+    assert!(
+        forge.bot_comments()[0].contains("teration 3"),
+        "{}",
+        forge.bot_comments()[0]
+    );
+}
+
+#[tokio::test]
+async fn a_maintainers_escalate_and_accept_reach_the_check() {
+    let forge = MemoryForge::default();
+    forge.with(|m| {
+        m.permissions
+            .insert("maintainer".into(), Permission::Maintain);
+    });
+    let config = blocking();
+    let passing = record(1, 0);
+    let head = passing.commit.clone();
+    run(&forge, &config, iteration(passing)).await;
+    assert_eq!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Success))
+    );
+    let input = comment(&forge, "maintainer", "/iterate escalate a human must look");
+    run(&forge, &config, input).await;
+    assert_ne!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Success)),
+        "an escalation by a person blocks the merge"
+    );
+
+    let forge = MemoryForge::default();
+    forge.with(|m| {
+        m.permissions
+            .insert("maintainer".into(), Permission::Maintain);
+    });
+    let failing = record(1, 1);
+    let head = failing.commit.clone();
+    run(&forge, &config, iteration(failing)).await;
+    assert_eq!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Failure))
+    );
+    let input = comment(&forge, "maintainer", "/iterate accept");
+    run(&forge, &config, input).await;
+    assert_eq!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Success)),
+        "a maintainer's accept lets it merge"
+    );
 }

@@ -107,6 +107,51 @@ fn without_pytest_cov_init_says_how_to_install_it() {
     }
 }
 
+#[test]
+fn init_keeps_the_report_files_out_of_git_once_and_names_what_it_cannot_measure() {
+    let dir = python_project();
+    let (o, text) = init(dir.path(), None);
+    let exclude = dir.path().join(".git/info/exclude");
+    let excluded = std::fs::read_to_string(&exclude).expect("written");
+    assert_eq!(excluded.matches(".itergate-*").count(), 1, "{excluded}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("to .git/info/exclude") || stderr.contains("info/exclude"),
+        "{stderr}"
+    );
+    // The generated reports are ignored by git now.
+    std::fs::write(dir.path().join(".itergate-junit.xml"), "<testsuites/>").expect("write");
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(dir.path())
+        .output()
+        .expect("git runs");
+    assert!(
+        !String::from_utf8_lossy(&status.stdout).contains(".itergate-junit.xml"),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    // Without lizard on PATH, complexity is named as not measured yet.
+    if !std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("lizard").is_file())
+    {
+        assert!(
+            text.contains("# Not measured yet: complexity: lizard is not on PATH"),
+            "{text}"
+        );
+    }
+    // A second init adds nothing more.
+    let again = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["init", "--force"])
+        .current_dir(dir.path())
+        .env("PATH", path_without_ruff())
+        .output()
+        .expect("itergate runs");
+    assert!(again.status.success());
+    let excluded = std::fs::read_to_string(&exclude).expect("written");
+    assert_eq!(excluded.matches(".itergate-*").count(), 1, "{excluded}");
+}
+
 /// A FIFO named like a project file is not read: detection answers at once instead of
 /// waiting for a writer that never comes.
 #[test]

@@ -238,6 +238,35 @@ fn a_clover_report_is_not_read_as_an_empty_cobertura_one() {
 }
 
 #[test]
+fn clover_gives_the_lines_its_lcov_gives_and_refuses_cobertura() {
+    let keep = |_: &str| true;
+    let opts = ParseOptions {
+        keep_lines_for: Some(&keep),
+    };
+    let clover = coverage(ReportFormat::Clover, "clover/clover.xml", &opts);
+    let lcov = coverage(ReportFormat::Lcov, "lcov/vitest.lcov", &opts);
+    assert_eq!(
+        (clover.lines_found, clover.lines_hit),
+        (lcov.lines_found, lcov.lines_hit)
+    );
+    // Files by their `path` (absolute here; made relative when the observation is
+    // normalised), with the same uncovered lines.
+    let math = &clover.files["/tmp/fx/vitest/src/math.ts"];
+    assert_eq!(
+        math.uncovered().collect::<Vec<_>>(),
+        lcov.files["src/math.ts"].uncovered().collect::<Vec<_>>()
+    );
+    let err = parse_file(
+        ReportFormat::Clover,
+        &fixture("cobertura/coverage-py.xml"),
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.message.contains("Cobertura"), "{err}");
+    assert!(err.message.contains("`cobertura`"), "{err}");
+}
+
+#[test]
 fn istanbul_json_gives_the_lines_its_lcov_gives() {
     let keep = |_: &str| true;
     let opts = ParseOptions {

@@ -10,7 +10,7 @@
 //! - Review bodies are never read for `/iterate` commands (`help.md.j2` says so): only
 //!   comments carry commands, so one set of rules (reply limits, the author rule) applies.
 
-use super::{Handler, HandlerError, Outcome};
+use super::{short, Handler, HandlerError, Outcome};
 use crate::github::events::ReviewEvent;
 
 impl Handler<'_> {
@@ -34,8 +34,8 @@ impl Handler<'_> {
             if *commit != latest.commit {
                 actions.push(format!(
                     "ignored the review by {login}: it is about commit {}, the newest iteration is {}",
-                    short(&commit.0),
-                    short(&latest.commit.0)
+                    short(commit),
+                    short(&latest.commit)
                 ));
                 return Ok(ignored_with(actions));
             }
@@ -75,10 +75,6 @@ impl Handler<'_> {
         self.publish(event.pr, &comments, state, None, actions)
             .await
     }
-}
-
-fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
 }
 
 fn ignored(action: String) -> Outcome {

@@ -2,7 +2,7 @@
 //! `itergate` check run on the head is in progress, so branch protection holds the merge
 //! until the decision is in.
 
-use super::{Handler, HandlerError, Outcome};
+use super::{short, Handler, HandlerError, Outcome};
 use crate::github::checks::{CheckRunSpec, CheckState};
 use crate::github::types::PrNumber;
 use crate::markup::escape_markdown_inline;
@@ -54,9 +54,4 @@ impl Handler<'_> {
             ..Outcome::default()
         })
     }
-}
-
-/// The first seven characters of a commit id, as git shows it.
-fn short(sha: &CommitSha) -> &str {
-    sha.0.get(..7).unwrap_or(&sha.0)
 }

@@ -65,7 +65,7 @@ impl XmlHandler for CoberturaHandler<'_> {
         match name {
             b"coverage" if depth == 0 => self.root(e),
             b"project" if depth == 1 => Err(
-                "a <project> under <coverage> is Clover's layout, not Cobertura's <packages>"
+                "a <project> under <coverage> is Clover's layout, not Cobertura's <packages>; give it as `clover`"
                     .to_string(),
             ),
             b"source" => {
@@ -124,16 +124,18 @@ impl CoberturaHandler<'_> {
             &[b"lines-valid", b"lines-covered", b"clover"],
             |key, value| {
                 match key {
-                b"clover" => {
-                    return Err(format!(
+                    b"clover" => {
+                        return Err(format!(
                         "this is a Clover report (`<coverage clover=\"{value}\">`), not Cobertura; \
-                         have the tool write Cobertura or LCOV (istanbul: `--coverage.reporter=lcov`)"
+                         give it as `clover`"
                     ))
+                    }
+                    b"lines-valid" => self.declared.0 = Some(number_attr("lines-valid", &value)?),
+                    b"lines-covered" => {
+                        self.declared.1 = Some(number_attr("lines-covered", &value)?)
+                    }
+                    _ => {}
                 }
-                b"lines-valid" => self.declared.0 = Some(number_attr("lines-valid", &value)?),
-                b"lines-covered" => self.declared.1 = Some(number_attr("lines-covered", &value)?),
-                _ => {}
-            }
                 Ok(())
             },
         )

@@ -27,6 +27,7 @@
 
 mod cargo_json;
 mod checkstyle;
+mod clover;
 mod cobertura;
 mod compiler_lines;
 mod eslint;
@@ -85,6 +86,8 @@ pub enum ReportFormat {
     Lcov,
     /// Cobertura XML (coverage.py, JaCoCo converters, cargo-llvm-cov).
     Cobertura,
+    /// Clover XML (istanbul's `clover` reporter, PHPUnit, Kover).
+    Clover,
     /// SARIF 2.1.0.
     Sarif,
     /// `cargo build|check|clippy --message-format=json` lines.
@@ -123,12 +126,13 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 17] = [
+    pub const ALL: [ReportFormat; 18] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
         ReportFormat::Lcov,
         ReportFormat::Cobertura,
+        ReportFormat::Clover,
         ReportFormat::Sarif,
         ReportFormat::CargoJson,
         ReportFormat::Checkstyle,
@@ -151,6 +155,7 @@ impl ReportFormat {
             ReportFormat::Libtest => "libtest",
             ReportFormat::Lcov => "lcov",
             ReportFormat::Cobertura => "cobertura",
+            ReportFormat::Clover => "clover",
             ReportFormat::Sarif => "sarif",
             ReportFormat::CargoJson => "cargo-json",
             ReportFormat::Checkstyle => "checkstyle",
@@ -176,6 +181,7 @@ impl ReportFormat {
             | ReportFormat::JestJson => ReportKind::Tests,
             ReportFormat::Lcov
             | ReportFormat::Cobertura
+            | ReportFormat::Clover
             | ReportFormat::GoCover
             | ReportFormat::IstanbulJson => ReportKind::Coverage,
             ReportFormat::Lizard => ReportKind::Complexity,
@@ -199,6 +205,7 @@ impl ReportFormat {
             ReportFormat::Libtest => "`cargo test` output (`running N tests` ... `test result:`)",
             ReportFormat::Lcov => "an LCOV tracefile (`SF:`, `DA:`, `end_of_record`)",
             ReportFormat::Cobertura => "a complete Cobertura XML document",
+            ReportFormat::Clover => "a complete Clover XML document (`<coverage>`, `<project>`)",
             ReportFormat::Sarif => "a SARIF 2.1.0 JSON document",
             ReportFormat::CargoJson => "cargo `--message-format=json` lines",
             ReportFormat::Checkstyle => "a complete checkstyle XML document",
@@ -297,6 +304,7 @@ pub fn parse(
         ReportFormat::Libtest => libtest::parse(&mut input, &ctx).map(Report::Tests),
         ReportFormat::Lcov => lcov::parse(&mut input, &ctx, opts).map(Report::Coverage),
         ReportFormat::Cobertura => cobertura::parse(&mut input, &ctx, opts).map(Report::Coverage),
+        ReportFormat::Clover => clover::parse(&mut input, &ctx, opts).map(Report::Coverage),
         ReportFormat::Sarif => sarif::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::CargoJson => cargo_json::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Checkstyle => checkstyle::parse(&mut input, &ctx).map(Report::Lint),
