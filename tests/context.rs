@@ -827,6 +827,7 @@ fn point_at_repo(payload: &mut Value) {
     payload["repository"]["full_name"] = json!(REPO);
     payload["repository"]["name"] = json!("widgets");
     payload["repository"]["owner"]["login"] = json!("octo-org");
+    payload["repository"]["default_branch"] = json!("main");
 }
 
 impl Pull {

@@ -63,18 +63,69 @@ pub fn parse_artifact(bytes: &[u8]) -> Result<ArtifactRecord, String> {
         .map_err(|e| format!("the artifact's {RECORD_FILE} is not an itergate record: {e}"))
 }
 
-/// The configuration at the PR's base commit (`base_sha`, shown as `base_ref`): the first
-/// of [`CONFIG_LOCATIONS`] that exists there, or the defaults.
+/// The rules a pull request is judged by, and a notice when they are not its base's.
+pub struct Rules {
+    pub config: Config,
+    /// Why the configuration is the default branch's, not the base's.
+    pub notice: Option<String>,
+}
+
+/// The rules of a PR whose base is `base_ref` at `base_sha`. Whoever can push can create a
+/// branch with lenient rules and target it, so the trust anchor is the repository's
+/// default branch: a PR against it, or against a base its `github.trusted_bases` names, is
+/// judged by the configuration at its base commit; a PR against any other base by the
+/// default branch's, and says so. Without a known default branch, the base's.
 pub async fn base_config(
     forge: &dyn Forge,
     repo: &RepoName,
     base_sha: &str,
     base_ref: &str,
+    default_branch: Option<&str>,
+) -> Result<Rules, FlowError> {
+    let at_base = || config_at(forge, repo, base_sha, base_ref);
+    let Some(default) = default_branch.filter(|d| *d != base_ref) else {
+        return Ok(Rules {
+            config: at_base().await?,
+            notice: None,
+        });
+    };
+    let anchor = config_at(forge, repo, default, default).await?;
+    if trusts(&anchor.github.trusted_bases, base_ref) {
+        return Ok(Rules {
+            config: at_base().await?,
+            notice: None,
+        });
+    }
+    Ok(Rules {
+        config: anchor,
+        notice: Some(format!(
+            "This pull request targets `{}`, which `{}` does not name in `github.trusted_bases`: it is judged by the rules of `{}`.",
+            crate::markup::escape_markdown_inline(base_ref),
+            crate::markup::escape_markdown_inline(default),
+            crate::markup::escape_markdown_inline(default)
+        )),
+    })
+}
+
+/// Whether `base` matches one of the `trusted` globs.
+fn trusts(trusted: &[String], base: &str) -> bool {
+    trusted.iter().any(|pattern| {
+        globset::Glob::new(pattern).is_ok_and(|g| g.compile_matcher().is_match(base))
+    })
+}
+
+/// The first of [`CONFIG_LOCATIONS`] at `git_ref` (a commit or a branch, shown as
+/// `label`), or the defaults.
+async fn config_at(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    git_ref: &str,
+    label: &str,
 ) -> Result<Config, FlowError> {
     for name in CONFIG_LOCATIONS {
-        if let Some(bytes) = forge.file_content(repo, base_sha, name).await? {
+        if let Some(bytes) = forge.file_content(repo, git_ref, name).await? {
             let text = String::from_utf8_lossy(&bytes);
-            let label = PathBuf::from(format!("{base_ref}:{name}"));
+            let label = PathBuf::from(format!("{label}:{name}"));
             return Config::from_yaml(&text, &label).map_err(|e| FlowError::Refused(e.to_string()));
         }
     }

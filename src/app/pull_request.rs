@@ -59,6 +59,12 @@ pub enum Input {
     },
     Comment(CommentEvent),
     Review(ReviewEvent),
+    /// The PR targets another base now (`from` → the handler's configuration): its
+    /// history is judged again under the new base's rules and the gate published anew.
+    Retargeted {
+        pr: PrNumber,
+        from: String,
+    },
 }
 
 /// Everything the handler needs besides the input.
@@ -76,6 +82,9 @@ pub struct Handler<'a> {
     pub state_key: Option<&'a StateKey>,
     /// How `/iterate` asks CI to score the head again.
     pub rerun: Rerun,
+    /// Why `config` is not the base's own (the PR targets an untrusted base), shown in
+    /// the comment.
+    pub rules_notice: Option<&'a str>,
 }
 
 /// How `/iterate` asks CI to score the head again.
@@ -124,6 +133,14 @@ impl Handler<'_> {
             }
             Input::Comment(event) => self.comment(event).await,
             Input::Review(event) => self.review(event).await,
+            Input::Retargeted { pr, from } => {
+                let comments = self.forge.list_comments(&self.repo, pr).await?;
+                let (state, mut actions) = self.load(&comments)?;
+                actions.push(format!(
+                    "judged again: the pull request no longer targets `{from}`"
+                ));
+                self.publish(pr, &comments, state, None, actions).await
+            }
         }
     }
 
@@ -455,6 +472,7 @@ impl Handler<'_> {
             prompt.as_deref(),
         );
         view.notices = crate::comment::state_notices(state.lost_state.as_deref());
+        view.notices.extend(self.rules_notice.map(str::to_string));
         self.renderer
             .render("comment.md.j2", &view)
             .map_err(HandlerError::Render)

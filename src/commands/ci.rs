@@ -122,7 +122,12 @@ fn pull_request(
     progress: Progress,
 ) -> Result<Option<(Outcome, Config)>, Failure> {
     let repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
-    let base = BaseTree::read(&repo, &pr.base_sha, &pr.base_ref)?;
+    let base = BaseTree::read(
+        &repo,
+        &pr.base_sha,
+        &pr.base_ref,
+        pr.default_branch.as_deref(),
+    )?;
     let env = &Env {
         config: base.config.clone(),
         ..env.clone()
@@ -165,8 +170,7 @@ fn pull_request(
         )));
     }
     let input = iteration(pr.pr, record, base_record, false);
-    let renderer = base.renderer()?;
-    let outcome = runtime.block_on(handle_with(env, &forge, &pr.repo, input, &renderer))?;
+    let outcome = runtime.block_on(handle_with(env, &forge, &pr.repo, input, &base))?;
     Ok(Some((outcome, base.config)))
 }
 
@@ -217,9 +221,8 @@ async fn publish_iteration(
     input: Input,
 ) -> Result<Outcome, Failure> {
     let forge = forge(env, args)?;
-    let renderer = base.renderer()?;
-    catch_up(env, &forge, repo, pr, None, &renderer).await?;
-    handle_with(env, &forge, repo, input, &renderer).await
+    catch_up(env, &forge, repo, pr, None, base).await?;
+    handle_with(env, &forge, repo, input, base).await
 }
 
 /// A comment or a review: the PR's base says which rules apply, not the checkout.
@@ -236,18 +239,22 @@ async fn on_pull_request(
         .await
         .map_err(|e| Failure::Internal(e.into()))?;
     let git_repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
-    let base = BaseTree::read(&git_repo, &pull.base.sha, &pull.base.ref_name)?;
+    let base = BaseTree::read(
+        &git_repo,
+        &pull.base.sha,
+        &pull.base.ref_name,
+        pull.default_branch.as_deref(),
+    )?;
     let env = &Env {
         config: base.config.clone(),
         ..env.clone()
     };
-    let renderer = base.renderer()?;
     let until = match &input {
         Input::Comment(c) => Some(c.comment_id.0),
         _ => None,
     };
-    catch_up(env, &forge, repo, pr, until, &renderer).await?;
-    let outcome = handle_with(env, &forge, repo, input, &renderer).await?;
+    catch_up(env, &forge, repo, pr, until, &base).await?;
+    let outcome = handle_with(env, &forge, repo, input, &base).await?;
     Ok((outcome, base.config))
 }
 
@@ -270,8 +277,9 @@ async fn catch_up(
     repo: &RepoName,
     pr: PrNumber,
     until: Option<u64>,
-    renderer: &Renderer,
+    base: &BaseTree,
 ) -> Result<(), Failure> {
+    let renderer = &base.renderer()?;
     let handler = Handler {
         forge,
         repo: repo.clone(),
@@ -281,6 +289,7 @@ async fn catch_up(
         now: Utc::now(),
         state_key: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
+        rules_notice: base.notice.as_deref(),
     };
     let actions = forge_flow::catch_up(&handler, pr, until)
         .await
@@ -325,6 +334,8 @@ async fn reevaluation(env: &Env, args: &CiArgs, payload: &[u8]) -> Result<Parsed
         head_repo: pull.head.repo,
         sender: pull.author,
         installation_id: None,
+        previous_base: None,
+        default_branch: pull.default_branch,
     })))
 }
 
@@ -333,30 +344,72 @@ async fn reevaluation(env: &Env, args: &CiArgs, payload: &[u8]) -> Result<Parsed
 struct BaseTree {
     config: Config,
     templates: Vec<TemplateFile>,
+    /// Why these are the default branch's rules, not the base's (as the App says it).
+    notice: Option<String>,
 }
 
 impl BaseTree {
-    fn read(repo: &Repository, base_sha: &CommitSha, base_ref: &str) -> Result<BaseTree, Failure> {
-        let oid = git2::Oid::from_str(&base_sha.0).map_err(anyhow::Error::from)?;
-        let commit = repo.find_commit(oid).map_err(|_| {
-            user(format!(
-                "the PR's base commit {base_sha} is not in this checkout; check out with `fetch-depth: 0`"
-            ))
-        })?;
+    /// The rules of a PR against `base_ref`, anchored like the App's
+    /// (`forge_flow::base_config`): the base's own when it is the default branch or one
+    /// the default branch trusts (`github.trusted_bases`), else the default branch's
+    /// (`origin/<default>` in the checkout).
+    fn read(
+        repo: &Repository,
+        base_sha: &CommitSha,
+        base_ref: &str,
+        default_branch: Option<&str>,
+    ) -> Result<BaseTree, Failure> {
+        let Some(default) = default_branch.filter(|d| *d != base_ref) else {
+            return BaseTree::at(repo, &base_sha.0, base_ref);
+        };
+        let anchor = BaseTree::at(repo, &format!("refs/remotes/origin/{default}"), default)?;
+        let trusted = anchor.config.github.trusted_bases.iter().any(|pattern| {
+            globset::Glob::new(pattern).is_ok_and(|g| g.compile_matcher().is_match(base_ref))
+        });
+        if trusted {
+            return BaseTree::at(repo, &base_sha.0, base_ref);
+        }
+        let notice = format!(
+            "This pull request targets `{}`, which `{}` does not name in `github.trusted_bases`: it is judged by the rules of `{}`.",
+            crate::markup::escape_markdown_inline(base_ref),
+            crate::markup::escape_markdown_inline(default),
+            crate::markup::escape_markdown_inline(default)
+        );
+        eprintln!("itergate: {notice}");
+        Ok(BaseTree {
+            notice: Some(notice),
+            ..anchor
+        })
+    }
+
+    /// The configuration and templates at `rev` (a commit id or a ref), shown as `label`.
+    fn at(repo: &Repository, rev: &str, label: &str) -> Result<BaseTree, Failure> {
+        let commit = repo
+            .revparse_single(rev)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|_| {
+                user(format!(
+                    "the commit of `{label}` ({rev}) is not in this checkout; check out with `fetch-depth: 0`"
+                ))
+            })?;
         let tree = commit.tree().map_err(anyhow::Error::from)?;
         let mut config = Config::default();
         for name in crate::config::CONFIG_LOCATIONS {
             if let Some(text) = blob_text(repo, &tree, Path::new(name))? {
-                let label = PathBuf::from(format!("{base_ref}:{name}"));
-                config = Config::from_yaml(&text, &label).map_err(user)?;
+                let path = PathBuf::from(format!("{label}:{name}"));
+                config = Config::from_yaml(&text, &path).map_err(user)?;
                 break;
             }
         }
         let templates = match &config.templates.dir {
-            Some(dir) => tree_templates(repo, &tree, dir, base_ref)?,
+            Some(dir) => tree_templates(repo, &tree, dir, label)?,
             None => Vec::new(),
         };
-        Ok(BaseTree { config, templates })
+        Ok(BaseTree {
+            config,
+            templates,
+            notice: None,
+        })
     }
 
     fn renderer(&self) -> Result<Renderer, Failure> {
@@ -587,15 +640,19 @@ async fn from_artifact(
         .map_err(flow_failure)?;
     let pr = pull.number;
     let git_repo = git::open(&env.root).map_err(|e| user(format!("{e:#}")))?;
-    let base = BaseTree::read(&git_repo, &pull.base.sha, &pull.base.ref_name)?;
+    let base = BaseTree::read(
+        &git_repo,
+        &pull.base.sha,
+        &pull.base.ref_name,
+        pull.default_branch.as_deref(),
+    )?;
     let env = &Env {
         config: base.config.clone(),
         ..env.clone()
     };
     let input = iteration(pr, record, None, true);
-    let renderer = base.renderer()?;
-    catch_up(env, &forge, &run.repo, pr, None, &renderer).await?;
-    let outcome = handle_with(env, &forge, &run.repo, input, &renderer).await?;
+    catch_up(env, &forge, &run.repo, pr, None, &base).await?;
+    let outcome = handle_with(env, &forge, &run.repo, input, &base).await?;
     Ok((outcome, base.config))
 }
 
@@ -615,8 +672,9 @@ async fn handle_with(
     forge: &dyn Forge,
     repo: &RepoName,
     input: Input,
-    renderer: &Renderer,
+    base: &BaseTree,
 ) -> Result<Outcome, Failure> {
+    let renderer = &base.renderer()?;
     let handler = Handler {
         forge,
         repo: repo.clone(),
@@ -626,6 +684,7 @@ async fn handle_with(
         now: Utc::now(),
         state_key: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
+        rules_notice: base.notice.as_deref(),
     };
     handler
         .handle(input)

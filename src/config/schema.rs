@@ -665,6 +665,10 @@ pub struct Github {
     /// when a completed run has no itergate record (scored as the whole tree: CI ran no
     /// base).
     pub reports: Vec<ArtifactReports>,
+    /// Base branches (globs: `release/*`) whose own configuration judges the pull requests
+    /// that target them, besides the default branch. Read from the default branch only: a
+    /// pull request against any other base is judged by the default branch's rules.
+    pub trusted_bases: Vec<String>,
 }
 
 /// Reports inside a workflow artifact.
@@ -692,6 +696,7 @@ impl Default for Github {
             gate: Gate::Warn,
             artifact: "itergate-record".into(),
             reports: Vec::new(),
+            trusted_bases: Vec::new(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Normalized events: what itergate acts on, from a webhook payload (the App) or
 //! `GITHUB_EVENT_PATH` (Actions).
 //!
-//! Handled: `pull_request` (opened, synchronize, reopened), `issue_comment` (created, on a
+//! Handled: `pull_request` (opened, synchronize, reopened, edited with a new base), `issue_comment` (created, on a
 //! pull request), `pull_request_review` (submitted) and `workflow_run` (completed); anything
 //! else is [`Parsed::Ignored`] with the reason. Only the fields itergate needs are read, and
 //! tolerantly: real payloads carry integer timestamps where the schema says strings, omit
@@ -54,6 +54,8 @@ pub enum PrAction {
     Opened,
     Synchronize,
     Reopened,
+    /// `edited` with a new base branch: the rules in force may have changed.
+    Retargeted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +71,10 @@ pub struct PullRequestEvent {
     pub head_repo: Option<RepoName>,
     pub sender: Actor,
     pub installation_id: Option<u64>,
+    /// The base branch before a retarget ([`PrAction::Retargeted`]).
+    pub previous_base: Option<String>,
+    /// The repository's default branch, when the payload says.
+    pub default_branch: Option<String>,
 }
 
 impl PullRequestEvent {
@@ -178,6 +184,8 @@ fn actor(user: Option<UserP>) -> Actor {
 #[derive(Deserialize)]
 struct RepoP {
     full_name: String,
+    #[serde(default)]
+    default_branch: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -217,6 +225,26 @@ struct PullP {
 #[derive(Deserialize)]
 struct PullRequestBody {
     pull_request: PullP,
+    /// What an `edited` event changed: `base` when the PR was retargeted.
+    #[serde(default)]
+    changes: Option<ChangesP>,
+}
+
+#[derive(Deserialize)]
+struct ChangesP {
+    #[serde(default)]
+    base: Option<BaseChangeP>,
+}
+
+#[derive(Deserialize)]
+struct BaseChangeP {
+    #[serde(default, rename = "ref")]
+    ref_name: Option<FromP>,
+}
+
+#[derive(Deserialize)]
+struct FromP {
+    from: String,
 }
 
 #[derive(Deserialize)]
@@ -390,8 +418,21 @@ fn pull_request(e: Envelope<PullRequestBody>) -> Result<Parsed, EventError> {
         Some("opened") => PrAction::Opened,
         Some("synchronize") => PrAction::Synchronize,
         Some("reopened") => PrAction::Reopened,
+        Some("edited") if e.body.changes.as_ref().is_some_and(|c| c.base.is_some()) => {
+            PrAction::Retargeted
+        }
+        Some("edited") => {
+            return Ok(Parsed::Ignored(
+                "`pull_request` `edited` without a new base (a title or body edit)".into(),
+            ))
+        }
         other => return Ok(ignored_action("pull_request", other)),
     };
+    let previous_base = e
+        .body
+        .changes
+        .and_then(|c| c.base?.ref_name)
+        .map(|r| r.from);
     let pr = e.body.pull_request;
     Ok(Parsed::Event(Event::PullRequest(PullRequestEvent {
         action,
@@ -404,6 +445,8 @@ fn pull_request(e: Envelope<PullRequestBody>) -> Result<Parsed, EventError> {
         head_repo: pr.head.repo.and_then(|r| r.full_name.parse().ok()),
         sender: actor(e.sender),
         installation_id: e.installation.map(|i| i.id),
+        previous_base,
+        default_branch: e.repository.default_branch.clone(),
     })))
 }
 

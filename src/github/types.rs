@@ -194,6 +194,9 @@ pub struct PullRequest {
     pub author: Actor,
     pub head: BranchRef,
     pub base: BranchRef,
+    /// The base repository's default branch, when GitHub says: the trust anchor of the
+    /// rules (see `forge_flow::base_config`).
+    pub default_branch: Option<String>,
 }
 
 impl PullRequest {

@@ -18,7 +18,7 @@ use super::store::{now_ms, Job, Store, Waiting, MAX_ATTEMPTS};
 use crate::app::forge_flow::{self, FlowError};
 use crate::app::pull_request::{Handler, HandlerError, Input};
 use crate::github::app_auth::Installations;
-use crate::github::events::{self, Event, Parsed};
+use crate::github::events::{self, Event, Parsed, PrAction};
 use crate::github::types::{PrNumber, RepoName};
 use crate::github::{Forge, ForgeError};
 use crate::model::CommitSha;
@@ -47,7 +47,7 @@ pub struct Worker {
 
 /// What a job works on.
 enum Work {
-    Event(Event),
+    Event(Box<Event>),
     /// A waiting pull request, checked against GitHub (see [`reconcile`]).
     Reconcile(RepoName, PrNumber, String),
 }
@@ -252,7 +252,7 @@ impl Worker {
             Work::Reconcile(repo, pr, payload.head_sha)
         } else {
             match events::parse_event(&job.event, &job.payload) {
-                Ok(Parsed::Event(event)) => Work::Event(event),
+                Ok(Parsed::Event(event)) => Work::Event(Box::new(event)),
                 Ok(Parsed::Ignored(why)) => return Ok(Ended::Ignored(why)),
                 Err(e) => return Err(JobError::Refused(e.to_string())),
             }
@@ -276,12 +276,14 @@ impl Worker {
                 "installation {installation} was removed"
             )));
         }
-        if let Work::Event(Event::Comment(comment)) = &work {
+        if let Work::Event(event) = &work {
             // Most comments hold no command: no API call for those.
-            if !crate::app::forge_flow::holds_work(&comment.body) {
-                return Ok(Ended::Ignored(
-                    "the comment holds no /iterate command and no CONTEXT_GAP_REPORT".into(),
-                ));
+            if let Event::Comment(comment) = event.as_ref() {
+                if !crate::app::forge_flow::holds_work(&comment.body) {
+                    return Ok(Ended::Ignored(
+                        "the comment holds no /iterate command and no CONTEXT_GAP_REPORT".into(),
+                    ));
+                }
             }
         }
         let inner = self
@@ -295,7 +297,7 @@ impl Worker {
             pacer: self.pacer.clone(),
         };
         let applied = match work {
-            Work::Event(event) => self.apply(&forge, event).await,
+            Work::Event(event) => self.apply(&forge, *event).await,
             Work::Reconcile(repo, pr, head) => self.reconcile(&forge, &repo, pr, &head).await,
         }
         .map_err(|e| classify(installation, e))?;
@@ -341,8 +343,27 @@ impl Worker {
     async fn apply(&self, forge: &dyn Forge, event: Event) -> Result<Applied, FlowError> {
         let repo = event.repo().clone();
         match event {
+            Event::PullRequest(pr) if pr.action == PrAction::Retargeted => {
+                let input = Input::Retargeted {
+                    pr: pr.pr,
+                    from: pr
+                        .previous_base
+                        .clone()
+                        .unwrap_or_else(|| "its old base".into()),
+                };
+                self.on_pull_request(forge, &repo, pr.pr, None, input)
+                    .await
+                    .map(|ended| Applied::new(ended, None))
+            }
             Event::PullRequest(pr) => {
-                let config = app_config(forge, &repo, &pr.base_sha.0, &pr.base_ref).await?;
+                let config = app_config(
+                    forge,
+                    &repo,
+                    &pr.base_sha.0,
+                    &pr.base_ref,
+                    pr.default_branch.as_deref(),
+                )
+                .await?;
                 let handler = self.handler(forge, &repo, &config);
                 let outcome = handler.waiting(pr.pr, &pr.head_sha).await?;
                 // A summary means the PR now waits (none: the head was scored already).
@@ -399,7 +420,14 @@ impl Worker {
         let mut change = None;
         if head.0 != waited {
             // The push's own event was lost too: the comment and the check follow the head.
-            let config = app_config(forge, repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+            let config = app_config(
+                forge,
+                repo,
+                &pull.base.sha.0,
+                &pull.base.ref_name,
+                pull.default_branch.as_deref(),
+            )
+            .await?;
             let outcome = self
                 .handler(forge, repo, &config)
                 .waiting(pr, &head)
@@ -446,18 +474,31 @@ impl Worker {
         // The artifact's name is the base's configuration; a PR's own run cannot
         // choose which artifact is read.
         let config = match &first {
-            Ok(p) => app_config(forge, &repo, &p.base.sha.0, &p.base.ref_name).await?,
-            Err(_) => crate::config::Config::default(),
+            Ok(p) => {
+                app_config(
+                    forge,
+                    &repo,
+                    &p.base.sha.0,
+                    &p.base.ref_name,
+                    p.default_branch.as_deref(),
+                )
+                .await?
+            }
+            Err(_) => forge_flow::Rules {
+                config: crate::config::Config::default(),
+                notice: None,
+            },
         };
-        let found = match forge_flow::record_from_run(forge, &run, &config.github.artifact).await? {
-            Some(found) => Some(found),
-            // No record: the reports the project's CI uploads, if configured.
-            None => forge_flow::record_from_reports(forge, &run, &config).await?,
-        };
+        let found =
+            match forge_flow::record_from_run(forge, &run, &config.config.github.artifact).await? {
+                Some(found) => Some(found),
+                // No record: the reports the project's CI uploads, if configured.
+                None => forge_flow::record_from_reports(forge, &run, &config.config).await?,
+            };
         let Some((pull, record)) = found else {
             return Ok(RunRecord::Missing(format!(
                 "workflow run {} uploaded no `{}` artifact and none of github.reports",
-                run.run_id, config.github.artifact
+                run.run_id, config.config.github.artifact
             )));
         };
         // The bound PR is usually the one asked first: its base's config is in hand.
@@ -467,7 +508,14 @@ impl Worker {
         let config = if same_base {
             config
         } else {
-            app_config(forge, &repo, &pull.base.sha.0, &pull.base.ref_name).await?
+            app_config(
+                forge,
+                &repo,
+                &pull.base.sha.0,
+                &pull.base.ref_name,
+                pull.default_branch.as_deref(),
+            )
+            .await?
         };
         let input = Input::Iteration {
             pr: pull.number,
@@ -491,7 +539,14 @@ impl Worker {
         input: Input,
     ) -> Result<Ended, FlowError> {
         let pull = forge.pull_request(repo, pr).await?;
-        let config = app_config(forge, repo, &pull.base.sha.0, &pull.base.ref_name).await?;
+        let config = app_config(
+            forge,
+            repo,
+            &pull.base.sha.0,
+            &pull.base.ref_name,
+            pull.default_branch.as_deref(),
+        )
+        .await?;
         let handler = self.handler(forge, repo, &config);
         let mut actions = forge_flow::catch_up(&handler, pr, until).await?;
         actions.extend(handler.handle(input).await?.actions);
@@ -502,12 +557,13 @@ impl Worker {
         &'a self,
         forge: &'a dyn Forge,
         repo: &RepoName,
-        config: &'a crate::config::Config,
+        rules: &'a forge_flow::Rules,
     ) -> Handler<'a> {
         Handler {
             forge,
             repo: repo.clone(),
-            config,
+            config: &rules.config,
+            rules_notice: rules.notice.as_deref(),
             renderer: &self.renderer,
             bot_login: self.bot_login.clone(),
             now: Utc::now(),
@@ -608,10 +664,12 @@ async fn app_config(
     repo: &RepoName,
     base_sha: &str,
     base_ref: &str,
-) -> Result<crate::config::Config, FlowError> {
-    let mut config = forge_flow::base_config(forge, repo, base_sha, base_ref).await?;
-    config.github.check_run = true;
-    Ok(config)
+    default_branch: Option<&str>,
+) -> Result<forge_flow::Rules, FlowError> {
+    let mut rules =
+        forge_flow::base_config(forge, repo, base_sha, base_ref, default_branch).await?;
+    rules.config.github.check_run = true;
+    Ok(rules)
 }
 
 #[cfg(test)]

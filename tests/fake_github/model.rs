@@ -179,6 +179,8 @@ impl Answer {
 
 pub struct Model {
     pub repo: String,
+    /// The repository's default branch (`main`).
+    pub default_branch: String,
     /// The login the token acts as.
     pub login: String,
     pub login_type: String,
@@ -213,6 +215,7 @@ impl Model {
     pub fn new(repo: &str, login: &str, base_url: String) -> Model {
         Model {
             repo: repo.to_string(),
+            default_branch: "main".into(),
             login: login.to_string(),
             login_type: if login.ends_with("[bot]") {
                 "Bot"
@@ -655,6 +658,7 @@ impl Model {
             return Answer::message(404, "Not Found");
         };
         let branch = |sha: &str, r: &str, repo: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "full_name": repo } });
+        let base_branch = |sha: &str, r: &str, repo: &str, default: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "full_name": repo, "default_branch": default } });
         Answer::json(
             200,
             json!({
@@ -662,7 +666,7 @@ impl Model {
                 "state": if p.closed { "closed" } else { "open" }, "draft": false,
                 "user": self.user_json(&p.author, "User"),
                 "head": branch(&p.head_sha, &p.head_ref, &p.head_repo),
-                "base": branch(&p.base_sha, &p.base_ref, &self.repo),
+                "base": base_branch(&p.base_sha, &p.base_ref, &self.repo, &self.default_branch),
             }),
         )
     }

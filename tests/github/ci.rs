@@ -66,6 +66,7 @@ fn point_at_repo(payload: &mut Value) {
     payload["repository"]["full_name"] = json!(REPO);
     payload["repository"]["name"] = json!("widgets");
     payload["repository"]["owner"]["login"] = json!("octo-org");
+    payload["repository"]["default_branch"] = json!("main");
 }
 
 /// A real `pull_request.synchronize` payload, pointed at our repository and commits.
@@ -1100,6 +1101,55 @@ async fn a_command_whose_run_was_cancelled_is_applied_by_the_next_run() {
     assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
     assert!(
         sticky(&server).contains("🙋 escalate"),
+        "{}",
+        sticky(&server)
+    );
+    server.assert_no_violations();
+}
+
+/// Whoever can push can create a lenient branch and target it: a base other than the
+/// default branch (and not in its `github.trusted_bases`) is judged by the default
+/// branch's rules, and the comment says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_against_an_untrusted_base_is_judged_by_the_default_branchs_rules() {
+    let server = FakeGithub::start().await;
+    let c = checkout("github: { label: main-label }\n");
+    c.repo
+        .git(&["update-ref", "refs/remotes/origin/main", &c.base]);
+    let config = std::fs::read_to_string(c.repo.path.join(".itergate.yml")).expect("config");
+    let lenient = c.repo.commit_file(
+        ".itergate.yml",
+        &config.replace("main-label", "agent-label"),
+        "a base of the agent's own",
+    );
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    seed(&server, &c, &head, false);
+    server.with(|m| {
+        let pull = m.pulls.get_mut(&PR).expect("seeded");
+        pull.base_sha = lenient.clone();
+        pull.base_ref = "agent-base".into();
+    });
+    let mut event = pull_request_event(&c, &head, false);
+    event["pull_request"]["base"]["sha"] = json!(lenient);
+    event["pull_request"]["base"]["ref"] = json!("agent-base");
+    let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+    assert!(
+        stderr(&out).contains("judged by the rules of `main`"),
+        "{}",
+        stderr(&out)
+    );
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate escalate"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(labels(&server), vec!["main-label".to_string()]);
+    assert!(
+        sticky(&server).contains("judged by the rules of `main`"),
         "{}",
         sticky(&server)
     );

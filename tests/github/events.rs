@@ -114,6 +114,29 @@ fn fork_pull_requests_are_recognised() {
 }
 
 #[test]
+fn a_new_base_is_a_retarget_and_other_edits_are_ignored() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github/webhooks/pull_request.opened.1.json");
+    let mut raw: Value =
+        serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+    raw["action"] = "edited".into();
+    // GitHub's `changes` of an edit that changed the base.
+    raw["changes"] = serde_json::json!({"base": {"ref": {"from": "agent-base"}, "sha": {"from": "e".repeat(40)}}});
+    let Ok(Parsed::Event(Event::PullRequest(retargeted))) =
+        parse_event("pull_request", raw.to_string().as_bytes())
+    else {
+        panic!("retarget payload");
+    };
+    assert_eq!(retargeted.action, PrAction::Retargeted);
+    assert_eq!(retargeted.previous_base.as_deref(), Some("agent-base"));
+    raw["changes"] = serde_json::json!({"title": {"from": "old title"}});
+    assert!(matches!(
+        parse_event("pull_request", raw.to_string().as_bytes()),
+        Ok(Parsed::Ignored(_))
+    ));
+}
+
+#[test]
 fn comment_on_a_pull_request_is_an_event_and_on_an_issue_is_ignored() {
     let Parsed::Event(Event::Comment(c)) =
         parse_file("derived.issue_comment.created.on_pull_request.json")

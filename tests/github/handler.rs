@@ -167,6 +167,7 @@ impl Forge for MemoryForge {
             author: Actor::new("agent", ActorKind::User),
             head: branch("a", "feature"),
             base: branch("b", "main"),
+            default_branch: Some("main".into()),
         })
     }
     async fn pull_request_commits(
@@ -295,6 +296,7 @@ async fn run(forge: &MemoryForge, config: &Config, input: Input) -> Vec<String> 
         now: Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
         state_key: None,
         rerun: Rerun::RepositoryDispatch,
+        rules_notice: None,
     };
     handler.handle(input).await.expect("handled").actions
 }
@@ -510,5 +512,47 @@ async fn a_maintainers_escalate_and_accept_reach_the_check() {
         gate_on(&forge, &head),
         Some(CheckState::Completed(CheckConclusion::Success)),
         "a maintainer's accept lets it merge"
+    );
+}
+
+#[tokio::test]
+async fn a_retargeted_pull_request_is_judged_again_under_its_new_bases_rules() {
+    let forge = MemoryForge::default();
+    // The base the PR picked first: a low bar.
+    let lenient: Config = serde_yaml::from_str(
+        "github:\n  gate: block-on-iterate\n  check_run: true\nstopping_criteria:\n  quality_threshold: { value: 0.5 }\n  iteration_limits: { min: 1, max: 10 }\n",
+    )
+    .unwrap();
+    let mut scored = record(1, 0);
+    scored.scores.tests_passing = Some(0.8);
+    let head = scored.commit.clone();
+    run(&forge, &lenient, iteration(scored)).await;
+    assert_eq!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Success))
+    );
+    // Its new base requires every test to pass.
+    let strict: Config = serde_yaml::from_str(
+        "github:\n  gate: block-on-iterate\n  check_run: true\nrequirements:\n  - { metric: tests_passing, min: 1.0, priority: required }\n",
+    )
+    .unwrap();
+    let actions = run(
+        &forge,
+        &strict,
+        Input::Retargeted {
+            pr: PR,
+            from: "agent-base".into(),
+        },
+    )
+    .await;
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.contains("no longer targets `agent-base`")),
+        "{actions:?}"
+    );
+    assert_eq!(
+        gate_on(&forge, &head),
+        Some(CheckState::Completed(CheckConclusion::Failure))
     );
 }

@@ -212,6 +212,7 @@ fn point_at_repo(payload: &mut Value) {
     payload["repository"]["full_name"] = json!(REPO);
     payload["repository"]["name"] = json!("widgets");
     payload["repository"]["owner"]["login"] = json!("octo-org");
+    payload["repository"]["default_branch"] = json!("main");
 }
 
 fn unique() -> u128 {
@@ -516,6 +517,7 @@ async fn handle(
         now,
         state_key: None,
         rerun: itergate::app::pull_request::Rerun::RepositoryDispatch,
+        rules_notice: None,
     };
     handler
         .handle(input)

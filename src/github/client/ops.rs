@@ -74,6 +74,8 @@ impl From<CommentJson> for Comment {
 #[derive(Deserialize)]
 struct RepoJson {
     full_name: String,
+    #[serde(default)]
+    default_branch: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -557,7 +559,9 @@ impl Forge for OctocrabForge {
         let p: PullJson = self
             .send_json(call("get pull request", Method::GET, path, None))
             .await?;
+        let default_branch = p.base.repo.as_ref().and_then(|r| r.default_branch.clone());
         Ok(PullRequest {
+            default_branch,
             number: PrNumber(p.number),
             title: p.title,
             body: p.body,
