@@ -143,7 +143,8 @@ pub async fn catch_up(
 ) -> Result<Vec<String>, FlowError> {
     let bot = &handler.bot_login;
     let comments = handler.forge.list_comments(&handler.repo, pr).await?;
-    let state = crate::github::sticky::load_state_keyed(&comments, bot, handler.state_key).state;
+    let key = handler.pull_key(pr);
+    let state = crate::github::sticky::load_state_keyed(&comments, bot, key.as_ref()).state;
     let Some(last) = state.last_command_comment else {
         // No command was ever handled: nothing can have been skipped that a later run
         // would know of (and a fresh PR's history starts with its first run).

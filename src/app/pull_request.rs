@@ -135,7 +135,7 @@ impl Handler<'_> {
             Input::Review(event) => self.review(event).await,
             Input::Retargeted { pr, from } => {
                 let comments = self.forge.list_comments(&self.repo, pr).await?;
-                let (state, mut actions) = self.load(&comments)?;
+                let (state, mut actions) = self.load(pr, &comments)?;
                 actions.push(format!(
                     "judged again: the pull request no longer targets `{from}`"
                 ));
@@ -152,7 +152,7 @@ impl Handler<'_> {
         self_reported: bool,
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
-        let (mut state, mut actions) = self.load(&comments)?;
+        let (mut state, mut actions) = self.load(pr, &comments)?;
         if state.records.record(record) {
             // What people said was about the previous iteration.
             state.feedback.messages.clear();
@@ -170,14 +170,19 @@ impl Handler<'_> {
     /// The PR's state from its sticky comment, and what the job log should say about it.
     /// A state of a newer version stops everything (it must not be overwritten); an
     /// unreadable one is replaced by a fresh state that says why.
-    fn load(&self, comments: &[Comment]) -> Result<(StickyState, Vec<String>), HandlerError> {
-        let loaded = sticky::load_state_keyed(comments, &self.bot_login, self.state_key);
+    fn load(
+        &self,
+        pr: PrNumber,
+        comments: &[Comment],
+    ) -> Result<(StickyState, Vec<String>), HandlerError> {
+        let key = self.pull_key(pr);
+        let loaded = sticky::load_state_keyed(comments, &self.bot_login, key.as_ref());
         match loaded.problem {
             Some(problem @ StateError::NewerVersion(_)) => Err(HandlerError::NewerState(problem)),
             Some(problem) => Ok((
                 loaded.state,
                 vec![format!(
-                    "the sticky comment's state could not be read ({problem}); the history starts afresh"
+                    "the sticky comment's state could not be read ({problem}); a maintainer decides until one accepts"
                 )],
             )),
             None => Ok((loaded.state, Vec::new())),
@@ -193,15 +198,25 @@ impl Handler<'_> {
         visible: &str,
         state: &mut StickyState,
     ) -> Result<CommentId, ForgeError> {
-        let unchanged = sticky::render_body_keyed(visible, state, self.state_key);
+        let key = self.pull_key(pr);
+        let unchanged = sticky::render_body_keyed(visible, state, key.as_ref());
         let body = match sticky::find_sticky(comments, &self.bot_login) {
             Some(existing) if existing.body == unchanged => unchanged,
             _ => {
                 state.revision += 1;
-                sticky::render_body_keyed(visible, state, self.state_key)
+                sticky::render_body_keyed(visible, state, key.as_ref())
             }
         };
-        sticky::upsert(self.forge, &self.repo, pr, comments, &self.bot_login, &body).await
+        sticky::upsert(
+            self.forge,
+            &self.repo,
+            pr,
+            comments,
+            &self.bot_login,
+            &body,
+            key.as_ref(),
+        )
+        .await
     }
 
     /// Asks CI to score the PR's head again: a `repository_dispatch` (one of the few events a
@@ -311,6 +326,11 @@ impl Handler<'_> {
         Ok(fence_with_info(&text, "text"))
     }
 
+    /// The state's key for pull request `pr` (the App's; none in the Actions mode).
+    pub fn pull_key(&self, pr: PrNumber) -> Option<StateKey> {
+        self.state_key.map(|k| k.for_pull(&self.repo, pr))
+    }
+
     /// The PR's decision; its task is named `#N` (the revision prompt says what to revise).
     fn evaluate(
         &self,
@@ -319,10 +339,13 @@ impl Handler<'_> {
         base: Option<&IterationRecord>,
     ) -> Option<Evaluation> {
         // People decide here with `/iterate` comments: the next steps say so.
-        let feedback = Feedback {
+        let mut feedback = Feedback {
             surface: Surface::PullRequest,
             ..state.feedback.clone()
         };
+        // A state that could not be read or verified fails closed: the history and the
+        // budget it held are unknown, so a person decides until a maintainer accepts.
+        feedback.unverified_history = state.lost_state.clone();
         let task_id = format!("#{}", pr.0);
         evaluate(&EvaluateInput {
             task_id: &task_id,
@@ -419,7 +442,7 @@ impl Handler<'_> {
             // Only now that the label and the call are done is the call recorded.
             state.escalation_notified_at = Some(iteration);
             state.revision += 1;
-            let body = sticky::render_body_keyed(&visible, &state, self.state_key);
+            let body = sticky::render_body_keyed(&visible, &state, self.pull_key(pr).as_ref());
             self.forge
                 .update_comment(&self.repo, sticky_id, &body)
                 .await?;

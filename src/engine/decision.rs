@@ -188,6 +188,9 @@ pub enum StopCode {
     /// issue and no trigger besides `quality_threshold`: accepted when its status is pass,
     /// escalated otherwise. Serialised `nothing_actionable`.
     NothingActionable,
+    /// The task's saved history could not be verified: its budget is unknown, so a person
+    /// decides (a pull request's state edited, copied or signed with another key).
+    HistoryUnverified,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -73,6 +73,10 @@ pub struct Feedback {
     /// Where the feedback is given: words the next steps. Not part of any stored state.
     #[serde(skip)]
     pub surface: Surface,
+    /// Why the task's saved history could not be verified (an edited or copied state on a
+    /// pull request): its budget is unknown, so a person decides. Not stored.
+    #[serde(skip)]
+    pub unverified_history: Option<String>,
 }
 
 /// Everything `decide` looks at.

@@ -203,6 +203,15 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
             },
         ));
     }
+    if let Some(why) = &ctx.feedback.unverified_history {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::HistoryUnverified,
+            format!(
+                "itergate's saved history could not be verified ({why}): its iterations and budget are unknown, so a person decides (`/iterate accept` vouches for it)"
+            ),
+        ));
+    }
     let reason = ctx.feedback.escalation.as_ref()?;
     Some(ctx.stop(
         Recommendation::Escalate,

@@ -151,6 +151,14 @@ impl StateKey {
         StateKey(mac.finalize().into_bytes().into())
     }
 
+    /// The key of one pull request's state: a state copied from another pull request (or
+    /// another repository) does not verify here.
+    pub fn for_pull(&self, repo: &RepoName, pr: PrNumber) -> StateKey {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
+        mac.update(format!("pull {}#{}", repo.to_string().to_lowercase(), pr.0).as_bytes());
+        StateKey(mac.finalize().into_bytes().into())
+    }
+
     fn sign(&self, payload: &str) -> String {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
         mac.update(payload.as_bytes());
@@ -215,6 +223,28 @@ pub fn find_sticky<'c>(comments: &'c [Comment], bot_login: &str) -> Option<&'c C
     Some(best.map_or(first, |(comment, _)| comment))
 }
 
+/// [`find_sticky`]; with a `key` (the App), only a comment whose state verifies can be the
+/// sticky one (a decoy or an edited copy never is), unless none does, when the first
+/// candidate is chosen so that its problem is reported.
+pub fn find_sticky_keyed<'c>(
+    comments: &'c [Comment],
+    bot_login: &str,
+    key: Option<&StateKey>,
+) -> Option<&'c Comment> {
+    let Some(key) = key else {
+        return find_sticky(comments, bot_login);
+    };
+    let verified: Vec<Comment> = comments
+        .iter()
+        .filter(|c| c.author.is(bot_login) && verify_state(&c.body, key).is_ok())
+        .cloned()
+        .collect();
+    match find_sticky(&verified, bot_login) {
+        Some(chosen) => comments.iter().find(|c| c.id == chosen.id),
+        None => find_sticky(comments, bot_login),
+    }
+}
+
 /// Reads the state of a sticky comment's body.
 pub fn parse_state(body: &str) -> Result<StickyState, StateError> {
     if !body.trim_start().starts_with(MARKER) {
@@ -266,7 +296,7 @@ pub fn load_state(comments: &[Comment], bot_login: &str) -> Loaded {
 /// [`load_state`]; with a `key` (the App), a state whose MAC does not verify is not
 /// believed: it is reported like an unreadable one and the history starts afresh.
 pub fn load_state_keyed(comments: &[Comment], bot_login: &str, key: Option<&StateKey>) -> Loaded {
-    let Some(comment) = find_sticky(comments, bot_login) else {
+    let Some(comment) = find_sticky_keyed(comments, bot_login, key) else {
         return Loaded::default();
     };
     let parsed = parse_state(&comment.body).and_then(|state| match key {
@@ -356,8 +386,9 @@ pub async fn upsert(
     comments: &[Comment],
     bot_login: &str,
     body: &str,
+    key: Option<&StateKey>,
 ) -> Result<CommentId, ForgeError> {
-    let Some(keeper) = find_sticky(comments, bot_login) else {
+    let Some(keeper) = find_sticky_keyed(comments, bot_login, key) else {
         return Ok(forge.create_comment(repo, pr, body).await?.id);
     };
     let id = if keeper.body == body {
@@ -370,6 +401,8 @@ pub async fn upsert(
             && c.author.is(bot_login)
             && c.body.trim_start().starts_with(MARKER)
             && parse_state(&c.body).is_ok()
+            // With a key, only a state of ours is a duplicate: nothing else is deleted.
+            && key.is_none_or(|key| verify_state(&c.body, key).is_ok())
     });
     for duplicate in duplicates {
         match forge.delete_comment(repo, duplicate.id).await {

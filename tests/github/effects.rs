@@ -219,7 +219,7 @@ async fn a_lost_create_of_the_sticky_comment_leaves_one() {
     let body = render_body("iteration 1", &state_of(1));
     server.fail_next("issues/create-comment", lost_502(), 1);
     let comments = forge.list_comments(&repo(), PR).await.expect("list");
-    upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body)
+    upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body, None)
         .await
         .expect("upsert");
     assert_eq!(server.with(|m| m.comments_on(7).len()), 1);
@@ -261,7 +261,7 @@ async fn two_sticky_comments_are_healed_to_the_freshest() {
     let mut state = loaded.state;
     state.records.record(record(2, 100_000));
     let body = render_body("iteration 2", &state);
-    let id = upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body)
+    let id = upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body, None)
         .await
         .expect("upsert");
     assert_eq!(id.0, current, "the oldest of equals is kept");
@@ -302,7 +302,7 @@ async fn twenty_large_reviews_cost_no_record_and_no_budget() {
     let body = render_body("visible", &state);
     assert!(body.len() <= MAX_BODY_BYTES);
     let comments = forge.list_comments(&repo(), PR).await.expect("list");
-    upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body)
+    upsert(&forge, &repo(), PR, &comments, BOT_LOGIN, &body, None)
         .await
         .expect("upsert");
     let comments = forge.list_comments(&repo(), PR).await.expect("list");

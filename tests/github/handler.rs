@@ -12,6 +12,7 @@ use itergate::config::Config;
 use itergate::github::checks::{CheckConclusion, CheckRunSpec, CheckState};
 use itergate::github::commands::Permission;
 use itergate::github::events::CommentEvent;
+use itergate::github::sticky::StateKey;
 use itergate::github::types::{
     Actor, ActorKind, BranchRef, CheckRun, CheckRunId, CheckSuiteId, Comment, CommentId, Identity,
     IdentitySource, LabelSpec, PrCommit, PrNumber, PullRequest, Reaction, RepoName, RunId,
@@ -286,15 +287,26 @@ fn record(iteration: u32, failing: usize) -> IterationRecord {
 }
 
 async fn run(forge: &MemoryForge, config: &Config, input: Input) -> Vec<String> {
+    run_keyed(forge, config, input, None, repo()).await
+}
+
+/// [`run`] as the App runs it: its state signed with `key`, on `repo`.
+async fn run_keyed(
+    forge: &MemoryForge,
+    config: &Config,
+    input: Input,
+    key: Option<&StateKey>,
+    repo: RepoName,
+) -> Vec<String> {
     let renderer = Renderer::new(None, false).unwrap();
     let handler = Handler {
         forge,
-        repo: repo(),
+        repo,
         config,
         renderer: &renderer,
         bot_login: BOT.into(),
         now: Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
-        state_key: None,
+        state_key: key,
         rerun: Rerun::RepositoryDispatch,
         rules_notice: None,
     };
@@ -555,4 +567,78 @@ async fn a_retargeted_pull_request_is_judged_again_under_its_new_bases_rules() {
         gate_on(&forge, &head),
         Some(CheckState::Completed(CheckConclusion::Failure))
     );
+}
+
+/// The sticky comment's body, edited as someone with write access can.
+fn edit_sticky(forge: &MemoryForge, edit: impl Fn(&str) -> String) {
+    forge.with(|m| {
+        let sticky = m
+            .comments
+            .iter_mut()
+            .find(|c| c.body.starts_with("<!-- itergate:sticky -->"))
+            .expect("a sticky comment");
+        sticky.body = edit(&sticky.body);
+    });
+}
+
+#[tokio::test]
+async fn an_edited_or_copied_state_fails_closed_until_a_maintainer_accepts() {
+    let key = StateKey::derive(b"the App's private key");
+    let config = blocking();
+    let label = config.github.label.clone();
+    for tamper in ["edited", "copied"] {
+        let forge = MemoryForge::default();
+        forge.with(|m| {
+            m.permissions
+                .insert("maintainer".into(), Permission::Maintain);
+        });
+        run_keyed(&forge, &config, iteration(record(1, 1)), Some(&key), repo()).await;
+        assert!(!forge.with(|m| m.labels.contains(&label)));
+        match tamper {
+            // The history's records edited away: the state no longer verifies.
+            "edited" => edit_sticky(&forge, |body| {
+                let (head, _) = body.rsplit_once(" mac=").expect("signed");
+                format!("{}A mac=00 -->", &head[..head.len() - 1])
+            }),
+            // A valid state of another pull request: it verifies for that one only.
+            _ => {
+                let other = MemoryForge::default();
+                run_keyed(
+                    &other,
+                    &config,
+                    iteration(record(1, 0)),
+                    Some(&key),
+                    "octo-org/other".parse().unwrap(),
+                )
+                .await;
+                let copied = other.bot_comments()[0].clone();
+                edit_sticky(&forge, |_| copied.clone());
+            }
+        }
+        let actions = run_keyed(&forge, &config, iteration(record(2, 1)), Some(&key), repo()).await;
+        assert!(
+            actions.iter().any(|a| a.contains("could not be read")),
+            "{tamper}: {actions:?}"
+        );
+        assert!(
+            actions.iter().any(|a| a == "decision: escalate"),
+            "{tamper}: a fresh budget is never given: {actions:?}"
+        );
+        assert!(forge.with(|m| m.labels.contains(&label)), "{tamper}");
+        assert!(
+            forge
+                .bot_comments()
+                .iter()
+                .any(|b| b.contains("could not be verified")),
+            "{tamper}"
+        );
+        // A maintainer vouches for it: the loop goes on.
+        let input = comment(&forge, "maintainer", "/iterate accept");
+        run_keyed(&forge, &config, input, Some(&key), repo()).await;
+        let actions = run_keyed(&forge, &config, iteration(record(3, 0)), Some(&key), repo()).await;
+        assert!(
+            actions.iter().any(|a| a == "decision: accept"),
+            "{tamper}: {actions:?}"
+        );
+    }
 }

@@ -323,7 +323,7 @@ async fn upsert_creates_once_then_edits_in_place() {
     for round in 1..=3u32 {
         let comments = forge.list_comments(&repo, pr).await.expect("list");
         let body = render_body(&format!("round {round}"), &state(round, 1));
-        upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &body)
+        upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &body, None)
             .await
             .expect("upsert");
     }
@@ -339,7 +339,7 @@ async fn upsert_creates_once_then_edits_in_place() {
         .expect("ours")
         .body
         .clone();
-    upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &same)
+    upsert(&forge, &repo, pr, &comments, BOT_LOGIN, &same, None)
         .await
         .expect("unchanged");
     assert_eq!(

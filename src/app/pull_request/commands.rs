@@ -56,7 +56,7 @@ impl Handler<'_> {
             .add_reaction(repo, event.comment_id, Reaction::Eyes)
             .await?;
         let comments = self.forge.list_comments(repo, event.pr).await?;
-        let (mut state, mut actions) = self.load(&comments)?;
+        let (mut state, mut actions) = self.load(event.pr, &comments)?;
         if state
             .last_command_comment
             .is_some_and(|id| id >= event.comment_id)
@@ -209,6 +209,8 @@ fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
             feedback.accepted_by = Some(by.login.to_string());
             feedback.escalation = None;
             state.accepted_with = Some(by.permission);
+            // A maintainer vouches for a state that could not be verified.
+            state.lost_state = None;
             "accepted by a maintainer".into()
         }
         Command::Adjust(guidance) => {
