@@ -99,8 +99,33 @@ fn complexity(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
 /// Where cargo coverage tools write their LCOV report (inside `target/`, never tracked).
 const CARGO_LCOV_PATH: &str = "target/itergate-lcov.info";
 
+/// cargo-llvm-cov is installed and can run: the toolchain has llvm-tools (its
+/// `llvm-profdata` in the sysroot), or `LLVM_PROFDATA` names one.
+fn llvm_cov_runs() -> bool {
+    if !on_path("cargo-llvm-cov") {
+        return false;
+    }
+    if std::env::var_os("LLVM_PROFDATA").is_some() {
+        return true;
+    }
+    let sysroot = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    sysroot.is_some_and(|root| {
+        std::fs::read_dir(Path::new(&root).join("lib/rustlib"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|target| target.path().join("bin/llvm-profdata").is_file())
+    })
+}
+
 fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
-    let tests = if on_path("cargo-llvm-cov") {
+    let llvm_cov = llvm_cov_runs();
+    let tests = if llvm_cov {
         // One run: libtest's output on stdout, coverage in the LCOV file.
         Check {
             report: vec![
@@ -121,7 +146,7 @@ fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
         )
     };
     checks.insert("tests".into(), tests);
-    if !on_path("cargo-llvm-cov") {
+    if !llvm_cov {
         if on_path("cargo-tarpaulin") {
             checks.insert(
                 "coverage".into(),
@@ -133,9 +158,9 @@ fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
             );
         } else {
             notes.push(
-                "coverage: neither cargo-llvm-cov nor cargo-tarpaulin is installed; \
-                 `cargo install cargo-llvm-cov` (and `rustup component add llvm-tools-preview`), \
-                 then run `itergate init --force`"
+                "coverage: neither cargo-llvm-cov with llvm-tools nor cargo-tarpaulin is installed; \
+                 `cargo install cargo-llvm-cov` and `rustup component add llvm-tools-preview`, \
+                 or `cargo install cargo-tarpaulin` (no llvm-tools needed), then run `itergate init --force`"
                     .into(),
             );
         }

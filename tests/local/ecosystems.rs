@@ -613,3 +613,68 @@ fn a_typescript_base_that_fails_hides_only_its_own_failure() {
     );
     assert!(text.contains("Base:"), "the base's debt is shown: {text}");
 }
+
+/// Rust coverage where cargo-llvm-cov cannot run (no llvm-tools): cargo-tarpaulin, which
+/// `scripts/ensure-tarpaulin.sh` builds (minutes). Run with
+/// `cargo test --test local tarpaulin -- --ignored`.
+#[test]
+#[ignore = "builds cargo-tarpaulin first: cargo test --test local tarpaulin -- --ignored"]
+fn a_rust_crate_without_llvm_tools_is_measured_by_tarpaulin() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-tarpaulin.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "Cargo.toml",
+        "[package]\nname = \"shop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n}\n";
+    write(p, "src/lib.rs", lib);
+    write(p, ".gitignore", "target/\n");
+    let with_path = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(args)
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .env("PATH", &path)
+            .output()
+            .expect("itergate runs")
+    };
+    let init = with_path(&["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    assert!(config.contains("cargo tarpaulin"), "{config}");
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "src/lib.rs",
+        &lib.replace(
+            "#[cfg(test)]",
+            "pub fn double(n: u32) -> u32 {\n    n * 2\n}\n\n#[cfg(test)]",
+        ),
+    );
+    commit(p, "an untested function");
+    let out = with_path(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(text.contains("changed lines not covered"), "{text}");
+    assert!(text.contains("src/lib.rs:5"), "{text}");
+}

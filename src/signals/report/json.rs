@@ -1,7 +1,7 @@
 //! Reading one JSON document from the input into typed structs, with errors that say
 //! where (line, column and the JSON path, e.g. `runs[0].results[3].level`) and what.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use serde::de::DeserializeOwned;
 
@@ -10,11 +10,23 @@ use super::input::{Ctx, Input};
 use super::ParseError;
 
 /// Deserializes the whole input as one `T`; trailing non-whitespace is an error.
+///
+/// The document is read into memory and parsed from the slice (serde_json reads a slice
+/// several times faster than a reader); only a document that does not deserialize is read
+/// again with its JSON path tracked, for the error.
 pub(crate) fn from_input<R: BufRead, T: DeserializeOwned>(
     input: &mut Input<R>,
     ctx: &Ctx,
 ) -> Result<T, ParseError> {
-    let mut de = serde_json::Deserializer::from_reader(input);
+    let mut bytes = Vec::new();
+    input
+        .read_to_end(&mut bytes)
+        .map_err(|e| ctx.io(input, &e))?;
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        return Ok(value);
+    }
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         json_error(ctx, e.inner(), &path)
