@@ -59,6 +59,9 @@ install_deps() {
     fi
 }
 
+# Rust coverage: cargo-tarpaulin (no llvm-tools needed), built once by the project's script.
+TARPAULIN="$(bash "${ENSURE_TARPAULIN:-$HERE/../../scripts/ensure-tarpaulin.sh}" | tail -n1)/cargo-tarpaulin tarpaulin"
+
 base_config() {
     local kind=$1 venv=${2:-}
     if [ "$kind" = init ]; then
@@ -83,6 +86,11 @@ checks:
     report: { format: cargo-json, from: stdout }
     timeout: 900
     env: { CARGO_TARGET_DIR: "$WORK/target-${REPO%-replay}" }
+  coverage:
+    run: nice -n 10 $TARPAULIN --skip-clean --out Lcov --output-dir .itergate-tarpaulin
+    report: { format: lcov, path: .itergate-tarpaulin/lcov.info }
+    timeout: 900
+    env: { CARGO_TARGET_DIR: "$WORK/target-tarpaulin-${REPO%-replay}" }
 YML
     else
         # PYTHONPATH: the tests import this tree's src/, also in a temporary worktree
