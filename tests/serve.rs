@@ -441,6 +441,53 @@ async fn a_secondary_rate_limit_makes_the_job_wait_and_complete() {
     server.assert_no_violations();
 }
 
+/// A job that keeps failing (here: every reaction answered 502) is parked after a few
+/// attempts: the pull request's later events no longer wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_keeps_failing_stops_holding_up_its_pull_request() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "b".repeat(40);
+    seed_pr(&server, &head);
+    grant(&server, "maintainer", "admin", "admin");
+    server.fail_next(
+        "reactions/create-for-issue-comment",
+        Fault::BadGateway,
+        10_000,
+    );
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    comment["issue"]["number"] = json!(PR);
+    let id = server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate help"));
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!("/iterate help");
+    comment["comment"]["user"]["login"] = json!("maintainer");
+    assert_eq!(serve.deliver("issue_comment", "d-stuck", &comment), 202);
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    // Without parking the push waits behind the comment's retries for half an hour.
+    let started = Instant::now();
+    eventually(&serve, 60, "the later event applied", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE job_key LIKE '% (parked)' AND done_at IS NULL"
+        )
+        .await,
+        1,
+        "the failing job is parked, not dropped"
+    );
+    assert!(serve.log().contains("parked"), "{}", serve.log());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fork_record_must_match_the_prs_head_repository() {
     let server = fake().await;

@@ -14,7 +14,7 @@ use super::intake::job_key;
 use super::metrics::Metrics;
 use super::paced::{PacedForge, Pacer};
 use super::reconcile;
-use super::store::{now_ms, Job, Store, Waiting, MAX_ATTEMPTS};
+use super::store::{now_ms, Job, Store, Waiting, MAX_ATTEMPTS, PARK_AFTER_ATTEMPTS};
 use crate::app::forge_flow::{self, FlowError};
 use crate::app::pull_request::{Handler, HandlerError, Input};
 use crate::github::app_auth::Installations;
@@ -221,6 +221,13 @@ impl Worker {
                 .store
                 .complete(job, &self.owner, now_ms(), &outcome)
                 .await;
+        }
+        if job.attempts == PARK_AFTER_ATTEMPTS {
+            tracing::warn!(
+                "failed {} times; parked, so the later events of its pull request go on: {why}",
+                job.attempts
+            );
+            self.store.park(job, &self.owner).await?;
         }
         // 2 s, 4 s, 8 s, ... up to 512 s.
         let wait = Duration::from_secs(1 << job.attempts.clamp(1, 9)).min(Duration::from_secs(600));

@@ -48,6 +48,13 @@ use tokio::sync::{mpsc, oneshot};
 /// Attempts before a job is given up (its outcome says why; the log too). With the
 /// backoff (2 s doubling to 512 s) they span about half an hour of a GitHub outage.
 pub const MAX_ATTEMPTS: i64 = 12;
+
+/// After this many failed attempts (about 30 s of retries) a job is parked: it keeps its
+/// retries, but no longer holds up the later events of its pull request.
+pub const PARK_AFTER_ATTEMPTS: i64 = 4;
+
+/// What a parked job's key ends with.
+const PARKED: &str = " (parked)";
 /// Deliveries committed together at most.
 const GROUP_COMMIT_MAX: usize = 512;
 /// How many of the oldest unfinished jobs a claim looks among before it walks the keys
@@ -399,6 +406,23 @@ impl Store {
         .bind(run_at)
         .bind(error)
         .bind(if counted { 0_i64 } else { 1_i64 })
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(())
+    }
+
+    /// Parks `job`: its key changes, so the later jobs of its pull request run without
+    /// waiting for it; it is retried on its own, in no order with them.
+    pub async fn park(&self, job: &Job, owner: &str) -> Result<(), StoreError> {
+        with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET job_key = job_key || $1
+             WHERE seq = $2 AND lease_owner = $3 AND done_at IS NULL
+               AND job_key NOT LIKE '%' || $1",
+        )
+        .bind(PARKED)
         .bind(job.seq)
         .bind(owner)
         .execute(pool)
