@@ -87,7 +87,7 @@ checks:
     timeout: 900
     env: { CARGO_TARGET_DIR: "$WORK/target-${REPO%-replay}" }
   coverage:
-    run: nice -n 10 $TARPAULIN --skip-clean --out Lcov --output-dir .itergate-tarpaulin
+    run: nice -n 10 $TARPAULIN --skip-clean --no-fail-fast --out Lcov --output-dir .itergate-tarpaulin
     report: { format: lcov, path: .itergate-tarpaulin/lcov.info }
     timeout: 900
     env: { CARGO_TARGET_DIR: "$WORK/target-tarpaulin-${REPO%-replay}" }

@@ -151,7 +151,7 @@ fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
             checks.insert(
                 "coverage".into(),
                 check(
-                    "cargo tarpaulin --skip-clean --out Lcov --output-dir target/itergate-tarpaulin",
+                    "cargo tarpaulin --skip-clean --no-fail-fast --out Lcov --output-dir target/itergate-tarpaulin",
                     ReportFormat::Lcov,
                     Some("target/itergate-tarpaulin/lcov.info"),
                 ),

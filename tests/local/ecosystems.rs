@@ -677,4 +677,13 @@ fn a_rust_crate_without_llvm_tools_is_measured_by_tarpaulin() {
     assert_eq!(out.status.code(), Some(10), "{text}");
     assert!(text.contains("changed lines not covered"), "{text}");
     assert!(text.contains("src/lib.rs:5"), "{text}");
+    // A failing test: tarpaulin still writes its report (`--no-fail-fast`), so the
+    // iteration is judged, not refused.
+    write(p, "src/lib.rs", &lib.replace("a + b", "a + b + 1"));
+    commit(p, "a broken add");
+    let out = with_path(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(text.contains("tests::adds failed"), "{text}");
 }
