@@ -523,6 +523,48 @@ async fn a_fork_record_must_match_the_prs_head_repository() {
     );
 }
 
+/// A fork's `workflow_run` names no pull request, so it arrives under the repository's key;
+/// it is handed to its pull request's queue before anything is published, so it cannot
+/// race that PR's own jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_run_is_handed_to_its_pull_requests_queue() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "9".repeat(40);
+    let fork = "mallory/widgets";
+    seed_pr(&server, &head);
+    server.with(|m| m.pulls.get_mut(&PR).unwrap().head_repo = fork.into());
+    let mut artifact: ArtifactRecord = serde_json::from_slice(&record(&head, 1.0)).unwrap();
+    artifact.head_repo = Some(fork.into());
+    upload(&server, 701, serde_json::to_vec(&artifact).unwrap());
+    let mut run = workflow_run(701, &head, fork);
+    run["workflow_run"]["pull_requests"] = json!([]);
+    assert_eq!(serve.deliver("workflow_run", "d-fork-run", &run), 202);
+    eventually(&serve, 30, "the record published", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("teration 1"))
+    })
+    .await;
+    let key = format!("{}#{PR}", REPO.to_lowercase());
+    assert_eq!(
+        rows(&db, &format!("SELECT COUNT(*) FROM deliveries WHERE job_key = '{key}' AND event = 'workflow_run'")).await,
+        1,
+        "the run went through the PR's own queue"
+    );
+    assert_eq!(
+        rows(
+            &db,
+            "SELECT COUNT(*) FROM deliveries WHERE outcome LIKE '%handed to the queue of #%'"
+        )
+        .await,
+        1
+    );
+    server.assert_no_violations();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_cold_callers_mint_one_token_and_it_is_renewed_before_expiry() {
     let server = fake().await;

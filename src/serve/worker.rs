@@ -14,7 +14,7 @@ use super::intake::job_key;
 use super::metrics::Metrics;
 use super::paced::{PacedForge, Pacer};
 use super::reconcile;
-use super::store::{now_ms, Job, Store, Waiting, MAX_ATTEMPTS, PARK_AFTER_ATTEMPTS};
+use super::store::{now_ms, Job, NewDelivery, Store, Waiting, MAX_ATTEMPTS, PARK_AFTER_ATTEMPTS};
 use crate::app::forge_flow::{self, FlowError};
 use crate::app::pull_request::{Handler, HandlerError, Input};
 use crate::github::app_auth::Installations;
@@ -74,11 +74,17 @@ enum RunRecord {
 struct Applied {
     ended: Ended,
     waiting: Option<(RepoName, WaitChange)>,
+    /// A job to queue in its place (a fork's run, handed to its pull request's queue).
+    handed: Option<NewDelivery>,
 }
 
 impl Applied {
     fn new(ended: Ended, waiting: Option<(RepoName, WaitChange)>) -> Applied {
-        Applied { ended, waiting }
+        Applied {
+            ended,
+            waiting,
+            handed: None,
+        }
     }
 }
 
@@ -304,10 +310,16 @@ impl Worker {
             pacer: self.pacer.clone(),
         };
         let applied = match work {
-            Work::Event(event) => self.apply(&forge, *event).await,
+            Work::Event(event) => self.apply(&forge, *event, job).await,
             Work::Reconcile(repo, pr, head) => self.reconcile(&forge, &repo, pr, &head).await,
         }
         .map_err(|e| classify(installation, e))?;
+        if let Some(handed) = applied.handed {
+            self.store
+                .receive(handed)
+                .await
+                .map_err(|e| JobError::Retry(e.to_string()))?;
+        }
         if let Some((repo, change)) = applied.waiting {
             self.note_waiting(&repo, installation, change)
                 .await
@@ -347,7 +359,12 @@ impl Worker {
     }
 
     /// The event, applied to its pull request.
-    async fn apply(&self, forge: &dyn Forge, event: Event) -> Result<Applied, FlowError> {
+    async fn apply(
+        &self,
+        forge: &dyn Forge,
+        event: Event,
+        job: &Job,
+    ) -> Result<Applied, FlowError> {
         let repo = event.repo().clone();
         match event {
             Event::PullRequest(pr) if pr.action == PrAction::Retargeted => {
@@ -395,6 +412,37 @@ impl Worker {
                 self.on_pull_request(forge, &repo, pr, None, Input::Review(review))
                     .await
                     .map(|ended| Applied::new(ended, None))
+            }
+            // A fork's run names no pull request, so its job is keyed by repository and
+            // would race the PR's own jobs: it is handed to that PR's queue first.
+            Event::WorkflowRun(run) if run.prs.is_empty() => {
+                let Some((pull, _)) = forge_flow::record_from_run(
+                    forge,
+                    &run,
+                    &crate::config::Config::default().github.artifact,
+                )
+                .await?
+                else {
+                    return Ok(Applied::new(
+                        Ended::Ignored(format!(
+                            "workflow run {} names no pull request and uploaded no record",
+                            run.run_id
+                        )),
+                        None,
+                    ));
+                };
+                let handed = handed_to(job, &repo, pull.number)
+                    .map_err(|e| FlowError::Refused(format!("the run's payload: {e}")))?;
+                Ok(Applied {
+                    handed: Some(handed),
+                    ..Applied::new(
+                        Ended::Done(format!(
+                            "workflow run {} handed to the queue of #{}",
+                            run.run_id, pull.number.0
+                        )),
+                        None,
+                    )
+                })
             }
             Event::WorkflowRun(run) => Ok(match self.on_workflow_run(forge, run).await? {
                 RunRecord::Applied(pr, head, actions) => Applied::new(
@@ -662,6 +710,23 @@ fn is_rate_limit(e: &ForgeError) -> bool {
         }
         _ => false,
     }
+}
+
+/// `job` (a fork's `workflow_run`, which names no pull request) as a job of pull request
+/// `pr`'s queue: the run's `pull_requests` names it, and its key is the PR's.
+fn handed_to(job: &Job, repo: &RepoName, pr: PrNumber) -> Result<NewDelivery, serde_json::Error> {
+    let mut payload: serde_json::Value = serde_json::from_slice(&job.payload)?;
+    payload["workflow_run"]["pull_requests"] = serde_json::json!([{ "number": pr.0 }]);
+    let repository = repo.to_string();
+    Ok(NewDelivery {
+        delivery_id: format!("{}:pr-{}", job.delivery_id, pr.0),
+        event: job.event.clone(),
+        action: Some("completed".into()),
+        installation_id: job.installation_id,
+        job_key: job_key(Some(&repository), Some(pr.0), None),
+        repository: Some(repository),
+        payload: serde_json::to_vec(&payload)?,
+    })
 }
 
 /// The base's configuration, with the `itergate` check run on: the App publishes the gate
