@@ -98,17 +98,23 @@ pub async fn base_config(
     }
     Ok(Rules {
         config: anchor,
-        notice: Some(format!(
-            "This pull request targets `{}`, which `{}` does not name in `github.trusted_bases`: it is judged by the rules of `{}`.",
-            crate::markup::escape_markdown_inline(base_ref),
-            crate::markup::escape_markdown_inline(default),
-            crate::markup::escape_markdown_inline(default)
-        )),
+        notice: Some(untrusted_base_notice(base_ref, default)),
     })
 }
 
+/// What the comment says of a PR against `base`, judged by the rules of `default`.
+pub fn untrusted_base_notice(base: &str, default: &str) -> String {
+    let (base, default) = (
+        crate::markup::escape_markdown_inline(base),
+        crate::markup::escape_markdown_inline(default),
+    );
+    format!(
+        "This pull request targets `{base}`, which `{default}` does not name in `github.trusted_bases`: it is judged by the rules of `{default}`."
+    )
+}
+
 /// Whether `base` matches one of the `trusted` globs.
-fn trusts(trusted: &[String], base: &str) -> bool {
+pub fn trusts(trusted: &[String], base: &str) -> bool {
     trusted.iter().any(|pattern| {
         globset::Glob::new(pattern).is_ok_and(|g| g.compile_matcher().is_match(base))
     })

@@ -363,18 +363,10 @@ impl BaseTree {
             return BaseTree::at(repo, &base_sha.0, base_ref);
         };
         let anchor = BaseTree::at(repo, &format!("refs/remotes/origin/{default}"), default)?;
-        let trusted = anchor.config.github.trusted_bases.iter().any(|pattern| {
-            globset::Glob::new(pattern).is_ok_and(|g| g.compile_matcher().is_match(base_ref))
-        });
-        if trusted {
+        if forge_flow::trusts(&anchor.config.github.trusted_bases, base_ref) {
             return BaseTree::at(repo, &base_sha.0, base_ref);
         }
-        let notice = format!(
-            "This pull request targets `{}`, which `{}` does not name in `github.trusted_bases`: it is judged by the rules of `{}`.",
-            crate::markup::escape_markdown_inline(base_ref),
-            crate::markup::escape_markdown_inline(default),
-            crate::markup::escape_markdown_inline(default)
-        );
+        let notice = forge_flow::untrusted_base_notice(base_ref, default);
         eprintln!("itergate: {notice}");
         Ok(BaseTree {
             notice: Some(notice),

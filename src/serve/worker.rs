@@ -475,14 +475,7 @@ impl Worker {
         let mut change = None;
         if head.0 != waited {
             // The push's own event was lost too: the comment and the check follow the head.
-            let config = app_config(
-                forge,
-                repo,
-                &pull.base.sha.0,
-                &pull.base.ref_name,
-                pull.default_branch.as_deref(),
-            )
-            .await?;
+            let config = pull_rules(forge, repo, &pull).await?;
             let outcome = self
                 .handler(forge, repo, &config)
                 .waiting(pr, &head)
@@ -529,16 +522,7 @@ impl Worker {
         // The artifact's name is the base's configuration; a PR's own run cannot
         // choose which artifact is read.
         let config = match &first {
-            Ok(p) => {
-                app_config(
-                    forge,
-                    &repo,
-                    &p.base.sha.0,
-                    &p.base.ref_name,
-                    p.default_branch.as_deref(),
-                )
-                .await?
-            }
+            Ok(p) => pull_rules(forge, &repo, p).await?,
             Err(_) => forge_flow::Rules {
                 config: crate::config::Config::default(),
                 notice: None,
@@ -563,14 +547,7 @@ impl Worker {
         let config = if same_base {
             config
         } else {
-            app_config(
-                forge,
-                &repo,
-                &pull.base.sha.0,
-                &pull.base.ref_name,
-                pull.default_branch.as_deref(),
-            )
-            .await?
+            pull_rules(forge, &repo, &pull).await?
         };
         let input = Input::Iteration {
             pr: pull.number,
@@ -594,14 +571,7 @@ impl Worker {
         input: Input,
     ) -> Result<Ended, FlowError> {
         let pull = forge.pull_request(repo, pr).await?;
-        let config = app_config(
-            forge,
-            repo,
-            &pull.base.sha.0,
-            &pull.base.ref_name,
-            pull.default_branch.as_deref(),
-        )
-        .await?;
+        let config = pull_rules(forge, repo, &pull).await?;
         let handler = self.handler(forge, repo, &config);
         let mut actions = forge_flow::catch_up(&handler, pr, until).await?;
         actions.extend(handler.handle(input).await?.actions);
@@ -727,6 +697,22 @@ fn handed_to(job: &Job, repo: &RepoName, pr: PrNumber) -> Result<NewDelivery, se
         repository: Some(repository),
         payload: serde_json::to_vec(&payload)?,
     })
+}
+
+/// [`app_config`] for the base of `pull`, as the API has it now.
+async fn pull_rules(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    pull: &crate::github::types::PullRequest,
+) -> Result<forge_flow::Rules, FlowError> {
+    app_config(
+        forge,
+        repo,
+        &pull.base.sha.0,
+        &pull.base.ref_name,
+        pull.default_branch.as_deref(),
+    )
+    .await
 }
 
 /// The base's configuration, with the `itergate` check run on: the App publishes the gate
