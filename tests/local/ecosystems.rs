@@ -687,3 +687,103 @@ fn a_rust_crate_without_llvm_tools_is_measured_by_tarpaulin() {
     assert_eq!(out.status.code(), Some(10), "{text}");
     assert!(text.contains("tests::adds failed"), "{text}");
 }
+
+/// The pinned lizard of `scripts/ensure-lizard.sh` (installed on first use), as a PATH
+/// with it first.
+fn path_with_lizard() -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-lizard.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    format!("{bin}:{}", std::env::var("PATH").unwrap_or_default())
+}
+
+#[test]
+fn a_go_module_with_lizard_is_measured_on_all_four_dimensions() {
+    let path = path_with_lizard();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let itergate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(args)
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .env("GOFLAGS", "-mod=mod")
+            .env("PATH", &path)
+            .output()
+            .expect("itergate runs")
+    };
+    git(p, &["init", "-q", "-b", "main"]);
+    write(p, "go.mod", "module example.com/shop\n\ngo 1.19\n");
+    write(p, "thing/thing.go", GO_THING);
+    write(p, "thing/thing_test.go", GO_TEST);
+    let init = itergate(&["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    assert!(config.contains("lizard --csv"), "{config}");
+    assert!(
+        !config.contains("complexity: lizard is not on PATH"),
+        "{config}"
+    );
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+
+    // A tested function of 17 branches: above the threshold of 15, named at its line.
+    let cases: String = (1..=16)
+        .map(|n| format!("\tcase {n}:\n\t\treturn \"{n}\"\n"))
+        .collect();
+    write(
+        p,
+        "thing/name.go",
+        &format!("package thing\n\n// Name spells n.\nfunc Name(n int) string {{\n\tswitch n {{\n{cases}\t}}\n\treturn \"many\"\n}}\n"),
+    );
+    write(
+        p,
+        "thing/name_test.go",
+        "package thing\n\nimport \"testing\"\n\nfunc TestName(t *testing.T) {\n\tfor n := 1; n <= 17; n++ {\n\t\tif Name(n) == \"\" {\n\t\t\tt.Errorf(\"Name(%d) is empty\", n)\n\t\t}\n\t}\n}\n",
+    );
+    commit(p, "name");
+    let out = itergate(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    let prompt =
+        std::fs::read_to_string(p.join(".git/itergate/revision-prompt.md")).unwrap_or_default();
+    assert!(
+        prompt.contains("`Name` has cyclomatic complexity 17"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("thing/name.go:4"), "{prompt}");
+
+    // A table instead: every dimension measured, and accepted.
+    write(
+        p,
+        "thing/name.go",
+        "package thing\n\nimport \"strconv\"\n\n// Name spells n.\nfunc Name(n int) string {\n\tif n >= 1 && n <= 16 {\n\t\treturn strconv.Itoa(n)\n\t}\n\treturn \"many\"\n}\n",
+    );
+    commit(p, "name by a table");
+    let out = itergate(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let score = itergate(&["score", "--format", "json"]);
+    let record: serde_json::Value =
+        serde_json::from_slice(&score.stdout).expect("score prints JSON");
+    for dimension in ["tests_passing", "code_quality", "coverage", "complexity"] {
+        assert!(
+            record["scores"][dimension].is_number(),
+            "{dimension} unmeasured: {record}"
+        );
+    }
+}

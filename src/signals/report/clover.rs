@@ -11,6 +11,7 @@
 //! relative to the checkout afterwards, like every report's. A report with no `<line>` at
 //! all falls back to the project's `<metrics statements coveredstatements>`.
 
+use std::collections::btree_map::Entry;
 use std::io::BufRead;
 
 use quick_xml::events::BytesStart;
@@ -40,7 +41,8 @@ pub(crate) fn parse<R: BufRead>(
 struct OpenFile {
     depth: usize,
     name: String,
-    lines: FileLines,
+    /// (line, count) as listed; summed per line when the file ends.
+    lines: Vec<(u32, u64)>,
 }
 
 struct CloverHandler<'o> {
@@ -80,19 +82,36 @@ impl XmlHandler for CloverHandler<'_> {
 
     fn end(&mut self, name: &[u8], depth: usize) -> Result<(), String> {
         if name == b"file" && self.file.as_ref().is_some_and(|f| f.depth == depth) {
-            let file = self.file.take().expect("checked above");
+            let mut file = self.file.take().expect("checked above");
+            file.lines.sort_unstable_by_key(|(line, _)| *line);
+            let mut summed: Vec<(u32, u64)> = Vec::with_capacity(file.lines.len());
+            for (line, hits) in file.lines {
+                match summed.last_mut() {
+                    Some((last, total)) if *last == line => *total = total.saturating_add(hits),
+                    _ => summed.push((line, hits)),
+                }
+            }
+            let file_lines = FileLines {
+                lines: summed.into_iter().collect(),
+            };
             self.summary.lines_found = self
                 .summary
                 .lines_found
-                .saturating_add(file.lines.lines.len() as u64);
+                .saturating_add(file_lines.lines.len() as u64);
             self.summary.lines_hit = self
                 .summary
                 .lines_hit
-                .saturating_add(file.lines.lines.values().filter(|h| **h > 0).count() as u64);
+                .saturating_add(file_lines.lines.values().filter(|h| **h > 0).count() as u64);
             if self.opts.keeps_lines(&file.name) {
-                let merged = self.summary.files.entry(file.name).or_default();
-                for (line, hits) in file.lines.lines {
-                    merged.add(line, hits);
+                match self.summary.files.entry(file.name) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(file_lines);
+                    }
+                    Entry::Occupied(mut merged) => {
+                        for (line, hits) in file_lines.lines {
+                            merged.get_mut().add(line, hits);
+                        }
+                    }
                 }
             }
         }
@@ -133,7 +152,7 @@ impl CloverHandler<'_> {
         self.file = Some(OpenFile {
             depth,
             name,
-            lines: FileLines::default(),
+            lines: Vec::new(),
         });
         Ok(())
     }
@@ -147,7 +166,7 @@ impl CloverHandler<'_> {
             match key {
                 b"num" => number = Some(number_attr("num", &value)?),
                 b"count" => count = Some(number_attr("count", &value)?),
-                b"type" => kind = Some(value.into_owned()),
+                b"type" => kind = Some(value),
                 _ => {}
             }
             Ok(())
@@ -159,7 +178,7 @@ impl CloverHandler<'_> {
         self.saw_line = true;
         match kind.as_deref() {
             Some("method") => {}
-            Some("stmt" | "cond") | None => file.lines.add(number, count),
+            Some("stmt" | "cond") | None => file.lines.push((number, count)),
             Some(other) => {
                 return Err(format!(
                     "a <line> of type `{other}`; expected `stmt`, `cond` or `method`"

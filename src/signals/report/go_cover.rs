@@ -7,6 +7,7 @@
 //! `go.mod` turns them into repository paths when the report is normalised. A profile
 //! without its `mode:` line, or a block that does not parse, is an error naming the line.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
@@ -22,7 +23,8 @@ pub(crate) fn parse<R: BufRead>(
     opts: &ParseOptions,
 ) -> Result<CoverageSummary, ParseError> {
     let mut saw_mode = false;
-    let mut files: BTreeMap<String, FileLines> = BTreeMap::new();
+    // Each file's (line, hits) as the blocks list them; merged once at the end.
+    let mut files: BTreeMap<String, Vec<(u32, u64)>> = BTreeMap::new();
     let last_line = for_each_line(input, ctx, |line_no, raw| {
         let line = raw.trim_ascii();
         if line.is_empty() {
@@ -57,11 +59,11 @@ pub(crate) fn parse<R: BufRead>(
                 ),
             )
         })?;
-        let lines = files.entry(file).or_default();
-        for n in start..=end {
-            let hits = lines.lines.entry(n).or_insert(0);
-            *hits = (*hits).max(count);
-        }
+        let lines = match files.get_mut(file.as_ref()) {
+            Some(lines) => lines,
+            None => files.entry(file.into_owned()).or_default(),
+        };
+        lines.extend((start..=end).map(|n| (n, count)));
         Ok(())
     })?;
     if !saw_mode {
@@ -71,7 +73,13 @@ pub(crate) fn parse<R: BufRead>(
         ));
     }
     let mut summary = CoverageSummary::default();
-    for (file, lines) in files {
+    for (file, mut spans) in files {
+        // By line, the most hits first: the one kept of each line.
+        spans.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        spans.dedup_by_key(|(line, _)| *line);
+        let lines = FileLines {
+            lines: spans.into_iter().collect(),
+        };
         let found = lines.lines.len() as u64;
         let hit = lines.lines.values().filter(|h| **h > 0).count() as u64;
         summary.lines_found = summary.lines_found.saturating_add(found);
@@ -84,7 +92,7 @@ pub(crate) fn parse<R: BufRead>(
 }
 
 /// `file.go:3.14,5.2 1 0` → (file, 3, 5, 0).
-fn block(line: &[u8]) -> Option<(String, u32, u32, u64)> {
+fn block(line: &[u8]) -> Option<(Cow<'_, str>, u32, u32, u64)> {
     let colon = line.iter().rposition(|b| *b == b':')?;
     let (file, rest) = (line.get(..colon)?, line.get(colon + 1..)?);
     if file.is_empty() {
@@ -108,7 +116,7 @@ fn block(line: &[u8]) -> Option<(String, u32, u32, u64)> {
     if end < start || end - start > 1_000_000 {
         return None;
     }
-    Some((lossy(file).into_owned(), start, end, count))
+    Some((lossy(file), start, end, count))
 }
 
 #[cfg(test)]

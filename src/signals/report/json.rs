@@ -35,12 +35,16 @@ pub(crate) fn from_input<R: BufRead, T: DeserializeOwned>(
     Ok(value)
 }
 
-/// Deserializes one line of a JSON-lines stream.
+/// Deserializes one line of a JSON-lines stream (its path tracked only for an error).
 pub(crate) fn from_line<T: DeserializeOwned>(
     line: &[u8],
     line_no: u64,
     ctx: &Ctx,
 ) -> Result<T, ParseError> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    if let Ok(value) = T::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(line);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
