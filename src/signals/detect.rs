@@ -213,15 +213,62 @@ fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<Str
                 "lint: the project configures ruff, but `ruff` is not on PATH; `{python} -m pip install ruff`"
             ));
         }
-        checks.insert(
-            "lint".into(),
-            check(
-                "ruff check --no-fix --output-format=json --exit-zero .",
-                ReportFormat::RuffJson,
-                None,
-            ),
-        );
+        // Without its own configuration, ruff's defaults grow with each release (style
+        // rules, the newest Python): a project that never chose them is held to the
+        // errors pyflakes and pycodestyle report, for the oldest Python it supports.
+        let command = if configured {
+            "ruff check --no-fix --output-format=json --exit-zero .".to_string()
+        } else {
+            let target = python_floor(root)
+                .map(|(major, minor)| format!(" --target-version py{major}{}", minor.max(7)))
+                .unwrap_or_default();
+            format!(
+                "ruff check --no-fix --output-format=json --exit-zero --select {RUFF_BASELINE}{target} ."
+            )
+        };
+        checks.insert("lint".into(), check(&command, ReportFormat::RuffJson, None));
     }
+}
+
+/// ruff's long-standing default rules: syntax and import errors, undefined and unused names.
+const RUFF_BASELINE: &str = "E4,E7,E9,F";
+
+/// The oldest Python 3 the project declares (`requires-python` in pyproject.toml,
+/// `python_requires` in setup.cfg or setup.py), as (3, minor).
+fn python_floor(root: &Path) -> Option<(u32, u32)> {
+    let declared = [
+        ("pyproject.toml", "requires-python"),
+        ("setup.cfg", "python_requires"),
+        ("setup.py", "python_requires"),
+    ]
+    .iter()
+    .find_map(|(file, key)| {
+        let text = project_file(root, file)?;
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(key))
+            .map(|l| l[key.len()..].to_string())
+    })?;
+    // `>=3.8`, `>= 3.8, <4`, `~=3.9`, `>=2.7, !=3.0.*, …, >=3.6`: the lowest 3.x floor.
+    declared
+        .split(',')
+        .filter_map(|clause| {
+            let clause = clause.trim_matches(|c: char| c.is_whitespace() || "\"'=".contains(c));
+            let version = clause
+                .strip_prefix(">=")
+                .or_else(|| clause.strip_prefix("~="))?;
+            let mut parts = version.trim().split('.');
+            let major: u32 = parts.next()?.trim().parse().ok()?;
+            let minor: u32 = parts
+                .next()?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()?;
+            (major == 3).then_some((major, minor))
+        })
+        .min()
 }
 
 /// Where Node test runners write their reports (untracked files at the root).
@@ -592,4 +639,43 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
         "\nstopping_criteria:\n  quality_threshold: { value: 0.95 }\n  iteration_limits: { min: 2, max: 10 }\n\nrevision:\n  max_iterations: 3\n",
     );
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::python_floor;
+
+    fn floor(file: &str, text: &str) -> Option<(u32, u32)> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(file), text).expect("write");
+        python_floor(dir.path())
+    }
+
+    #[test]
+    fn the_oldest_python_a_project_declares_is_read_from_each_place() {
+        assert_eq!(
+            floor("pyproject.toml", "[project]\nrequires-python = \">=3.9\"\n"),
+            Some((3, 9))
+        );
+        assert_eq!(
+            floor("setup.cfg", "[options]\npython_requires = >= 3.6\n"),
+            Some((3, 6))
+        );
+        assert_eq!(
+            floor(
+                "setup.py",
+                "setup(\n    python_requires=\">=2.7, !=3.0.*, >=3.5\",\n)\n"
+            ),
+            Some((3, 5))
+        );
+        assert_eq!(
+            floor("pyproject.toml", "requires-python = \"~=3.10\"\n"),
+            Some((3, 10))
+        );
+        assert_eq!(
+            floor("pyproject.toml", "requires-python = \"==3.12.*\"\n"),
+            None
+        );
+        assert_eq!(floor("pyproject.toml", "[project]\nname = \"x\"\n"), None);
+    }
 }

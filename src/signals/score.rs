@@ -52,6 +52,10 @@ pub struct ScoreInput<'a> {
     pub earlier: &'a integrity::Earlier<'a>,
 }
 
+/// How many findings of one rule a test file has on the base before more of them are
+/// the file's style.
+const TEST_STYLE_MIN: usize = 3;
+
 /// Added lines per unit of change size in the density formula.
 pub const LINES_PER_SIZE_UNIT: f64 = 100.0;
 
@@ -123,6 +127,8 @@ struct Accumulator {
     passed: u64,
     skipped: u64,
     base_skipped: Option<u64>,
+    /// Skipped tests the base did not have at all.
+    added_skipped: u64,
     new_failures: u64,
     all_failures: u64,
     build_broken: bool,
@@ -276,7 +282,8 @@ impl Accumulator {
                         // linter stopped early reports fewer of the others); errors anywhere
                         // can be its doing (a caller that no longer type-checks).
                         let touched = input.changed.filter(|_| by_change && base_lint.is_some());
-                        self.add_lint(check, l, base_lint, holdout, touched);
+                        let is_test = input.paths.is_test;
+                        self.add_lint(check, l, base_lint, holdout, touched, is_test);
                     }
                     Report::Coverage(c) => {
                         let base_coverage = match base_report {
@@ -377,6 +384,24 @@ impl Accumulator {
         if let Some(b) = base {
             let skipped = self.base_skipped.get_or_insert(0);
             *skipped = skipped.saturating_add(b.skipped);
+            // A test the change adds as skipped (written ahead of the code it will test)
+            // hides nothing the base ran; where the base names all its tests, those are
+            // not counted against it. A test that ran and is skipped now is integrity's.
+            if b.passing.len() as u64 == b.passed {
+                let known: BTreeSet<&str> = b
+                    .passing
+                    .iter()
+                    .map(|r| r.id.as_str())
+                    .chain(b.problems.iter().map(|c| c.id.as_str()))
+                    .collect();
+                let added = t
+                    .problems
+                    .iter()
+                    .filter(|c| matches!(c.outcome, super::report::TestOutcome::Skipped))
+                    .filter(|c| !known.contains(c.id.as_str()))
+                    .count() as u64;
+                self.added_skipped = self.added_skipped.saturating_add(added);
+            }
         }
         let failing_on_base: BTreeSet<&str> = base
             .map(|b| b.failures().map(|c| c.id.as_str()).collect())
@@ -484,6 +509,7 @@ impl Accumulator {
         base: Option<&LintSummary>,
         holdout: bool,
         touched: Option<&ChangedLines>,
+        is_test: &dyn Fn(&str) -> bool,
     ) {
         self.lint_seen = true;
         // reviewdog's `added` filter: a warning is the change's when it is on a line the
@@ -529,6 +555,26 @@ impl Accumulator {
                 *loose.entry(loose_key(f)).or_default() += 1;
             }
         }
+        // A test file's style: a warning of a rule the base already reports at least
+        // `TEST_STYLE_MIN` times in that test file (new cases written like the dozens
+        // around them) is a note, not a revision.
+        let mut in_test_file: HashMap<(&str, &str, &str), usize> = HashMap::new();
+        for f in base_findings {
+            if let (Some(rule), Some(file)) = (f.rule.as_deref(), f.file.as_deref()) {
+                if is_test(file) {
+                    *in_test_file.entry((&f.tool, rule, file)).or_default() += 1;
+                }
+            }
+        }
+        let test_style = |f: &LintFinding| {
+            f.level == LintLevel::Warning
+                && match (f.rule.as_deref(), f.file.as_deref()) {
+                    (Some(rule), Some(file)) => in_test_file
+                        .get(&(f.tool.as_str(), rule, file))
+                        .is_some_and(|n| *n >= TEST_STYLE_MIN),
+                    _ => false,
+                }
+        };
         let mut new_errors = 0;
         let mut new = Vec::new();
         for (finding, exact) in l.findings.iter().zip(exact) {
@@ -549,6 +595,14 @@ impl Accumulator {
                     self.debt
                         .note_example(location(finding.file.as_deref(), finding.line).as_deref());
                 }
+                continue;
+            }
+            if !holdout && test_style(finding) {
+                let mut note = lint_issue(finding);
+                note.severity = Severity::Info;
+                note.finding
+                    .push_str(" (the test file's style: the base reports it there already)");
+                self.issues.push(note);
                 continue;
             }
             self.lint_weights.push(lint_severity(finding.level));
@@ -730,7 +784,7 @@ impl Accumulator {
                     format!("{counted} of {} tests failed", self.executed),
                 ));
             }
-            if self.skipped > self.base_skipped.unwrap_or(0) {
+            if self.skipped.saturating_sub(self.added_skipped) > self.base_skipped.unwrap_or(0) {
                 self.triggers.push(trigger(
                     TriggerType::IncompleteOutput,
                     "tests",

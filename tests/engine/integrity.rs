@@ -317,6 +317,26 @@ fn renames_moves_deletions_with_their_code_and_real_fixes_are_accepted() {
             .any(|(s, f, _)| s == "INFO" && f.contains("removed together with `sub`")),
         "{found:?}"
     );
+
+    // A new test written skipped, ahead of the code it will test, hides nothing the base
+    // ran: no revision for "more tests skipped".
+    p.write(
+        "tests/test_calc.py",
+        &format!(
+            "{}\n\nimport pytest\n\n\n@pytest.mark.skip(reason=\"enabled with big numbers\")\ndef test_add_big():\n    assert add(10**30, 1) == 10**30 + 1\n",
+            std::fs::read_to_string(p.path().join("tests/test_calc.py")).expect("read").trim_end()
+        ),
+    );
+    p.commit(&["tests/test_calc.py"], "a test for later");
+    let run = p.run();
+    run.expect_decision("ACCEPT", "a new skipped test");
+    assert!(
+        !p.head_record()["triggers"]
+            .to_string()
+            .contains("incomplete_output"),
+        "{}",
+        p.head_record()
+    );
 }
 
 #[test]

@@ -774,3 +774,61 @@ fn warnings_on_lines_the_change_did_not_add_are_not_its_own() {
     assert_eq!(places, ["src/a.rs:1", "src/caller.rs:1"], "{:?}", r.issues);
     assert_eq!(r.base_debt.lint_warnings, 2, "{:?}", r.base_debt);
 }
+
+#[test]
+fn more_of_a_warning_a_test_file_has_throughout_is_its_style_not_a_revision() {
+    let sarif = |places: &[&str]| {
+        let results: Vec<String> = places
+            .iter()
+            .map(|place| {
+                let (file, line) = place.split_once(':').unwrap_or((place, "1"));
+                format!(
+                    r#"{{"ruleId":"toplevel_ref_arg","level":"warning","message":{{"text":"`ref` on an entire `let` pattern is discouraged"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"{file}"}},"region":{{"startLine":{line}}}}}}}]}}"#
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"clippy"}}}},"results":[{}]}}]}}"#,
+            results.join(",")
+        );
+        [outcome(
+            "lint",
+            ReportFormat::Sarif,
+            &text,
+            Visibility::Full,
+        )]
+    };
+    let judge = |file: &str, on_base: usize| {
+        let base_places: Vec<String> = (1..=on_base).map(|n| format!("{file}:{n}")).collect();
+        let base_refs: Vec<&str> = base_places.iter().map(String::as_str).collect();
+        let mut head_refs = base_refs.clone();
+        let new = format!("{file}:9");
+        head_refs.push(&new);
+        let mut changed = ChangedLines::default();
+        changed.files.insert(
+            file.into(),
+            vec![AddedLine {
+                line: 9,
+                text: "let ref r = req(\">1\");".into(),
+            }],
+        );
+        let r = scored_with(
+            &Config::default(),
+            &sarif(&head_refs),
+            Some(&sarif(&base_refs)),
+            Some(&changed),
+        );
+        let issue = r
+            .issues
+            .iter()
+            .find(|i| i.affected_field.as_deref() == Some(new.as_str()))
+            .cloned()
+            .expect("the new finding is shown");
+        (issue.severity, r.scores.code_quality)
+    };
+    // Three of them in the test file already: the fourth is a note, and costs nothing.
+    assert_eq!(judge("tests/req.rs", 3), (Severity::Info, Some(1.0)));
+    // Fewer, or in source code: a warning like any other.
+    assert_eq!(judge("tests/req.rs", 2).0, Severity::Warning);
+    assert_eq!(judge("src/req.rs", 3).0, Severity::Warning);
+}

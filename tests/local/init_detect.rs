@@ -175,3 +175,44 @@ fn a_fifo_named_package_json_does_not_hang_detection() {
         "detection hung on a FIFO named package.json"
     );
 }
+
+#[test]
+fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"x\"\nrequires-python = \">=3.8\"\n",
+    )
+    .expect("write");
+    // A `ruff` on PATH (init only looks for it).
+    let bin = tempfile::tempdir().expect("tempdir");
+    let ruff = bin.path().join("ruff");
+    std::fs::write(&ruff, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&ruff, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .arg("init")
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env(
+            "PATH",
+            format!("{}:{}", bin.path().display(), path_without_ruff()),
+        )
+        .output()
+        .expect("itergate runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
+    let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
+    let run = config.checks["lint"].run.clone().unwrap_or_default();
+    assert!(
+        run.contains("--select E4,E7,E9,F --target-version py38"),
+        "{text}"
+    );
+    // A project that configures ruff keeps its own rules.
+    let configured = python_project();
+    let (_, text) = init(configured.path(), None);
+    let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
+    let run = config.checks["lint"].run.clone().unwrap_or_default();
+    assert!(!run.contains("--select"), "{text}");
+}
