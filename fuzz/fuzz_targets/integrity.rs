@@ -48,6 +48,8 @@ fuzz_target!(|data: &[u8]| {
         is_test: &is_test,
         check_files: &[],
         check_commands: &[None],
+        // Every file reads as the whole input: attribute lists opened anywhere.
+        head_source: &|_| Some(text.to_string()),
     });
     let paths = markers::Paths {
         is_source: &|_| true,

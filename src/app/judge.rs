@@ -59,15 +59,9 @@ pub fn judge(
         None => None,
     };
     let previous_tree = previous.and_then(|p| repo.find_commit(p).ok()?.tree().ok());
-    let previous_source = |path: &str| -> Option<String> {
-        let entry = previous_tree
-            .as_ref()?
-            .get_path(std::path::Path::new(path))
-            .ok()?;
-        let blob = repo.find_blob(entry.id()).ok()?;
-        (blob.size() <= MAX_SOURCE_BYTES)
-            .then(|| String::from_utf8_lossy(blob.content()).into_owned())
-    };
+    let previous_source = |path: &str| source_in(repo, previous_tree.as_ref(), path);
+    let head_tree = commit.tree().ok();
+    let head_source = |path: &str| source_in(repo, head_tree.as_ref(), path);
     let observations: Vec<&Observation> = judgement.earlier.iter().map(|(_, o)| o).collect();
     let earlier = integrity::Earlier {
         observations: &observations,
@@ -87,11 +81,19 @@ pub fn judge(
                 is_test: &|path| tests.matches(path),
             },
             earlier: &earlier,
+            head_source: &head_source,
         },
         &mut record,
     );
     record.quality = weighted_quality(&record.scores, &config.quality_weights);
     Ok(record)
+}
+
+/// `path` in `tree`, as text, unless it is missing or too large.
+fn source_in(repo: &Repository, tree: Option<&git2::Tree>, path: &str) -> Option<String> {
+    let entry = tree?.get_path(std::path::Path::new(path)).ok()?;
+    let blob = repo.find_blob(entry.id()).ok()?;
+    (blob.size() <= MAX_SOURCE_BYTES).then(|| String::from_utf8_lossy(blob.content()).into_owned())
 }
 
 /// Source files larger than this are not read to locate a test.
@@ -116,6 +118,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
                 is_test: &|_| false,
             },
             earlier: &integrity::Earlier::NONE,
+            head_source: &|_| None,
         },
         &mut record,
     );

@@ -83,6 +83,8 @@ pub struct Input<'a> {
     pub check_files: &'a [(String, String)],
     /// The checks' commands (`None` for a check that only reads a report).
     pub check_commands: &'a [Option<String>],
+    /// The judged tree's version of a file: what an added line sits inside.
+    pub head_source: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// The files a check's command runs, from its words: relative paths to scripts
@@ -211,6 +213,7 @@ pub fn check(input: &Input) -> Vec<Finding> {
         input.is_test,
         &reported,
         &silences_a_check,
+        input.head_source,
     ));
     findings.extend(loosened_tools(input.changed));
     findings.extend(edited_check_files(input.changed, input.check_files));
@@ -1043,9 +1046,19 @@ fn suppressions(
     is_test: &dyn Fn(&str) -> bool,
     reported: &BTreeSet<(String, String)>,
     silences_a_check: &dyn Fn(&str) -> bool,
+    head_source: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     for (path, added) in &changed.files {
+        // Rust's attributes span lines: a lint added to an existing `#![allow(` list.
+        // The file is read only for an added line that could be one.
+        let source = std::cell::OnceCell::new();
+        let source = || {
+            source
+                .get_or_init(|| path.ends_with(".rs").then(|| head_source(path)).flatten())
+                .as_deref()
+        };
+        let added_at: BTreeSet<u32> = added.iter().map(|l| l.line).collect();
         let mut removed: Vec<String> = changed
             .removed
             .get(path)
@@ -1055,7 +1068,19 @@ fn suppressions(
             .map(|l| normalise(&l.text))
             .collect();
         for (at, l) in added.iter().enumerate() {
-            let Some((marker, tool)) = SUPPRESSIONS.iter().find(|(m, _)| l.text.contains(m)) else {
+            let found = SUPPRESSIONS
+                .iter()
+                .find(|(m, _)| l.text.contains(m))
+                .map(|(m, tool)| (*m, *tool, silenced(&l.text, m)))
+                .or_else(|| {
+                    if !lint_name(l.text.trim()) {
+                        return None;
+                    }
+                    let opener = source().and_then(|s| inside_allow(s, l.line, &added_at))?;
+                    let rules = l.text.trim().trim_end_matches([',', ')', ']']).trim();
+                    Some((opener, "rustc/clippy", rules.to_string()))
+                });
+            let Some((marker, tool, rules)) = found else {
                 continue;
             };
             let text = normalise(&l.text);
@@ -1067,7 +1092,6 @@ fn suppressions(
                 removed.swap_remove(i);
                 continue;
             }
-            let rules = silenced(&l.text, marker);
             let silences_reported = reported.iter().any(|(file, rule)| {
                 file == path
                     && (rules == "every rule"
@@ -1112,6 +1136,44 @@ fn suppressions(
     }
     out
 }
+
+/// The `#[allow(` or `#![allow(` a lint name on `line` (1-based) of `source` continues,
+/// when that attribute opened on an earlier line the change did not add (an added opener
+/// is found on its own line).
+fn inside_allow(source: &str, line: u32, added: &BTreeSet<u32>) -> Option<&'static str> {
+    let lines: Vec<&str> = source.lines().collect();
+    let index = usize::try_from(line).ok()?.checked_sub(1)?;
+    let text = lines.get(index)?.trim();
+    if !lint_name(text) {
+        return None;
+    }
+    // Upwards through the list's other names to the line that opened it.
+    for back in (index.saturating_sub(ALLOW_LIST_LINES)..index).rev() {
+        let above = lines.get(back)?.trim();
+        for opener in ["#![allow(", "#[allow("] {
+            if above.starts_with(opener) && !above.contains(")]") {
+                let opened_here = u32::try_from(back + 1).is_ok_and(|n| added.contains(&n));
+                return (!opened_here).then_some(opener);
+            }
+        }
+        if !(lint_name(above) || above.is_empty() || above.starts_with("//")) {
+            return None;
+        }
+    }
+    None
+}
+
+/// A line that is one lint's name in a list (`clippy::unwrap_used,`, `dead_code`).
+fn lint_name(line: &str) -> bool {
+    let name = line.trim_end_matches([',', ')', ']', ' ']);
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+}
+
+/// How far above a lint name its attribute's opening line is looked for.
+const ALLOW_LIST_LINES: usize = 200;
 
 /// Tools' configuration files and what in an added line loosens them.
 const TOOL_CONFIG: [(&str, &[&str]); 9] = [
@@ -1363,6 +1425,7 @@ mod scenario_tests {
             is_test: &|p: &str| p.starts_with("tests/"),
             check_files: &[],
             check_commands: &[None],
+            head_source: &no_source,
         });
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].issue.severity, Severity::Info);
@@ -1429,6 +1492,7 @@ mod scenario_tests {
             is_test: &|p: &str| p.starts_with("test/"),
             check_files: &[],
             check_commands: &[None],
+            head_source: &no_source,
         });
         assert_eq!(found.len(), 1, "{found:?}");
         found[0].issue.severity
@@ -1495,5 +1559,54 @@ mod scenario_tests {
             "eslint-disable",
             Some("  // eslint-disable-next-line no-alert")
         ));
+    }
+
+    #[test]
+    fn a_lint_added_to_an_existing_multi_line_allow_is_a_suppression() {
+        let source = "#![allow(\n    clippy::module_name_repetitions,\n    clippy::unwrap_used,\n)]\n\n#![warn(\n    clippy::pedantic,\n)]\n\npub fn f() {}\n";
+        let judge = |line: u32, text: &str, opener_added: bool| {
+            let mut changed = ChangedLines::default();
+            let mut lines = vec![AddedLine {
+                line,
+                text: text.to_string(),
+            }];
+            if opener_added {
+                lines.insert(
+                    0,
+                    AddedLine {
+                        line: 1,
+                        text: "#![allow(".into(),
+                    },
+                );
+            }
+            changed.files.insert("src/lib.rs".into(), lines);
+            let head = observed(&[]);
+            let source_of = |path: &str| (path == "src/lib.rs").then(|| source.to_string());
+            check(&Input {
+                head: &head,
+                base: None,
+                earlier: &Earlier::NONE,
+                changed: &changed,
+                is_test: &|p: &str| p.starts_with("tests/"),
+                check_files: &[],
+                check_commands: &[None],
+                head_source: &source_of,
+            })
+            .into_iter()
+            .map(|f| (f.issue.severity, f.issue.finding))
+            .collect::<Vec<_>>()
+        };
+        let found = judge(3, "    clippy::unwrap_used,", false);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, Severity::Warning);
+        assert!(found[0].1.contains("(clippy::unwrap_used)"), "{found:?}");
+        assert!(found[0].1.contains("src/lib.rs:3"), "{found:?}");
+        // A lint added to a `#![warn(` list strengthens the checks: nothing to say.
+        assert!(judge(7, "    clippy::pedantic,", false).is_empty());
+        // Code is not a lint name, and an opener the change added is found on its own line.
+        assert!(judge(10, "pub fn f() {}", false).is_empty());
+        let with_opener = judge(3, "    clippy::unwrap_used,", true);
+        assert_eq!(with_opener.len(), 1, "{with_opener:?}");
+        assert!(with_opener[0].1.contains("src/lib.rs:1"), "{with_opener:?}");
     }
 }

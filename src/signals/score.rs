@@ -50,6 +50,8 @@ pub struct ScoreInput<'a> {
     pub paths: &'a markers::Paths<'a>,
     /// The task's earlier iterations, for tamper evidence.
     pub earlier: &'a integrity::Earlier<'a>,
+    /// The judged tree's version of a file, when it has one.
+    pub head_source: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -103,6 +105,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
                 .values()
                 .map(|c| c.run.clone())
                 .collect::<Vec<_>>(),
+            head_source: input.head_source,
         });
         let suppressions = findings
             .iter()

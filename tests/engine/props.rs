@@ -246,6 +246,9 @@ fn change_line() -> impl Strategy<Value = String> {
         Just("collect_ignore = [\"test_x.py\"]".to_string()),
         Just("x = 1  # noqa: E501".to_string()),
         Just("#[allow(clippy::unwrap_used)]".to_string()),
+        Just("#![allow(".to_string()),
+        Just("    clippy::unwrap_used,".to_string()),
+        Just(")]".to_string()),
         Just("// eslint-disable-next-line".to_string()),
         Just("\"strict\": false".to_string()),
         Just("    todo!()".to_string()),
@@ -282,6 +285,9 @@ proptest! {
             is_test: &is_test,
             check_files: &[("tests".into(), "package.json".into())],
             check_commands: &[Some("npm test".into())],
+            // Every file reads as all the lines: line numbers past its end, lists opened
+            // anywhere.
+            head_source: &|_| Some(lines.join("\n")),
         });
         for f in &found {
             prop_assert_eq!(&f.issue.dimension, integrity::DIMENSION);

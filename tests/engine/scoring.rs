@@ -68,6 +68,7 @@ fn scored_with(
                 is_test: &|p| p.starts_with("tests/"),
             },
             earlier: &itergate::signals::integrity::Earlier::NONE,
+            head_source: &|_| None,
         },
         &mut r,
     );
