@@ -98,8 +98,12 @@ YML
         # --cov=. : itergate matches cobertura filenames to the diff as they are written
         # (relative to <source>); with --cov=src they read itsdangerous/x.py, match no
         # changed file, and coverage silently goes unmeasured (see RESULTS.md).
-        # ruff: what `itergate init` writes for a project with no ruff configuration
-        # (itsdangerous declares python_requires >= 3.6; ruff's oldest target is py37).
+        # ruff: what `itergate init` writes for a project with no ruff configuration: its
+        # error rules, and the oldest Python from setup.cfg when pyproject.toml does not
+        # declare one (ruff reads requires-python itself; itsdangerous before 2.0 declares
+        # python_requires >= 3.6 in setup.cfg, and ruff's oldest target is py37).
+        local target=""
+        grep -qs "^requires-python" pyproject.toml || target=" --target-version py37"
         cat > .itergate.yml <<YML
 checks:
   tests:
@@ -111,7 +115,7 @@ checks:
     report: { format: cobertura, path: .itergate/coverage.xml }
     timeout: 300
   lint:
-    run: $venv/bin/ruff check --no-fix --output-format=json --exit-zero --select E4,E7,E9,F --target-version py37 src tests
+    run: $venv/bin/ruff check --no-fix --output-format=json --exit-zero --select E4,E7,E9,F$target src tests
     report: { format: ruff-json, from: stdout }
     timeout: 120
 YML

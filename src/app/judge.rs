@@ -28,6 +28,8 @@ pub struct Judgement<'a> {
     /// The task's earlier iterations (commit and observation), oldest first; empty when
     /// the commit is the first or is judged on its own.
     pub earlier: &'a [(Oid, Observation)],
+    /// Integrity findings a person accepted on an earlier iteration.
+    pub accepted: &'a [String],
 }
 
 /// The iteration record of `judgement.commit`.
@@ -82,6 +84,7 @@ pub fn judge(
             },
             earlier: &earlier,
             head_source: &head_source,
+            accepted: judgement.accepted,
         },
         &mut record,
     );
@@ -119,6 +122,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             },
             earlier: &integrity::Earlier::NONE,
             head_source: &|_| None,
+            accepted: &[],
         },
         &mut record,
     );

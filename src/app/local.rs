@@ -104,6 +104,43 @@ impl Task {
         Ok(out)
     }
 
+    /// The integrity findings a person accepted (`itergate accept`) on an iteration
+    /// before `commit`: their acceptance carries over to the iterations after, where the
+    /// same finding is shown as accepted instead of sent back again.
+    pub fn accepted_findings(
+        &self,
+        store: &NotesStore,
+        commit: Oid,
+    ) -> Result<Vec<String>, Failure> {
+        let before = match self.commits.iter().position(|c| *c == commit) {
+            Some(at) => &self.commits[..at],
+            None => &self.commits[..],
+        };
+        let mut keys = Vec::new();
+        for earlier in before {
+            let accepted = store
+                .read_decisions(*earlier)?
+                .iter()
+                .any(|d| matches!(d.action, HumanAction::Accept { .. }));
+            if !accepted {
+                continue;
+            }
+            let Some(stored) = store.read_record(*earlier)? else {
+                continue;
+            };
+            keys.extend(
+                stored
+                    .record
+                    .issues
+                    .iter()
+                    .filter(|i| i.dimension == crate::signals::integrity::DIMENSION)
+                    .filter(|i| i.severity.counts_for_revision())
+                    .map(crate::signals::integrity::acceptance_key),
+            );
+        }
+        Ok(keys)
+    }
+
     pub fn iteration_of(&self, commit: Oid) -> u32 {
         let position = self
             .commits
@@ -195,6 +232,7 @@ impl Task {
             None => None,
         };
         let earlier = self.earlier_observations(env, store, commit)?;
+        let accepted = self.accepted_findings(store, commit)?;
         let record = judge(
             &env.config,
             repo,
@@ -205,6 +243,7 @@ impl Task {
                 observed: &observed,
                 base_observed: base_observed.as_ref(),
                 earlier: &earlier,
+                accepted: &accepted,
             },
         )?;
         Ok(Some(record))
@@ -280,6 +319,7 @@ pub fn record_commit(
         None => None,
     };
     let earlier = task.earlier_observations(env, store, commit)?;
+    let accepted = task.accepted_findings(store, commit)?;
     let mut record = judge(
         &env.config,
         store.repository(),
@@ -290,6 +330,7 @@ pub fn record_commit(
             observed: &observed,
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
+            accepted: &accepted,
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;

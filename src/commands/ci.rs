@@ -511,6 +511,7 @@ fn score_head(
             observed: &observed,
             base_observed: base_observed.as_ref().map(|(_, o)| o),
             earlier: &[],
+            accepted: &[],
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

@@ -54,10 +54,13 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
     } else {
         (ingest(env, &args.reports)?, None)
     };
-    let earlier = if args.reports.is_empty() {
-        task.earlier_observations(env, &store, commit)?
+    let (earlier, accepted) = if args.reports.is_empty() {
+        (
+            task.earlier_observations(env, &store, commit)?,
+            task.accepted_findings(&store, commit)?,
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let record = judge(
         &env.config,
@@ -69,6 +72,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             observed: &observed,
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
+            accepted: &accepted,
         },
     )?;
     let text = match args.format {

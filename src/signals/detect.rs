@@ -233,11 +233,18 @@ fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<Str
 /// ruff's long-standing default rules: syntax and import errors, undefined and unused names.
 const RUFF_BASELINE: &str = "E4,E7,E9,F";
 
-/// The oldest Python 3 the project declares (`requires-python` in pyproject.toml,
-/// `python_requires` in setup.cfg or setup.py), as (3, minor).
+/// The oldest Python 3 the project declares where ruff does not look: `python_requires`
+/// in setup.cfg or setup.py, as (3, minor). (ruff reads pyproject.toml's
+/// `requires-python` itself, and follows it when it changes.)
 fn python_floor(root: &Path) -> Option<(u32, u32)> {
+    let in_pyproject = project_file(root, "pyproject.toml").is_some_and(|t| {
+        t.lines()
+            .any(|l| l.trim_start().starts_with("requires-python"))
+    });
+    if in_pyproject {
+        return None;
+    }
     let declared = [
-        ("pyproject.toml", "requires-python"),
         ("setup.cfg", "python_requires"),
         ("setup.py", "python_requires"),
     ]
@@ -652,30 +659,19 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_python_a_project_declares_is_read_from_each_place() {
+    fn the_oldest_python_a_project_declares_is_read_where_ruff_does_not_look() {
+        // ruff reads pyproject.toml's own.
+        let pyproject = "[project]\nrequires-python = \">=3.9\"\n";
+        assert_eq!(floor("pyproject.toml", pyproject), None);
+        let cfg = "[options]\npython_requires = >= 3.6\n";
+        assert_eq!(floor("setup.cfg", cfg), Some((3, 6)));
+        let py = "setup(\n    python_requires=\">=2.7, !=3.0.*, >=3.5\",\n)\n";
+        assert_eq!(floor("setup.py", py), Some((3, 5)));
         assert_eq!(
-            floor("pyproject.toml", "[project]\nrequires-python = \">=3.9\"\n"),
-            Some((3, 9))
-        );
-        assert_eq!(
-            floor("setup.cfg", "[options]\npython_requires = >= 3.6\n"),
-            Some((3, 6))
-        );
-        assert_eq!(
-            floor(
-                "setup.py",
-                "setup(\n    python_requires=\">=2.7, !=3.0.*, >=3.5\",\n)\n"
-            ),
-            Some((3, 5))
-        );
-        assert_eq!(
-            floor("pyproject.toml", "requires-python = \"~=3.10\"\n"),
+            floor("setup.cfg", "python_requires = ~=3.10\n"),
             Some((3, 10))
         );
-        assert_eq!(
-            floor("pyproject.toml", "requires-python = \"==3.12.*\"\n"),
-            None
-        );
-        assert_eq!(floor("pyproject.toml", "[project]\nname = \"x\"\n"), None);
+        assert_eq!(floor("setup.cfg", "python_requires = ==3.12.*\n"), None);
+        assert_eq!(floor("setup.cfg", "[metadata]\nname = x\n"), None);
     }
 }

@@ -129,6 +129,26 @@ pub struct Finding {
     pub trigger: Option<Trigger>,
 }
 
+/// What identifies a finding across iterations, for a person's acceptance to carry over:
+/// a test's id for the findings about a test (their wording changes from "removed" to
+/// "still missing"), the finding itself otherwise.
+pub fn acceptance_key(issue: &CheckerIssue) -> String {
+    let text = issue.finding.as_str();
+    if let Some(rest) = text.strip_prefix("test ") {
+        let end = [" was ", " is ", " ran "]
+            .iter()
+            .filter_map(|verb| rest.find(verb))
+            .min();
+        if let Some(end) = end {
+            return format!("test {}", &rest[..end]);
+        }
+    }
+    text.to_string()
+}
+
+/// How an accepted finding reads in the iterations after a person accepted it.
+pub const ACCEPTED_NOTE: &str = " (accepted by a person earlier in this task)";
+
 impl Finding {
     /// A BLOCKER: the iteration is a violation of the harness.
     pub fn is_violation(&self) -> bool {

@@ -52,6 +52,9 @@ pub struct ScoreInput<'a> {
     pub earlier: &'a integrity::Earlier<'a>,
     /// The judged tree's version of a file, when it has one.
     pub head_source: &'a dyn Fn(&str) -> Option<String>,
+    /// Integrity findings a person accepted earlier in the task
+    /// ([`integrity::acceptance_key`]).
+    pub accepted: &'a [String],
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -115,7 +118,18 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             .metrics
             .insert(integrity::SUPPRESSIONS_METRIC.into(), suppressions as f64);
         let voids = input.config.integrity.on_violation == OnViolation::Void;
-        for f in findings {
+        for mut f in findings {
+            // A person accepted it earlier in the task: shown as accepted, never dropped.
+            if f.issue.severity.counts_for_revision()
+                && input
+                    .accepted
+                    .contains(&integrity::acceptance_key(&f.issue))
+            {
+                f.issue.severity = Severity::Info;
+                f.issue.finding.push_str(integrity::ACCEPTED_NOTE);
+                acc.issues.push(f.issue);
+                continue;
+            }
             acc.void |= voids && f.is_violation();
             acc.issues.push(f.issue);
             acc.triggers.extend(f.trigger);

@@ -156,6 +156,33 @@ fn deleting_skipping_rewriting_or_deselecting_the_failing_test_is_a_violation() 
         said.contains("newly skipped") && said.contains("(accepted by a person)"),
         "{said}"
     );
+    // The next iteration keeps the skip: accepted once, it is shown as accepted and not
+    // sent back again (no VOID, no second violation); the other failure is still there.
+    p.write(
+        "calc/core.py",
+        &format!(
+            "\"\"\"Arithmetic.\"\"\"\n\n\n{}",
+            CORE.replace("a + b", "a - b")
+        ),
+    );
+    p.commit(&["calc/core.py"], "a docstring");
+    let run = p.run();
+    run.expect_decision("ITERATE", "after the accepted skip");
+    let record = p.head_record();
+    assert_ne!(record["status"], "void", "{record}");
+    let found = integrity_issues(&record);
+    assert!(
+        found.iter().any(|(s, f, _)| s == "INFO"
+            && f.contains("tests.test_core::test_add ")
+            && f.contains("accepted by a person earlier in this task")),
+        "{found:?}"
+    );
+    assert!(found.iter().all(|(s, _, _)| s == "INFO"), "{found:?}");
+    assert!(
+        p.prompt("after the accepted skip")
+            .contains("test_add_zero"),
+        "the remaining failure is asked for"
+    );
 
     // Skipped, then deleted: still the failing test put away, the second violation.
     // (Another message than the accepted commit's, so that it is another commit.)

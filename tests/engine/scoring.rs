@@ -69,6 +69,7 @@ fn scored_with(
             },
             earlier: &itergate::signals::integrity::Earlier::NONE,
             head_source: &|_| None,
+            accepted: &[],
         },
         &mut r,
     );

@@ -182,7 +182,12 @@ fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python()
     git(dir.path(), &["init", "-q"]);
     std::fs::write(
         dir.path().join("pyproject.toml"),
-        "[project]\nname = \"x\"\nrequires-python = \">=3.8\"\n",
+        "[project]\nname = \"x\"\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("setup.cfg"),
+        "[options]\npython_requires = >=3.8\n",
     )
     .expect("write");
     // A `ruff` on PATH (init only looks for it).
@@ -209,6 +214,26 @@ fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python()
         run.contains("--select E4,E7,E9,F --target-version py38"),
         "{text}"
     );
+    // Declared in pyproject.toml, ruff reads it itself (and follows a change to it).
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"x\"\nrequires-python = \">=3.9\"\n",
+    )
+    .expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["init", "--force"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env(
+            "PATH",
+            format!("{}:{}", bin.path().display(), path_without_ruff()),
+        )
+        .output()
+        .expect("itergate runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
+    assert!(text.contains("--select E4,E7,E9,F ."), "{text}");
+    assert!(!text.contains("--target-version"), "{text}");
     // A project that configures ruff keeps its own rules.
     let configured = python_project();
     let (_, text) = init(configured.path(), None);
