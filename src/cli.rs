@@ -226,6 +226,19 @@ pub struct ServeArgs {
     /// The App's private key (PEM), as downloaded from its settings page.
     #[arg(long, env = "ITERGATE_PRIVATE_KEY_PATH", value_name = "FILE")]
     pub private_key_path: PathBuf,
+    /// The secret the sticky comment's state is signed with. Without it the state key is
+    /// derived from the private key, and rotating that key needs
+    /// `--previous-private-key` until every pull request's state was written again.
+    #[arg(
+        long,
+        env = "ITERGATE_STATE_SECRET",
+        hide_env_values = true,
+        value_name = "SECRET"
+    )]
+    pub state_secret: Option<String>,
+    /// The App's previous private key while rotating it: states it signed still verify.
+    #[arg(long, env = "ITERGATE_PREVIOUS_PRIVATE_KEY_PATH", value_name = "FILE")]
+    pub previous_private_key: Option<PathBuf>,
     /// The webhook secret; several, comma-separated, while rotating (new,old).
     #[arg(
         long,

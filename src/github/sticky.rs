@@ -128,10 +128,12 @@ pub enum StateError {
 }
 
 /// The key of the state's MAC: only the App holds it (it is derived from the App's private
-/// key), so an edit of the sticky comment by anyone with write access is detected. The
-/// Actions mode has no such secret and writes no MAC.
+/// key, or from `ITERGATE_STATE_SECRET`), so an edit of the sticky comment by anyone with
+/// write access is detected. The Actions mode has no such secret and writes no MAC. It
+/// signs with its first key and verifies with any: during a rotation the previous key's
+/// states still verify, and are signed with the new one when next written.
 #[derive(Clone)]
-pub struct StateKey([u8; 32]);
+pub struct StateKey(Vec<[u8; 32]>);
 
 impl std::fmt::Debug for StateKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,39 +145,68 @@ const MAC_FIELD: &str = " mac=";
 /// `" mac="` and 64 hex digits.
 const MAC_LEN: usize = MAC_FIELD.len() + 64;
 
+fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
+}
+
 impl StateKey {
-    /// The key derived from `secret` (the App's private key).
+    /// The key derived from `secret` as given.
     pub fn derive(secret: &[u8]) -> StateKey {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes any key");
-        mac.update(b"itergate sticky state mac v1");
-        StateKey(mac.finalize().into_bytes().into())
+        StateKey(vec![hmac(secret, b"itergate sticky state mac v1")])
+    }
+
+    /// The key of an App private key (PEM): derived from the RSA key itself, not the
+    /// file's bytes, so the same key re-encoded (PKCS#1 or PKCS#8, other line ends) keeps
+    /// every state valid. A PEM that is not an RSA key is taken as it is.
+    pub fn from_private_key(pem: &[u8]) -> StateKey {
+        use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey};
+        use rsa::pkcs8::DecodePrivateKey;
+        let text = String::from_utf8_lossy(pem);
+        let key = rsa::RsaPrivateKey::from_pkcs1_pem(text.trim())
+            .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(text.trim()));
+        match key.ok().and_then(|k| k.to_pkcs1_der().ok()) {
+            Some(der) => StateKey::derive(der.as_bytes()),
+            None => StateKey::derive(pem),
+        }
+    }
+
+    /// This key, also verifying what `previous` signed (a rotation's old key).
+    pub fn accepting(mut self, previous: StateKey) -> StateKey {
+        for key in previous.0 {
+            if !self.0.contains(&key) {
+                self.0.push(key);
+            }
+        }
+        self
     }
 
     /// The key of one pull request's state: a state copied from another pull request (or
     /// another repository) does not verify here.
     pub fn for_pull(&self, repo: &RepoName, pr: PrNumber) -> StateKey {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
-        mac.update(format!("pull {}#{}", repo.to_string().to_lowercase(), pr.0).as_bytes());
-        StateKey(mac.finalize().into_bytes().into())
+        let scope = format!("pull {}#{}", repo.to_string().to_lowercase(), pr.0);
+        StateKey(self.0.iter().map(|k| hmac(k, scope.as_bytes())).collect())
     }
 
     fn sign(&self, payload: &str) -> String {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
-        mac.update(payload.as_bytes());
-        mac.finalize()
-            .into_bytes()
+        let key = self.0.first().expect("a state key has one key at least");
+        hmac(key, payload.as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()
     }
 
     fn verify(&self, payload: &str, hex: &str) -> bool {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes any key");
-        mac.update(payload.as_bytes());
         let Some(expected) = decode_hex(hex) else {
             return false;
         };
-        mac.verify_slice(&expected).is_ok()
+        self.0.iter().any(|key| {
+            let mut mac =
+                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+            mac.update(payload.as_bytes());
+            mac.verify_slice(&expected).is_ok()
+        })
     }
 }
 

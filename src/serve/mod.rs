@@ -27,6 +27,7 @@ use tokio::sync::{watch, Notify};
 use crate::app::{user, Failure};
 use crate::cli::ServeArgs;
 use crate::github::app_auth::{AppCredentials, Installations};
+use crate::github::sticky::StateKey;
 use crate::github::ForgeSettings;
 use crate::render::Renderer;
 
@@ -115,7 +116,7 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
             renderer,
             wake,
             lease: Duration::from_secs(args.lease_seconds.max(1)),
-            state_key: crate::github::sticky::StateKey::derive(&pem),
+            state_key: state_key(args, &pem)?,
             reconcile_every: every,
         },
         stop.clone(),
@@ -228,6 +229,31 @@ fn default_connections(location: &store::Location, workers: usize) -> u32 {
         store::Location::Sqlite(_) => 4,
         store::Location::Postgres(_) => u32::try_from(workers.max(1)).unwrap_or(64) + 4,
     }
+}
+
+/// The key of the sticky comment's state: from `--state-secret`, else from the private key.
+/// It also verifies the previous key's states (`--previous-private-key`), the private key's
+/// when a secret replaces it, and those of versions that keyed the MAC by the key file's
+/// bytes, so neither an upgrade nor a rotation resets a pull request's history.
+fn state_key(args: &ServeArgs, pem: &[u8]) -> Result<StateKey, Failure> {
+    let from_key = StateKey::from_private_key(pem);
+    let mut key = match args.state_secret.as_deref().filter(|s| !s.is_empty()) {
+        Some(secret) => StateKey::derive(secret.as_bytes()).accepting(from_key),
+        None => from_key,
+    };
+    key = key.accepting(StateKey::derive(pem));
+    if let Some(path) = &args.previous_private_key {
+        let previous = std::fs::read(path).map_err(|e| {
+            user(format!(
+                "ITERGATE_PREVIOUS_PRIVATE_KEY_PATH {}: {e}",
+                path.display()
+            ))
+        })?;
+        key = key
+            .accepting(StateKey::from_private_key(&previous))
+            .accepting(StateKey::derive(&previous));
+    }
+    Ok(key)
 }
 
 /// This process among the replicas: in leases, logs and `/metrics`.

@@ -400,3 +400,46 @@ fn a_keyed_state_verifies_only_under_its_key_and_fits_the_limit() {
     assert!(body.len() <= MAX_BODY_BYTES, "{}", body.len());
     assert_eq!(verify_state(&body, &key), Ok(()));
 }
+
+#[test]
+fn the_state_key_survives_a_re_encoded_private_key_and_a_rotation_that_names_the_old_one() {
+    let fixture = |name: &str| {
+        std::fs::read(format!(
+            "{}/tests/fixtures/app/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("fixture")
+    };
+    let pkcs1 = fixture("test-app-key.pem");
+    // The same RSA key as PKCS#8, with CRLF line ends (`openssl pkcs8 -topk8 -nocrypt`).
+    let out = std::process::Command::new("openssl")
+        .args(["pkcs8", "-topk8", "-nocrypt"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().expect("stdin").write_all(&pkcs1)?;
+            child.wait_with_output()
+        })
+        .expect("openssl runs");
+    assert!(out.status.success());
+    let pkcs8 = String::from_utf8(out.stdout)
+        .expect("PEM")
+        .replace('\n', "\r\n");
+    assert!(pkcs8.starts_with("-----BEGIN PRIVATE KEY-----"), "{pkcs8}");
+    let st = state(3, 2);
+    let body = render_body_keyed("visible", &st, Some(&StateKey::from_private_key(&pkcs1)));
+    assert_eq!(
+        verify_state(&body, &StateKey::from_private_key(pkcs8.as_bytes())),
+        Ok(())
+    );
+    // A new key alone does not verify the old key's state; told the previous one, it does,
+    // and what it writes next verifies under the new key alone.
+    let new = StateKey::derive(b"a new state secret");
+    assert_eq!(verify_state(&body, &new), Err(StateError::Forged));
+    let rotating = new.clone().accepting(StateKey::from_private_key(&pkcs1));
+    assert_eq!(verify_state(&body, &rotating), Ok(()));
+    let rewritten = render_body_keyed("visible", &st, Some(&rotating));
+    assert_eq!(verify_state(&rewritten, &new), Ok(()));
+}
