@@ -395,6 +395,49 @@ async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_on
     server.assert_no_violations();
 }
 
+/// A job in flight when its process is killed (its lease a minute long) is run again as
+/// soon as the process restarts on the same host, not when the lease ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_takes_over_its_killed_predecessors_jobs_at_once() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let long = ["--lease-seconds", "60"];
+    let mut serve = Serve::start(&server.api_url(), &db, &long);
+    grant(&server, "maintainer", "admin", "admin");
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    // The job's first call hangs: it is in flight when the process dies.
+    server.fail_next(
+        "reactions/create-for-issue-comment",
+        Fault::Timeout(Duration::from_secs(120)),
+        1,
+    );
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    comment["issue"]["number"] = json!(PR);
+    let id = server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate help"));
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!("/iterate help");
+    comment["comment"]["user"]["login"] = json!("maintainer");
+    assert_eq!(serve.deliver("issue_comment", "d-hang", &comment), 202);
+    eventually(&serve, 20, "the job in flight", || {
+        server.count("reactions/create-for-issue-comment") == 1
+    })
+    .await;
+    serve.child.kill().unwrap();
+    serve.child.wait().unwrap();
+    let killed = Instant::now();
+    let serve = Serve::start(&server.api_url(), &db, &long);
+    eventually(&serve, 30, "the job done after the restart", || {
+        rows_now(&db, DONE) == 1
+    })
+    .await;
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(10), "taken over after {took:?}");
+    let replies = server.with(|m| m.comments_on(PR).iter().filter(|c| c.author == BOT).count());
+    assert_eq!(replies, 1, "one reply");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_and_the_rest_waits_for_the_next_start() {
     let server = fake().await;

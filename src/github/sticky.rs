@@ -202,8 +202,7 @@ impl StateKey {
             return false;
         };
         self.0.iter().any(|key| {
-            let mut mac =
-                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
             mac.update(payload.as_bytes());
             mac.verify_slice(&expected).is_ok()
         })

@@ -70,6 +70,14 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
         .map_err(|e| user(format!("--listen {}: {e}", args.listen)))?;
     let address = listener.local_addr().map_err(anyhow::Error::from)?;
 
+    // A previous incarnation on this host that was killed left its jobs leased: free them
+    // now rather than when their leases run out.
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    match store.release_dead_leases(&hostname(), &alive).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!("{n} jobs of a process that is gone run again now"),
+        Err(e) => tracing::warn!("freeing the leases of processes that are gone: {e}"),
+    }
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.identify(&replica_name(), store.backend());
     let wake = Arc::new(Notify::new());

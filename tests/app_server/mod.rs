@@ -127,8 +127,14 @@ pub struct Serve {
 
 impl Serve {
     /// Starts the binary on `database` (a SQLite path or a PostgreSQL URL) with 2 workers,
-    /// 3-second leases and no write pacing to speak of; `extra` arguments come last.
+    /// 3-second leases (unless `extra` names its own) and no write pacing to speak of;
+    /// `extra` arguments come last.
     pub fn start(api_url: &str, database: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> Serve {
+        let lease: &[&str] = if extra.contains(&"--lease-seconds") {
+            &[]
+        } else {
+            &["--lease-seconds", "3"]
+        };
         let mut child = Command::new(BIN)
             .args([
                 "serve",
@@ -136,12 +142,11 @@ impl Serve {
                 "127.0.0.1:0",
                 "--workers",
                 "2",
-                "--lease-seconds",
-                "3",
                 "--writes-per-minute",
                 "100000",
-                "--database",
             ])
+            .args(lease)
+            .arg("--database")
             .arg(database)
             .args(extra)
             .env("ITERGATE_APP_ID", APP_ID.to_string())

@@ -271,6 +271,14 @@ macro_rules! with_pool {
     };
 }
 
+/// The pid of a worker named `{host}-{pid}-{n}` on `host`.
+fn owner_pid(owner: &str, host: &str) -> Option<u32> {
+    let rest = owner.strip_prefix(host)?.strip_prefix('-')?;
+    let (pid, worker) = rest.split_once('-')?;
+    worker.parse::<u32>().ok()?;
+    pid.parse().ok()
+}
+
 /// The inbox and queue. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -348,6 +356,40 @@ impl Store {
             sqlx::query("SELECT 1").execute(pool).await?;
         });
         Ok(())
+    }
+
+    /// Frees the leases held by processes of `host` that are gone (`alive` says which pids
+    /// still run): a previous incarnation killed with SIGKILL, whose jobs then run again at
+    /// once instead of when their leases end. Returns how many jobs were freed.
+    pub async fn release_dead_leases(
+        &self,
+        host: &str,
+        alive: &dyn Fn(u32) -> bool,
+    ) -> Result<u64, StoreError> {
+        let owners: Vec<(String,)> = with_pool!(&self.backend, pool => sqlx::query_as(
+            "SELECT DISTINCT lease_owner FROM deliveries
+             WHERE done_at IS NULL AND lease_owner IS NOT NULL",
+        )
+        .fetch_all(pool)
+        .await?);
+        let mut freed = 0;
+        for (owner,) in owners {
+            let Some(pid) = owner_pid(&owner, host) else {
+                continue;
+            };
+            if alive(pid) {
+                continue;
+            }
+            freed += with_pool!(&self.backend, pool => sqlx::query(
+                "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                 WHERE done_at IS NULL AND lease_owner = $1",
+            )
+            .bind(&owner)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        }
+        Ok(freed)
     }
 
     /// Claims the next runnable job for `owner` until `now + lease`.
