@@ -10,7 +10,8 @@ use crate::config::{Config, PathFilter, Scope};
 use crate::engine::trajectory::weighted_quality;
 use crate::git;
 use crate::model::{CommitSha, IterationRecord, TreeId};
-use crate::signals::observation::Observation;
+use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
+use crate::signals::report::{Report, TestCase, TestOutcome, TestSummary};
 use crate::signals::score::{self, ScoreInput};
 use crate::signals::trailers;
 use crate::signals::{integrity, markers};
@@ -97,6 +98,59 @@ fn source_in(repo: &Repository, tree: Option<&git2::Tree>, path: &str) -> Option
     let entry = tree?.get_path(std::path::Path::new(path)).ok()?;
     let blob = repo.find_blob(entry.id()).ok()?;
     (blob.size() <= MAX_SOURCE_BYTES).then(|| String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+/// The failing tests `record` names (`test ID failed` at `file:line`), as what each of
+/// `like`'s test-reporting checks observed: a pull request's previous iteration, of which
+/// only the record is kept (in itergate's comment), for tamper evidence to compare with.
+pub fn failures_of(record: &IterationRecord, like: &Observation) -> Observation {
+    let failing: Vec<TestCase> = record
+        .issues
+        .iter()
+        .filter_map(|issue| {
+            let (id, _) = crate::engine::grouping::failed_test(issue)?;
+            let mut case = TestCase::new(id.to_string(), TestOutcome::Failed);
+            if let Some((file, line)) = issue
+                .affected_field
+                .as_deref()
+                .and_then(|a| a.rsplit_once(':'))
+            {
+                case.file = Some(file.to_string());
+                case.line = line.parse().ok();
+            }
+            Some(case)
+        })
+        .collect();
+    let checks = like
+        .checks
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.result,
+                CheckResult::Report {
+                    report: Report::Tests(_),
+                    ..
+                }
+            )
+        })
+        .map(|c| CheckOutcome {
+            name: c.name.clone(),
+            visibility: c.visibility,
+            void_on_violation: c.void_on_violation,
+            result: CheckResult::Report {
+                report: Report::Tests(TestSummary {
+                    failed: failing.len() as u64,
+                    problems: failing.clone(),
+                    ..TestSummary::default()
+                }),
+                exit_code: Some(1),
+            },
+        })
+        .collect();
+    Observation {
+        checks,
+        ..Observation::default()
+    }
 }
 
 /// Source files larger than this are not read to locate a test.

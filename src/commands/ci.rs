@@ -147,7 +147,7 @@ fn pull_request(
     }
     let write = !args.score_only && (!pr.is_fork() || args.write_on_fork);
     if !write {
-        let (record, _) = score_head(env, &repo, pr, progress)?;
+        let (record, _) = score_head(env, &repo, pr, None, progress)?;
         save_for_artifact(&args.record_out, pr, &record)?;
         return Ok(None);
     }
@@ -160,7 +160,13 @@ fn pull_request(
     };
     let bot = runtime.block_on(bot_login(&forge))?;
     let before = runtime.block_on(sticky_snapshot(&forge, &pr.repo, pr.pr, &bot))?;
-    let (record, base_record) = score_head(env, &repo, pr, progress)?;
+    // The previous iteration's record, from itergate's comment: its failing tests are what
+    // a test "rewritten to pass" since then is found against.
+    let previous = before
+        .as_ref()
+        .and_then(|(_, body)| crate::github::sticky::parse_state(body).ok())
+        .and_then(|state| state.records.into_records().pop());
+    let (record, base_record) = score_head(env, &repo, pr, previous.as_ref(), progress)?;
     let after = runtime.block_on(sticky_snapshot(&forge, &pr.repo, pr.pr, &bot))?;
     if before != after {
         return Err(Failure::Internal(anyhow::anyhow!(
@@ -476,6 +482,7 @@ fn score_head(
     env: &Env,
     repo: &Repository,
     pr: &PullRequestEvent,
+    previous: Option<&IterationRecord>,
     progress: Progress,
 ) -> Result<(IterationRecord, Option<IterationRecord>), Failure> {
     let head = git::resolve_commit(repo, "HEAD")?;
@@ -501,6 +508,16 @@ fn score_head(
         label: None,
     };
     let observed = observe(env, repo, &request)?;
+    // An earlier head of this pull request that the checkout has (a force push may have
+    // dropped it), with the failures its record names.
+    let earlier: Vec<(git2::Oid, crate::signals::observation::Observation)> = previous
+        .and_then(|r| {
+            let commit = git2::Oid::from_str(&r.commit.0).ok()?;
+            (commit != head && repo.find_commit(commit).is_ok())
+                .then(|| (commit, crate::app::judge::failures_of(r, &observed)))
+        })
+        .into_iter()
+        .collect();
     let mut record = judge(
         &env.config,
         repo,
@@ -510,7 +527,7 @@ fn score_head(
             iteration: 1,
             observed: &observed,
             base_observed: base_observed.as_ref().map(|(_, o)| o),
-            earlier: &[],
+            earlier: &earlier,
             accepted: &[],
         },
     )?;

@@ -29,7 +29,7 @@ pub struct PromptIssue {
 pub const MAX_GROUP_TEST_IDS: usize = 5;
 
 /// A failing test's finding (`test ID failed: MESSAGE`) split into id and message.
-fn failed_test(issue: &CheckerIssue) -> Option<(&str, &str)> {
+pub(crate) fn failed_test(issue: &CheckerIssue) -> Option<(&str, &str)> {
     if issue.dimension != "tests" || issue.severity != Severity::Blocker {
         return None;
     }

@@ -21,8 +21,8 @@ read passed failed < results.txt
 mkdir -p out
 {
   echo '<testsuite name="s">'
-  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"ok$i\"/>"; i=$((i+1)); done
-  i=0; while [ $i -lt $failed ]; do echo "<testcase classname=\"s\" name=\"bad$i\" file=\"lib.txt\" line=\"$((i+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); done
+  i=0; while [ $i -lt $passed ]; do echo "<testcase classname=\"s\" name=\"t$i\"/>"; i=$((i+1)); done
+  j=0; while [ $j -lt $failed ]; do echo "<testcase classname=\"s\" name=\"t$i\" file=\"lib.txt\" line=\"$((j+1))\"><failure message=\"boom\"/></testcase>"; i=$((i+1)); j=$((j+1)); done
   echo '</testsuite>'
 } > out/junit.xml
 "#;
@@ -1153,5 +1153,57 @@ async fn a_pull_request_against_an_untrusted_base_is_judged_by_the_default_branc
         "{}",
         sticky(&server)
     );
+    server.assert_no_violations();
+}
+
+/// A test the previous push made fail, and this push makes pass by editing its own
+/// expectation: the previous iteration's failures come from itergate's comment, and the
+/// diff since that head is at hand in the checkout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
+    let server = FakeGithub::start().await;
+    let repo = TestRepo::new();
+    write_script(
+        &repo.path.join("check.sh"),
+        "#!/bin/sh\nmkdir -p out\nv=$(cat lib.txt); e=$(sed -n 2p t.txt | tr -dc 0-9)\nif [ \"$v\" = \"$e\" ]; then f=''; else f=\"<failure message=\\\"expected $e, got $v\\\"/>\"; fi\nprintf '<testsuite name=\"s\"><testcase classname=\"s\" name=\"adds\" file=\"t.txt\" line=\"2\">%s</testcase></testsuite>\\n' \"$f\" > out/junit.xml\n",
+    );
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nscoring: { compare_base: false }\n",
+    );
+    repo.write(".gitignore", "out/\n");
+    repo.write("t.txt", "test adds:\n    expect 4\n");
+    let base = repo.commit_file("lib.txt", "4\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    let c = Checkout { repo, base };
+    let broken = c.repo.commit_file("lib.txt", "5\n", "a faster add");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &broken, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        sticky(&server).contains("🔁 iterate"),
+        "{}",
+        sticky(&server)
+    );
+    let rewritten = c
+        .repo
+        .commit_file("t.txt", "test adds:\n    expect 5\n", "update the test");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &rewritten, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(body.contains("rewritten to pass"), "{body}");
+    assert!(body.contains("t.txt:2"), "{body}");
+    assert!(!body.contains("✅ accept"), "{body}");
     server.assert_no_violations();
 }
