@@ -153,6 +153,8 @@ impl Handler<'_> {
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let (mut state, mut actions) = self.load(pr, &comments)?;
+        let mut record = record;
+        crate::signals::integrity::apply_acceptance(&mut record, &state.feedback.accepted_findings);
         if state.records.record(record) {
             // What people said was about the previous iteration.
             state.feedback.messages.clear();

@@ -64,6 +64,11 @@ pub struct Feedback {
     /// the decision and the findings it accepted name them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accepted_by: Option<String>,
+    /// The integrity findings a maintainer's `/iterate accept` accepted
+    /// ([`crate::signals::integrity::acceptance_key`]): they stay accepted in the pull
+    /// request's later iterations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_findings: Vec<String>,
     /// `/iterate escalate [reason]`.
     pub escalation: Option<String>,
     /// `/iterate budget <n>`: overrides `iteration_limits.max`.

@@ -149,6 +149,47 @@ pub fn acceptance_key(issue: &CheckerIssue) -> String {
 /// How an accepted finding reads in the iterations after a person accepted it.
 pub const ACCEPTED_NOTE: &str = " (accepted by a person earlier in this task)";
 
+/// A record scored elsewhere (a pull request's CI) with the findings a person accepted on
+/// an earlier iteration shown as accepted: an INFO note, no trigger, and no VOID when no
+/// other violation is left (then it passes or fails on its other issues).
+pub fn apply_acceptance(record: &mut crate::model::IterationRecord, accepted: &[String]) {
+    if accepted.is_empty() {
+        return;
+    }
+    let mut cleared = Vec::new();
+    for issue in &mut record.issues {
+        if issue.dimension == DIMENSION
+            && issue.severity.counts_for_revision()
+            && accepted.contains(&acceptance_key(issue))
+        {
+            cleared.push(first_sentence(&issue.finding));
+            issue.severity = Severity::Info;
+            issue.finding.push_str(ACCEPTED_NOTE);
+        }
+    }
+    if cleared.is_empty() {
+        return;
+    }
+    record
+        .triggers
+        .retain(|t| !(t.source == DIMENSION && cleared.contains(&t.details)));
+    let violation_left = record
+        .issues
+        .iter()
+        .any(|i| i.dimension == DIMENSION && i.severity == Severity::Blocker);
+    if record.status == crate::model::Status::Void && !violation_left {
+        record.status = if record
+            .issues
+            .iter()
+            .any(|i| i.severity == Severity::Blocker)
+        {
+            crate::model::Status::Fail
+        } else {
+            crate::model::Status::Pass
+        };
+    }
+}
+
 impl Finding {
     /// A BLOCKER: the iteration is a violation of the harness.
     pub fn is_violation(&self) -> bool {

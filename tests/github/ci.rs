@@ -1207,3 +1207,57 @@ async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
     assert!(!body.contains("✅ accept"), "{body}");
     server.assert_no_violations();
 }
+
+/// A suppression a maintainer accepted stays accepted on the next pushes: shown as
+/// accepted, not sent back again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_pushes() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    c.repo.write("results.txt", "4 0\n");
+    let head = c
+        .repo
+        .commit_file("legacy.py", "x = 1  # noqa: E501\n", "silence a line");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(
+        body.contains("🔁 iterate") && body.contains("suppression added"),
+        "{body}"
+    );
+    seed(&server, &c, &head, false);
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate accept"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sticky(&server).contains("✅ accept"), "{}", sticky(&server));
+
+    let head = c.repo.commit_file("notes.txt", "more\n", "another push");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(body.contains("Iteration 2/"), "{body}");
+    assert!(body.contains("✅ accept"), "{body}");
+    assert!(
+        body.contains("accepted by a person earlier in this task"),
+        "{body}"
+    );
+    server.assert_no_violations();
+}

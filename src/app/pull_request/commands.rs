@@ -207,6 +207,21 @@ fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
         Command::Accept => {
             feedback.accepted = true;
             feedback.accepted_by = Some(by.login.to_string());
+            // Its integrity findings stay accepted in the later iterations.
+            let keys = state
+                .records
+                .iter()
+                .last()
+                .into_iter()
+                .flat_map(|r| &r.issues)
+                .filter(|i| i.dimension == crate::signals::integrity::DIMENSION)
+                .filter(|i| i.severity.counts_for_revision())
+                .map(crate::signals::integrity::acceptance_key);
+            for key in keys {
+                if !feedback.accepted_findings.contains(&key) {
+                    feedback.accepted_findings.push(key);
+                }
+            }
             feedback.escalation = None;
             state.accepted_with = Some(by.permission);
             // A maintainer vouches for a state that could not be verified.

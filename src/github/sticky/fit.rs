@@ -92,6 +92,12 @@ pub fn bound_feedback(feedback: &mut Feedback) {
     if let Some(reason) = &mut feedback.escalation {
         bound_text(reason, FEEDBACK_MAX_BYTES);
     }
+    // Kept whole (they are matched as they are), the newest ones.
+    let excess = feedback
+        .accepted_findings
+        .len()
+        .saturating_sub(FEEDBACK_MAX_ITEMS);
+    feedback.accepted_findings.drain(..excess);
 }
 
 /// Feedback shortened further, when the comment is full: the newest ten texts, 500
