@@ -646,3 +646,35 @@ async fn three_replicas_process_every_acknowledged_delivery_once_through_a_kill_
     }
     server.assert_no_violations();
 }
+
+/// A replica whose lease ran out (paused, cut off) no longer passes the fence once another
+/// took the job over, nor after it ran out; the one that holds it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_worker_that_holds_a_job_passes_its_fence() {
+    let pg = Postgres::start().await;
+    let (a, b) = (open(&pg).await, open(&pg).await);
+    let now = itergate::serve::store::now_ms;
+    assert_eq!(
+        a.receive(delivery("fenced", "octo-org/widgets#9"))
+            .await
+            .unwrap(),
+        Received::New
+    );
+    let short = Duration::from_millis(300);
+    let first = a.claim("a-0", now(), short).await.unwrap().expect("a job");
+    assert!(a.holds(&first, "a-0", now()).await.unwrap());
+    assert!(!a.holds(&first, "b-0", now()).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Run out, not yet taken over: no longer A's to write for.
+    assert!(!a.holds(&first, "a-0", now()).await.unwrap());
+    let second = b
+        .claim("b-0", now(), Duration::from_secs(60))
+        .await
+        .unwrap()
+        .expect("taken over");
+    assert_eq!(second.delivery_id, "fenced");
+    assert!(!a.holds(&first, "a-0", now()).await.unwrap());
+    assert!(b.holds(&second, "b-0", now()).await.unwrap());
+    assert!(b.complete(&second, "b-0", now(), "done").await.unwrap());
+    assert!(!b.holds(&second, "b-0", now()).await.unwrap());
+}

@@ -109,6 +109,10 @@ pub enum ForgeError {
     /// Settings are missing or malformed (token, API URL).
     #[error("GitHub settings: {0}")]
     Settings(String),
+    /// The App's worker no longer holds the job it writes for (its lease ran out and
+    /// another worker may have taken it over): the write was not made.
+    #[error("not written: this worker no longer holds the job (its lease ran out; another worker may have taken it over)")]
+    LeaseLost,
 }
 
 fn details_suffix(details: &[String]) -> String {
@@ -137,6 +141,7 @@ impl ForgeError {
             | ForgeError::Artifact { operation, .. }
             | ForgeError::TooLarge { operation, .. } => operation,
             ForgeError::Settings(_) => "read GitHub settings",
+            ForgeError::LeaseLost => "write for a job whose lease ran out",
         }
     }
 

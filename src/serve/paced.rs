@@ -20,6 +20,8 @@ use crate::github::types::{
 };
 use crate::github::{Forge, ForgeError};
 
+use super::store::{Job, Store};
+
 /// Writes allowed at once before pacing starts.
 pub const BURST: u32 = 10;
 
@@ -65,15 +67,39 @@ pub struct PacedForge {
     pub inner: Arc<dyn Forge>,
     pub installation: u64,
     pub pacer: Arc<Pacer>,
+    /// The job the writes are for, checked before each one.
+    pub fence: Option<Fence>,
+}
+
+/// A claimed job, and who claimed it: a write is made only while the claim holds.
+pub struct Fence {
+    pub store: Store,
+    pub job: Job,
+    pub owner: String,
 }
 
 impl PacedForge {
-    /// Waits for the installation's turn, then writes.
+    /// Waits for the installation's turn, then writes, if the job is still this worker's.
     async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
         self.pacer.acquire(self.installation).await;
+        if let Some(fence) = &self.fence {
+            let now = super::store::now_ms();
+            let held = fence
+                .store
+                .holds(&fence.job, &fence.owner, now)
+                .await
+                .map_err(|e| ForgeError::Transport {
+                    operation: "checking the job's lease",
+                    message: e.to_string(),
+                    attempts: 1,
+                })?;
+            if !held {
+                return Err(ForgeError::LeaseLost);
+            }
+        }
         call.await
     }
 }

@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 
 use super::intake::job_key;
 use super::metrics::Metrics;
-use super::paced::{PacedForge, Pacer};
+use super::paced::{Fence, PacedForge, Pacer};
 use super::reconcile;
 use super::store::{now_ms, Job, NewDelivery, Store, Waiting, MAX_ATTEMPTS, PARK_AFTER_ATTEMPTS};
 use crate::app::forge_flow::{self, FlowError};
@@ -308,6 +308,11 @@ impl Worker {
             inner,
             installation,
             pacer: self.pacer.clone(),
+            fence: Some(Fence {
+                store: self.store.clone(),
+                job: job.clone(),
+                owner: self.owner.clone(),
+            }),
         };
         let applied = match work {
             Work::Event(event) => self.apply(&forge, *event, job).await,

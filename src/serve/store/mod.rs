@@ -487,6 +487,25 @@ impl Store {
         Ok(())
     }
 
+    /// Whether `owner` still holds `job` as claimed (the same attempt, not done, the lease
+    /// not run out at `now`): the fence a worker passes before each effect, so that one
+    /// that lost its lease (paused, cut off from the database) stops instead of doing
+    /// again what the worker that took the job over does.
+    pub async fn holds(&self, job: &Job, owner: &str, now: i64) -> Result<bool, StoreError> {
+        let held: i64 = with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM deliveries
+             WHERE seq = $1 AND lease_owner = $2 AND attempts = $3 AND done_at IS NULL
+               AND lease_until >= $4",
+        )
+        .bind(job.seq)
+        .bind(owner)
+        .bind(job.attempts)
+        .bind(now)
+        .fetch_one(pool)
+        .await?);
+        Ok(held > 0)
+    }
+
     /// Jobs not done yet (the queue depth, all replicas together).
     pub async fn pending(&self) -> Result<i64, StoreError> {
         Ok(with_pool!(&self.backend, pool => sqlx::query_scalar(
