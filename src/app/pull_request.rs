@@ -25,6 +25,7 @@
 mod commands;
 mod context;
 mod reviews;
+mod rewritten;
 mod waiting;
 
 pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
@@ -154,6 +155,9 @@ impl Handler<'_> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let (mut state, mut actions) = self.load(pr, &comments)?;
         let mut record = record;
+        if let Some(previous) = state.records.last().cloned() {
+            actions.extend(self.find_rewritten(&previous, &mut record).await);
+        }
         crate::signals::integrity::apply_acceptance(&mut record, &state.feedback.accepted_findings);
         if state.records.record(record) {
             // What people said was about the previous iteration.

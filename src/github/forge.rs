@@ -267,6 +267,15 @@ pub trait Forge: Send + Sync {
         path: &str,
     ) -> Result<Option<Vec<u8>>, ForgeError>;
 
+    /// How `head` differs from `base` (`GET /repos/{owner}/{repo}/compare/{base}...{head}`):
+    /// its status and each changed file's patch.
+    async fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> Result<super::compare::Comparison, ForgeError>;
+
     /// Re-runs the completed workflow runs of `head_sha` that a `pull_request` event
     /// started (the App's `/iterate`: its token may re-run, not dispatch); returns their ids.
     async fn rerun_pull_request_runs(

@@ -18,6 +18,8 @@
 //!   untrusted text so it can never forge or break either.
 //! - [`commands`]: the `/iterate` grammar and permission levels (an agent's
 //!   `CONTEXT_GAP_REPORT` is read by [`crate::context::parse`]: it is not GitHub's).
+//! - [`compare`]: the change between two commits from GitHub's compare API, read into the
+//!   lines a local diff gives (for the side that publishes without a checkout).
 //! - [`events`]: normalized events from webhook payloads, deserialized tolerantly.
 //!
 //! A typical Actions run: `events::parse_event(name, payload)` →
@@ -34,6 +36,7 @@ pub mod artifact;
 pub mod checks;
 pub mod client;
 pub mod commands;
+pub mod compare;
 pub mod events;
 pub mod forge;
 pub mod retry;

@@ -234,6 +234,14 @@ impl Forge for PacedForge {
     ) -> Result<Option<Vec<u8>>, ForgeError> {
         self.inner.file_content(repo, git_ref, path).await
     }
+    async fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> Result<crate::github::compare::Comparison, ForgeError> {
+        self.inner.compare(repo, base, head).await
+    }
     async fn rerun_pull_request_runs(
         &self,
         repo: &RepoName,

@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Visibility;
-use crate::model::{ChangedLines, CheckerIssue, Severity, Trigger, TriggerType};
+use crate::model::{ChangedLines, CheckerIssue, RemovedLine, Severity, Trigger, TriggerType};
 
 use super::markers::{normalise, same_line_edited};
 use super::observation::{CheckResult, Observation};
@@ -839,8 +839,6 @@ fn deselection(changed: &ChangedLines) -> Option<(String, u32, String)> {
     })
 }
 
-/// Tests that failed in the previous iteration and pass now, while the change since then
-/// edited their own lines.
 /// Tests that failed when they last ran and pass now, while the change since the previous
 /// iteration edited their own lines: from the definition to the failing assertion, or, for a
 /// test the previous iteration skipped, its whole definition there.
@@ -867,61 +865,185 @@ fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Findin
         let (Some(file), Some(line)) = (failing.file.as_deref(), failing.line) else {
             continue;
         };
-        let Some(removed) = since.removed.get(file) else {
-            continue;
+        let failure = Failure {
+            id: &key.1,
+            file,
+            line,
+            was_skipped,
         };
         let source = (input.earlier.previous_source)(file);
-        let name = leaf(&key.1);
-        let span = if was_skipped {
-            // Its lines moved with the skip: the whole definition, found by name.
-            match source
-                .as_deref()
-                .and_then(|text| definition_span(text, name))
-            {
-                Some(span) => span,
-                None => continue,
-            }
-        } else {
-            let start = source
-                .as_deref()
-                .and_then(|text| definition_line(text, name, line))
-                .unwrap_or(line.saturating_sub(2));
-            start..=line.saturating_add(2)
-        };
-        // Taking the skip off is no rewrite: the marker's line is not the test's expectation.
-        let Some(edited) = removed
-            .iter()
-            .filter(|l| !(was_skipped && SKIP_MARKERS.iter().any(|m| l.text.contains(m))))
-            .find(|l| span.contains(&l.line))
-        else {
+        let Some(edited) = edited_in_test(&failure, source.as_deref(), since) else {
             continue;
         };
-        let id = &key.1;
         let place = at(
             now.file.as_deref().or(Some(file)),
             now.line.or(Some(line)),
-            id,
+            failure.id,
         );
         let when = if was_skipped {
             "it failed before the previous iteration skipped it"
         } else {
             "it failed in the previous iteration"
         };
-        out.push(finding(
-            Severity::Blocker,
-            format!(
-                "test {id} was rewritten to pass: {when}, and this one edited its own lines (`{}` at {file}:{})",
-                edited.text.trim(),
-                edited.line
-            ),
+        out.push(rewritten_finding(
+            &failure,
+            &format!("was rewritten to pass: {when}"),
+            edited,
             place,
-            format!(
-                "restore `{id}` as it was and fix the code it tests; do not skip, delete or \
-                 rewrite it (a person who intends the new expectation runs `itergate accept`)"
-            ),
         ));
     }
     out
+}
+
+/// A test that failed earlier in the task, where it failed.
+struct Failure<'a> {
+    id: &'a str,
+    file: &'a str,
+    line: u32,
+    /// The previous iteration skipped it (it failed before that).
+    was_skipped: bool,
+}
+
+/// The first line of `failure`'s own test that the change since the previous iteration
+/// removed or replaced: from its definition (found in `source`, the previous version of its
+/// file) to two lines past the failing one, or its whole definition when it was skipped.
+fn edited_in_test<'c>(
+    failure: &Failure,
+    source: Option<&str>,
+    since: &'c ChangedLines,
+) -> Option<&'c RemovedLine> {
+    let removed = since.removed.get(failure.file)?;
+    let name = leaf(failure.id);
+    let span = if failure.was_skipped {
+        // Its lines moved with the skip: the whole definition, found by name.
+        definition_span(source?, name)?
+    } else {
+        let start = source
+            .and_then(|text| definition_line(text, name, failure.line))
+            .unwrap_or(failure.line.saturating_sub(2));
+        start..=failure.line.saturating_add(2)
+    };
+    // Taking the skip off is no rewrite: the marker's line is not the test's expectation.
+    removed
+        .iter()
+        .filter(|l| !(failure.was_skipped && SKIP_MARKERS.iter().any(|m| l.text.contains(m))))
+        .find(|l| span.contains(&l.line))
+}
+
+fn rewritten_finding(
+    failure: &Failure,
+    what: &str,
+    edited: &RemovedLine,
+    place: String,
+) -> Finding {
+    let id = failure.id;
+    finding(
+        Severity::Blocker,
+        format!(
+            "test {id} {what}, and this one edited its own lines (`{}` at {}:{})",
+            edited.text.trim(),
+            failure.file,
+            edited.line
+        ),
+        place,
+        format!(
+            "restore `{id}` as it was and fix the code it tests; do not skip, delete or \
+             rewrite it (a person who intends the new expectation runs `itergate accept`)"
+        ),
+    )
+}
+
+/// A failing test `previous` (a pull request's earlier record) names, with its file and
+/// line, that `head` (its next record) no longer fails and says nothing about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneFailure {
+    pub id: String,
+    pub file: String,
+    pub line: u32,
+}
+
+/// The tests `previous` names as failing that `head` neither fails nor has an integrity
+/// finding about, when `head`'s tests ran: what a change since then may have rewritten.
+/// For the side that publishes a record scored elsewhere (a fork's job, the App), which has
+/// the previous record and can fetch the diff, not the previous test reports.
+pub fn gone_failures(
+    previous: &crate::model::IterationRecord,
+    head: &crate::model::IterationRecord,
+) -> Vec<GoneFailure> {
+    if previous.commit == head.commit || head.scores.tests_passing.is_none() {
+        return Vec::new();
+    }
+    let named = |id: &str| {
+        head.issues.iter().any(|i| {
+            crate::engine::grouping::failed_test(i).is_some_and(|(other, _)| other == id)
+                || (i.dimension == DIMENSION && acceptance_key(i) == format!("test {id}"))
+        })
+    };
+    let mut out: Vec<GoneFailure> = previous
+        .issues
+        .iter()
+        .filter_map(|issue| {
+            let (id, _) = crate::engine::grouping::failed_test(issue)?;
+            let (file, line) = issue.affected_field.as_deref()?.rsplit_once(':')?;
+            Some(GoneFailure {
+                id: id.to_string(),
+                file: file.to_string(),
+                line: line.parse().ok()?,
+            })
+        })
+        .filter(|gone| !named(&gone.id))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// The findings for `gone` failures whose own lines the change since the previous record
+/// (`since`, with `previous_source` the previous head's version of a file) edited.
+pub fn rewritten_since_record(
+    gone: &[GoneFailure],
+    since: &ChangedLines,
+    previous_source: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Finding> {
+    gone.iter()
+        .filter_map(|g| {
+            let failure = Failure {
+                id: &g.id,
+                file: &g.file,
+                line: g.line,
+                was_skipped: false,
+            };
+            let source = previous_source(&g.file);
+            let edited = edited_in_test(&failure, source.as_deref(), since)?;
+            Some(rewritten_finding(
+                &failure,
+                "was rewritten or removed to pass: it failed in the previous iteration and fails no more",
+                edited,
+                format!("{}:{}", g.file, g.line),
+            ))
+        })
+        .collect()
+}
+
+/// `record` (scored elsewhere) with `findings` found since: their issues and triggers, and
+/// VOID for a violation when the policy says so.
+pub fn add_findings(
+    record: &mut crate::model::IterationRecord,
+    findings: Vec<Finding>,
+    on_violation: crate::config::OnViolation,
+) {
+    for f in findings {
+        if f.is_violation() {
+            record.status = if on_violation == crate::config::OnViolation::Void {
+                crate::model::Status::Void
+            } else if record.status == crate::model::Status::Void {
+                record.status
+            } else {
+                crate::model::Status::Fail
+            };
+        }
+        record.issues.push(f.issue);
+        record.triggers.extend(f.trigger);
+    }
 }
 
 /// What marks a test skipped in its source.

@@ -199,6 +199,9 @@ pub struct Model {
     pub artifacts: Vec<FakeArtifact>,
     /// `(ref, path)` → content, for `GET /repos/{owner}/{repo}/contents/{path}`.
     pub files: BTreeMap<(String, String), Vec<u8>>,
+    /// The repository's git history, for `GET /repos/{owner}/{repo}/compare/{basehead}`
+    /// and, when set, for contents at a commit that `files` does not hold.
+    pub git: Option<std::path::PathBuf>,
     pub app: Option<FakeApp>,
     /// Workflow runs re-run (`POST .../actions/runs/{run_id}/rerun`).
     pub reruns: Vec<u64>,
@@ -235,6 +238,7 @@ impl Model {
             pulls: BTreeMap::new(),
             artifacts: Vec::new(),
             files: BTreeMap::new(),
+            git: None,
             app: None,
             reruns: Vec::new(),
             workflow_runs: Vec::new(),
@@ -326,6 +330,7 @@ impl Model {
                     .unwrap_or_else(|| "main".into());
                 self.get_content(&git_ref, param(params, "path"))
             }
+            "repos/compare-commits-with-basehead" => self.compare(param(params, "basehead")),
             "actions/list-workflow-runs-for-repo" => {
                 let wanted =
                     |key: &str| query.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -366,11 +371,96 @@ impl Model {
         }
     }
 
-    fn get_content(&self, git_ref: &str, path: &str) -> Answer {
-        use base64::Engine as _;
-        let Some(bytes) = self.files.get(&(git_ref.to_string(), path.to_string())) else {
+    /// `base...head` as GitHub answers it: the status from the merge-base, and the files
+    /// changed since the merge-base, each with its patch (hunks with 3 lines of context).
+    fn compare(&self, basehead: &str) -> Answer {
+        let Some(repo) = self
+            .git
+            .as_ref()
+            .and_then(|p| git2::Repository::open(p).ok())
+        else {
+            return Answer::message(501, "the fake has no git repository to compare in");
+        };
+        let Some((base, head)) = basehead.split_once("...") else {
             return Answer::message(404, "Not Found");
         };
+        let commit = |rev: &str| repo.revparse_single(rev).ok()?.peel_to_commit().ok();
+        let (Some(base), Some(head)) = (commit(base), commit(head)) else {
+            return Answer::message(404, "Not Found");
+        };
+        let Ok(merge_base) = repo.merge_base(base.id(), head.id()) else {
+            return Answer::message(404, "Not Found");
+        };
+        let status = match (merge_base == base.id(), merge_base == head.id()) {
+            (true, true) => "identical",
+            (true, false) => "ahead",
+            (false, true) => "behind",
+            (false, false) => "diverged",
+        };
+        let old = repo.find_commit(merge_base).and_then(|c| c.tree()).ok();
+        let new = head.tree().ok();
+        let diff = repo
+            .diff_tree_to_tree(old.as_ref(), new.as_ref(), None)
+            .expect("diff");
+        let mut files = Vec::new();
+        for index in 0..diff.deltas().len() {
+            let Ok(Some(mut patch)) = git2::Patch::from_diff(&diff, index) else {
+                continue;
+            };
+            let delta = patch.delta();
+            let sha = delta.new_file().id().to_string();
+            let filename = delta
+                .new_file()
+                .path()
+                .or(delta.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let text = patch
+                .to_buf()
+                .expect("patch")
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            // GitHub's `patch` is the hunks, without the `diff --git` header lines.
+            let hunks = text
+                .find("\n@@ ")
+                .map(|i| text[i + 1..].trim_end_matches('\n').to_string());
+            files.push(json!({
+                "sha": sha, "filename": filename,
+                "status": "modified", "additions": 0, "deletions": 0, "changes": 0,
+                "blob_url": "", "raw_url": "", "contents_url": "", "patch": hunks,
+            }));
+        }
+        Answer::json(
+            200,
+            json!({
+                "url": "", "html_url": "", "permalink_url": "", "diff_url": "", "patch_url": "",
+                "status": status, "ahead_by": 1, "behind_by": 0, "total_commits": 1,
+                "base_commit": {}, "merge_base_commit": {}, "commits": [], "files": files,
+            }),
+        )
+    }
+
+    fn get_content(&self, git_ref: &str, path: &str) -> Answer {
+        use base64::Engine as _;
+        let from_git = || {
+            let repo = git2::Repository::open(self.git.as_ref()?).ok()?;
+            let tree = repo.revparse_single(git_ref).ok()?.peel_to_tree().ok()?;
+            let blob = tree
+                .get_path(std::path::Path::new(path))
+                .ok()?
+                .to_object(&repo)
+                .ok()?;
+            Some(blob.as_blob()?.content().to_vec())
+        };
+        let stored = self
+            .files
+            .get(&(git_ref.to_string(), path.to_string()))
+            .cloned();
+        let Some(bytes) = stored.or_else(from_git) else {
+            return Answer::message(404, "Not Found");
+        };
+        let bytes = &bytes;
         let name = path.rsplit('/').next().unwrap_or(path);
         Answer::json(
             200,

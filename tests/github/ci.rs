@@ -462,14 +462,7 @@ async fn a_fork_pull_request_performs_no_write() {
     let server = FakeGithub::start().await;
     let c = checkout("");
     let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
-    let out = ci(
-        &server,
-        &c.repo.path,
-        "pull_request",
-        &pull_request_event(&c, &head, true),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    score_on_fork(&server, &c, &head).await;
     assert!(
         server.operations().is_empty(),
         "no request at all: {:?}",
@@ -578,14 +571,7 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
     let c = checkout("");
     let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
     // The untrusted run: writes the record, touches nothing on GitHub.
-    let out = ci(
-        &server,
-        &c.repo.path,
-        "pull_request",
-        &pull_request_event(&c, &head, true),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    score_on_fork(&server, &c, &head).await;
     let record = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
     server.with(|m| {
         m.artifacts.push(fake_github::model::FakeArtifact {
@@ -977,6 +963,18 @@ async fn templates_come_from_the_base_commit() {
     );
 }
 
+/// The fork's own `pull_request` job: it scores and leaves the record, with no request.
+async fn score_on_fork(server: &FakeGithub, c: &Checkout, head: &str) {
+    let out = ci(
+        server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(c, head, true),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// A fork's record in a run's artifact, and the `workflow_run` event of that run.
 fn fork_run(server: &FakeGithub, c: &Checkout, head: &str) -> Value {
     let record = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
@@ -1004,14 +1002,7 @@ async fn a_fork_record_is_bound_to_the_head_repository_and_branch() {
     let server = FakeGithub::start().await;
     let c = checkout("");
     let head = c.repo.commit_file("results.txt", "3 1\n", "from a fork");
-    let out = ci(
-        &server,
-        &c.repo.path,
-        "pull_request",
-        &pull_request_event(&c, &head, true),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    score_on_fork(&server, &c, &head).await;
     let mut run = fork_run(&server, &c, &head);
     // PR 7 has the same head commit, but lives in this repository: not the fork's PR.
     seed(&server, &c, &head, false);
@@ -1040,14 +1031,7 @@ async fn a_fork_accept_is_self_reported_and_keeps_a_maintainers_label() {
     let head = c
         .repo
         .commit_file("feature.txt", "new", "all pass, says the fork");
-    let out = ci(
-        &server,
-        &c.repo.path,
-        "pull_request",
-        &pull_request_event(&c, &head, true),
-    )
-    .await;
-    assert!(out.status.success(), "{}", stderr(&out));
+    score_on_fork(&server, &c, &head).await;
     let run = fork_run(&server, &c, &head);
     seed(&server, &c, &head, true);
     server.with(|m| {
@@ -1162,21 +1146,7 @@ async fn a_pull_request_against_an_untrusted_base_is_judged_by_the_default_branc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
     let server = FakeGithub::start().await;
-    let repo = TestRepo::new();
-    write_script(
-        &repo.path.join("check.sh"),
-        "#!/bin/sh\nmkdir -p out\nv=$(cat lib.txt); e=$(sed -n 2p t.txt | tr -dc 0-9)\nif [ \"$v\" = \"$e\" ]; then f=''; else f=\"<failure message=\\\"expected $e, got $v\\\"/>\"; fi\nprintf '<testsuite name=\"s\"><testcase classname=\"s\" name=\"adds\" file=\"t.txt\" line=\"2\">%s</testcase></testsuite>\\n' \"$f\" > out/junit.xml\n",
-    );
-    repo.write(
-        ".itergate.yml",
-        "checks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nscoring: { compare_base: false }\n",
-    );
-    repo.write(".gitignore", "out/\n");
-    repo.write("t.txt", "test adds:\n    expect 4\n");
-    let base = repo.commit_file("lib.txt", "4\n", "base");
-    repo.git(&["checkout", "--quiet", "-b", "feature"]);
-    let c = Checkout { repo, base };
-    let broken = c.repo.commit_file("lib.txt", "5\n", "a faster add");
+    let (c, broken) = failing_test_checkout();
     let out = ci(
         &server,
         &c.repo.path,
@@ -1202,9 +1172,69 @@ async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let body = sticky(&server);
-    assert!(body.contains("rewritten to pass"), "{body}");
+    assert!(body.contains("was rewritten to pass"), "{body}");
     assert!(body.contains("t.txt:2"), "{body}");
     assert!(!body.contains("✅ accept"), "{body}");
+    server.assert_no_violations();
+}
+
+/// A branch whose commit `broken` fails the test `adds` (`t.txt:2` expects what `lib.txt`
+/// no longer holds), checked by a script that names the test the same when it passes.
+fn failing_test_checkout() -> (Checkout, String) {
+    let repo = TestRepo::new();
+    write_script(
+        &repo.path.join("check.sh"),
+        "#!/bin/sh\nmkdir -p out\nv=$(cat lib.txt); e=$(sed -n 2p t.txt | tr -dc 0-9)\nif [ \"$v\" = \"$e\" ]; then f=''; else f=\"<failure message=\\\"expected $e, got $v\\\"/>\"; fi\nprintf '<testsuite name=\"s\"><testcase classname=\"s\" name=\"adds\" file=\"t.txt\" line=\"2\">%s</testcase></testsuite>\\n' \"$f\" > out/junit.xml\n",
+    );
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nscoring: { compare_base: false }\n",
+    );
+    repo.write(".gitignore", "out/\n");
+    repo.write("t.txt", "test adds:\n    expect 4\n");
+    let base = repo.commit_file("lib.txt", "4\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    let c = Checkout { repo, base };
+    let broken = c.repo.commit_file("lib.txt", "5\n", "a faster add");
+    (c, broken)
+}
+
+/// A fork's job scores without a token and does not look back; the trusted job that
+/// publishes finds the rewrite itself: the failing test from the state, the change since
+/// that head from GitHub's compare.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forks_test_rewritten_to_pass_is_found_by_the_job_that_publishes() {
+    let server = FakeGithub::start().await;
+    let (c, broken) = failing_test_checkout();
+    server.with(|m| m.git = Some(c.repo.path.clone()));
+    for step in 0..2 {
+        let head = match step {
+            0 => broken.clone(),
+            _ => c
+                .repo
+                .commit_file("t.txt", "test adds:\n    expect 5\n", "update the test"),
+        };
+        // The fork's job: the record, and no request to GitHub.
+        score_on_fork(&server, &c, &head).await;
+        // The trusted workflow_run that publishes it.
+        server.with(|m| m.artifacts.clear());
+        let run = fork_run(&server, &c, &head);
+        seed(&server, &c, &head, true);
+        let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let body = sticky(&server);
+    assert!(body.contains("was rewritten or removed to pass"), "{body}");
+    assert!(body.contains("`expect 4` at t.txt:2"), "{body}");
+    assert!(!body.contains("✅ accept"), "{body}");
+    assert!(
+        server
+            .operations()
+            .iter()
+            .any(|o| o == "repos/compare-commits-with-basehead"),
+        "{:?}",
+        server.operations()
+    );
     server.assert_no_violations();
 }
 

@@ -219,6 +219,14 @@ impl Forge for MemoryForge {
     ) -> Result<Option<Vec<u8>>, ForgeError> {
         Ok(None)
     }
+    async fn compare(
+        &self,
+        _: &RepoName,
+        _: &str,
+        _: &str,
+    ) -> Result<itergate::github::compare::Comparison, ForgeError> {
+        Err(unused("compare"))
+    }
     async fn rerun_pull_request_runs(
         &self,
         _: &RepoName,

@@ -52,6 +52,21 @@ struct ContentJson {
     content: Option<String>,
 }
 
+/// `GET /repos/{owner}/{repo}/compare/{basehead}`: what itergate reads of it.
+#[derive(Deserialize)]
+struct CompareJson {
+    status: String,
+    #[serde(default)]
+    files: Vec<ComparedFileJson>,
+}
+
+#[derive(Deserialize)]
+struct ComparedFileJson {
+    filename: String,
+    #[serde(default)]
+    patch: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct CommentJson {
     id: u64,
@@ -736,6 +751,34 @@ impl Forge for OctocrabForge {
                 limit_bytes: 1024 * 1024,
             }),
         }
+    }
+
+    async fn compare(
+        &self,
+        repo: &RepoName,
+        base: &str,
+        head: &str,
+    ) -> Result<crate::github::compare::Comparison, ForgeError> {
+        let url = format!(
+            "{}/compare/{}...{}",
+            repo_path(repo),
+            segment(base),
+            segment(head)
+        );
+        let answer: CompareJson = self
+            .send_json(call("compare two commits", Method::GET, url, None))
+            .await?;
+        Ok(crate::github::compare::Comparison {
+            status: answer.status,
+            files: answer
+                .files
+                .into_iter()
+                .map(|f| crate::github::compare::ComparedFile {
+                    filename: f.filename,
+                    patch: f.patch,
+                })
+                .collect(),
+        })
     }
 
     async fn rerun_pull_request_runs(
