@@ -274,6 +274,15 @@ pub struct ServeArgs {
     /// GitHub's secondary limit of about 80.
     #[arg(long, default_value_t = 60, value_name = "N")]
     pub writes_per_minute: u32,
+    /// Connections open at once; over it, the one that waited longest without a request is
+    /// closed. Keep it under the process's open-file limit.
+    #[arg(long, default_value_t = crate::serve::limits::MAX_CONNECTIONS, value_name = "N",
+          value_parser = clap::value_parser!(usize))]
+    pub max_connections: usize,
+    /// Serve /metrics and /readyz on this address instead of --listen (keep them off the
+    /// port the internet reaches); /healthz answers on both.
+    #[arg(long, env = "ITERGATE_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
 }
 
 #[derive(Debug, Args)]

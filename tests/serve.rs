@@ -5,6 +5,8 @@
 
 mod app_server;
 mod fake_github;
+#[path = "serve/front_door.rs"]
+mod front_door;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -6,24 +6,26 @@
 //! | 202 | a new delivery, committed to the inbox |
 //! | 200 | a delivery id seen before (no new work), or a `ping` |
 //! | 400 | no `X-GitHub-Event`/`X-GitHub-Delivery`, an event named like itergate's own jobs, or a body that is not a JSON object |
-//! | 401 | a signature missing, wrong, or SHA-1 only: nothing is stored |
-//! | 413 | a body over 25 MB (GitHub's own limit) |
-//! | 503 | the database did not commit: GitHub records the failure and the sweep redelivers |
+//! | 401 | a signature missing, malformed (the body is not read), wrong, or SHA-1 only: nothing is stored |
+//! | 408 | the body did not arrive within 10 s of its headers |
+//! | 411 | no `Content-Length` (GitHub always sends one) |
+//! | 413 | a body over 25 MB (GitHub's own limit), unread |
+//! | 503 | no room to buffer the body now ([`super::limits`]), or the database did not commit: GitHub records the failure and the sweep redelivers |
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::limits::{self, MAX_BODY_BYTES};
 use super::metrics::Metrics;
 use super::signature::Secrets;
 use super::store::{NewDelivery, Received, Store};
-
-/// GitHub caps webhook payloads at 25 MB.
-pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 
 pub struct Intake {
     pub store: Store,
@@ -31,6 +33,121 @@ pub struct Intake {
     pub metrics: Arc<Metrics>,
     /// Wakes an idle worker when a delivery is stored.
     pub wake: Arc<tokio::sync::Notify>,
+    pub budget: BodyBudget,
+}
+
+/// Room for bodies not yet authenticated, in KiB: a small pool for the bodies GitHub
+/// nearly always sends and a large one, so that large bodies cannot crowd out the rest.
+pub struct BodyBudget {
+    small: Arc<Semaphore>,
+    large: Arc<Semaphore>,
+}
+
+impl Default for BodyBudget {
+    fn default() -> BodyBudget {
+        let kib = |bytes: usize| Arc::new(Semaphore::new(bytes / 1024));
+        BodyBudget {
+            small: kib(limits::SMALL_BODIES_BYTES),
+            large: kib(limits::LARGE_BODIES_BYTES),
+        }
+    }
+}
+
+impl BodyBudget {
+    /// Room for a body of `length` bytes, or `None` when there is none now.
+    async fn reserve(&self, length: usize) -> Option<OwnedSemaphorePermit> {
+        let kib = u32::try_from(length.div_ceil(1024).max(1)).ok()?;
+        if length <= limits::SMALL_BODY_BYTES {
+            let wait = self.small.clone().acquire_many_owned(kib);
+            tokio::time::timeout(limits::BUDGET_WAIT, wait)
+                .await
+                .ok()?
+                .ok()
+        } else {
+            self.large.clone().try_acquire_many_owned(kib).ok()
+        }
+    }
+}
+
+/// Refuses `status` with `text`, counted under `reason`.
+fn refuse(
+    metrics: &Metrics,
+    reason: &'static str,
+    status: StatusCode,
+    text: &'static str,
+) -> Response {
+    metrics.refused(reason);
+    (status, text).into_response()
+}
+
+/// The body, read only once its signature header is well formed and its declared length
+/// fits the limits and the budget; the permit holds its room until it is stored.
+async fn read_body(
+    intake: &Intake,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(Bytes, OwnedSemaphorePermit), Response> {
+    let metrics = &intake.metrics;
+    let sha256 = headers.get("x-hub-signature-256").map(|v| v.as_bytes());
+    if let Err(e) = Secrets::well_formed(sha256, headers.contains_key("x-hub-signature")) {
+        let delivery = headers
+            .get("x-github-delivery")
+            .map(|v| String::from_utf8_lossy(v.as_bytes()));
+        tracing::warn!(delivery = ?delivery, "webhook refused, body unread: {e}");
+        return Err(refuse(
+            metrics,
+            "signature",
+            StatusCode::UNAUTHORIZED,
+            "signature refused\n",
+        ));
+    }
+    let length = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let Some(length) = length else {
+        return Err(refuse(
+            metrics,
+            "length",
+            StatusCode::LENGTH_REQUIRED,
+            "Content-Length is required\n",
+        ));
+    };
+    if length > MAX_BODY_BYTES {
+        return Err(refuse(
+            metrics,
+            "length",
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the body is over GitHub's 25 MB limit\n",
+        ));
+    }
+    let Some(permit) = intake.budget.reserve(length).await else {
+        tracing::warn!("webhook refused: no room to buffer {length} bytes now");
+        return Err(refuse(
+            metrics,
+            "busy",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many bodies arriving at once; redeliver it later\n",
+        ));
+    };
+    match tokio::time::timeout(limits::BODY_TIMEOUT, axum::body::to_bytes(body, length)).await {
+        Ok(Ok(bytes)) => Ok((bytes, permit)),
+        Ok(Err(e)) => {
+            tracing::warn!("webhook refused: the body could not be read: {e}");
+            Err(refuse(
+                metrics,
+                "length",
+                StatusCode::BAD_REQUEST,
+                "the body does not match its Content-Length\n",
+            ))
+        }
+        Err(_) => Err(refuse(
+            metrics,
+            "slow",
+            StatusCode::REQUEST_TIMEOUT,
+            "the body did not arrive in time\n",
+        )),
+    }
 }
 
 /// The few fields intake reads: where the delivery belongs. Everything else is read by
@@ -105,9 +222,13 @@ pub fn job_key(repository: Option<&str>, pr: Option<u64>, installation: Option<i
 pub async fn webhook(
     State(intake): State<Arc<Intake>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     let metrics = &intake.metrics;
+    let (body, _room) = match read_body(&intake, &headers, body).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
     let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
     if let Err(e) = intake.secrets.verify(
         header("x-hub-signature-256"),

@@ -53,7 +53,8 @@ impl Metrics {
         self.pruned.fetch_add(deliveries, Ordering::Relaxed);
     }
 
-    /// A delivery refused for `reason` (`signature`, `headers`, `payload`, `database`).
+    /// A delivery refused for `reason` (`signature`, `length`, `busy`, `slow`, `headers`,
+    /// `payload`, `database`).
     pub fn refused(&self, reason: &'static str) {
         bump(&self.refused, reason);
     }

@@ -4,11 +4,17 @@
 //! with the App's installation tokens ([`crate::github::app_auth`]) and paced writes
 //! ([`paced`]). No pull-request code runs in this process.
 //!
-//! Shutdown (SIGTERM, Ctrl-C): intake stops accepting and finishes the requests in flight;
+//! Connections are held to the front door's limits ([`listener`], [`limits`]) before any
+//! signature is checked.
+//!
+//! Shutdown (SIGTERM, Ctrl-C): intake stops accepting, closes idle connections and finishes
+//! the requests in flight for at most 10 s;
 //! workers finish the job they run, up to `--drain-seconds`; what is left stays queued, and
 //! a job cut short is run again from the start on the next start (its lease runs out).
 
 pub mod intake;
+pub mod limits;
+pub mod listener;
 pub mod metrics;
 pub mod paced;
 pub mod reconcile;
@@ -20,7 +26,6 @@ pub mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio::sync::{watch, Notify};
 
@@ -86,14 +91,33 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
         secrets,
         metrics: metrics.clone(),
         wake: wake.clone(),
+        budget: intake::BodyBudget::default(),
     });
-    let router = axum::Router::new()
-        .route(&args.webhook_path, post(intake::webhook))
-        .route("/healthz", get(intake::healthz))
+    let health = axum::Router::new()
         .route("/readyz", get(intake::readyz))
         .route("/metrics", get(intake::metrics))
-        .layer(DefaultBodyLimit::max(intake::MAX_BODY_BYTES))
+        .with_state(intake.clone());
+    let webhook = axum::Router::new()
+        .route(&args.webhook_path, post(intake::webhook))
+        .route("/healthz", get(intake::healthz))
         .with_state(intake);
+    let (router, health) = match &args.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| user(format!("--metrics-listen {addr}: {e}")))?;
+            let health = health.route("/healthz", get(intake::healthz));
+            (webhook, Some((listener, health)))
+        }
+        None => (webhook.merge(health), None),
+    };
+    if args.max_connections == 0 {
+        return Err(user("--max-connections must be at least 1"));
+    }
+    let limits = listener::Limits {
+        max_connections: args.max_connections,
+        ..listener::Limits::default()
+    };
 
     let (stop_tx, stop) = watch::channel(false);
     let settings = ForgeSettings {
@@ -143,10 +167,14 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
             let _ = stop_tx.send(true);
         }
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| Failure::Internal(anyhow::anyhow!("serving: {e}")))?;
+    if let Some((listener, health)) = health {
+        let mut stop = stop.clone();
+        let limits = limits.clone();
+        tokio::spawn(listener::serve(listener, health, limits, async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        }));
+    }
+    listener::serve(listener, router, limits, shutdown).await;
     let _ = stop_tx.send(true);
     let drain = Duration::from_secs(args.drain_seconds);
     match tokio::time::timeout(drain, workers).await {

@@ -44,14 +44,9 @@ impl Secrets {
         (!list.is_empty()).then_some(Secrets(list))
     }
 
-    /// Checks `sha256` (the header's value, if sent) against `body`; `sha1_sent` says
-    /// whether the legacy header was present, for a precise refusal.
-    pub fn verify(
-        &self,
-        sha256: Option<&[u8]>,
-        sha1_sent: bool,
-        body: &[u8],
-    ) -> Result<(), SignatureError> {
+    /// The digest `sha256` (the header's value, if sent) names, checked before the body is
+    /// read; `sha1_sent` says whether the legacy header was present, for a precise refusal.
+    pub fn well_formed(sha256: Option<&[u8]>, sha1_sent: bool) -> Result<[u8; 32], SignatureError> {
         let Some(header) = sha256 else {
             return Err(if sha1_sent {
                 SignatureError::Sha1Only
@@ -62,7 +57,17 @@ impl Secrets {
         let hex = header
             .strip_prefix(b"sha256=")
             .ok_or(SignatureError::Malformed)?;
-        let expected = decode_hex(hex).ok_or(SignatureError::Malformed)?;
+        decode_hex(hex).ok_or(SignatureError::Malformed)
+    }
+
+    /// Checks `sha256` against `body` under every secret.
+    pub fn verify(
+        &self,
+        sha256: Option<&[u8]>,
+        sha1_sent: bool,
+        body: &[u8],
+    ) -> Result<(), SignatureError> {
+        let expected = Secrets::well_formed(sha256, sha1_sent)?;
         for secret in &self.0 {
             let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key");
             mac.update(body);

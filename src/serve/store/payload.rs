@@ -5,7 +5,7 @@
 
 /// The largest payload read back: GitHub's own limit, so a damaged size prefix cannot
 /// ask for more.
-const MAX_PAYLOAD_BYTES: usize = super::super::intake::MAX_BODY_BYTES;
+const MAX_PAYLOAD_BYTES: usize = crate::serve::limits::MAX_BODY_BYTES;
 
 pub(super) const LZ4: &str = "lz4";
 

@@ -1,0 +1,34 @@
+//! What the front door holds to before a delivery is authenticated: anyone who reaches the
+//! port can send, so memory, connections and time are bounded here, not by the sender.
+//!
+//! | limit | value | beyond it |
+//! | --- | --- | --- |
+//! | a body | 25 MB, GitHub's own cap | 413, unread |
+//! | a request's headers | 5 s from the connection's first byte or idle moment | closed |
+//! | a body's bytes | 10 s from its headers (GitHub sends in well under its own 10 s) | 408 |
+//! | bodies buffered at once | 32 MiB of bodies up to 1 MiB, 50 MiB of larger ones | 503 (GitHub redelivers) |
+//! | connections | `--max-connections`, 512 by default | the longest-idle one is closed |
+
+use std::time::Duration;
+
+/// GitHub caps webhook payloads at 25 MB.
+pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
+
+/// Bodies up to this size come from the small pool; GitHub's deliveries nearly all do.
+pub const SMALL_BODY_BYTES: usize = 1024 * 1024;
+
+/// Bytes of small bodies buffered at once.
+pub const SMALL_BODIES_BYTES: usize = 32 * 1024 * 1024;
+
+/// Bytes of larger bodies buffered at once: two of the largest.
+pub const LARGE_BODIES_BYTES: usize = 2 * MAX_BODY_BYTES;
+
+/// How long a small body may wait for room in its pool (a large one does not wait).
+pub const BUDGET_WAIT: Duration = Duration::from_secs(2);
+
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Well under the 1,024 open files a service gets by default.
+pub const MAX_CONNECTIONS: usize = 512;

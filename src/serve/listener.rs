@@ -1,0 +1,219 @@
+//! The front door's connections. Anyone who reaches the port can open one, so each is held
+//! to what a webhook needs:
+//!
+//! - a request's headers must arrive within [`limits::HEADER_TIMEOUT`], an idle keep-alive
+//!   connection's next request included (hyper's header-read timer);
+//! - at most `max_connections` are open: a connection over the cap closes the one that has
+//!   waited longest without a request in flight (a sender that opens and stalls), never one
+//!   whose request is being answered; when every one is busy the new one is closed;
+//! - on shutdown no connection is accepted, idle ones close at once and the rest are cut at
+//!   the deadline, whatever the clients do.
+//!
+//! Bodies have their own limits in [`super::intake`].
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+use super::limits;
+
+/// How the front door holds its connections.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    /// On shutdown, how long requests in flight may take before they are cut.
+    pub shutdown_deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_connections: limits::MAX_CONNECTIONS,
+            header_timeout: limits::HEADER_TIMEOUT,
+            shutdown_deadline: limits::BODY_TIMEOUT,
+        }
+    }
+}
+
+/// One open connection, as the cap sees it.
+struct Connection {
+    /// Requests in flight, and since when none was.
+    state: Mutex<(usize, Instant)>,
+    close: Notify,
+}
+
+impl Connection {
+    fn idle_since(&self) -> Option<Instant> {
+        let (busy, since) = *self.state.lock().expect("connection state");
+        (busy == 0).then_some(since)
+    }
+
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.state.lock().expect("connection state").0 += 1;
+        InFlight(self.clone())
+    }
+}
+
+/// A request being answered; the connection is idle again when the last one is dropped.
+struct InFlight(Arc<Connection>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock().expect("connection state");
+        state.0 -= 1;
+        if state.0 == 0 {
+            state.1 = Instant::now();
+        }
+    }
+}
+
+#[derive(Default)]
+struct Open {
+    next: AtomicU64,
+    connections: Mutex<HashMap<u64, Arc<Connection>>>,
+}
+
+impl Open {
+    fn add(&self) -> (u64, Arc<Connection>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let connection = Arc::new(Connection {
+            state: Mutex::new((0, Instant::now())),
+            close: Notify::new(),
+        });
+        self.lock().insert(id, connection.clone());
+        (id, connection)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
+        self.connections.lock().expect("open connections")
+    }
+
+    /// Makes room for one more under `cap`: closes the longest-idle connection. False when
+    /// every connection has a request in flight.
+    fn make_room(&self, cap: usize) -> bool {
+        let open = self.lock();
+        if open.len() < cap {
+            return true;
+        }
+        let oldest = open
+            .values()
+            .filter_map(|c| c.idle_since().map(|since| (since, c)))
+            .min_by_key(|(since, _)| *since);
+        match oldest {
+            Some((_, connection)) => {
+                connection.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then closes every connection
+/// within `limits.shutdown_deadline`.
+pub async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let open = Arc::new(Open::default());
+    let (stop, stopping) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: the cap keeps well under them,
+                    // but never spin on the error.
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+        };
+        if !open.make_room(limits.max_connections) {
+            tracing::warn!(
+                "{} connections, each with a request in flight: a new one is closed",
+                limits.max_connections
+            );
+            drop(stream);
+            continue;
+        }
+        let (id, connection) = open.add();
+        let router = router.clone();
+        let open = open.clone();
+        let stopping = stopping.clone();
+        let limits = limits.clone();
+        tasks.spawn(async move {
+            serve_connection(stream, router, &connection, &limits, stopping).await;
+            open.lock().remove(&id);
+        });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    if tokio::time::timeout(limits.shutdown_deadline, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            "{} connections still open after {} s are closed",
+            tasks.len(),
+            limits.shutdown_deadline.as_secs()
+        );
+        tasks.shutdown().await;
+    }
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    router: axum::Router,
+    connection: &Arc<Connection>,
+    limits: &Limits,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let counted = connection.clone();
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let router = router.clone();
+        let in_flight = counted.begin();
+        async move {
+            let response = router.oneshot(request.map(Body::new)).await;
+            drop(in_flight);
+            Ok::<_, Infallible>(response.unwrap_or_else(|never| match never {}))
+        }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(served);
+    tokio::select! {
+        _ = served.as_mut() => {}
+        // Closed to make room: it had no request in flight.
+        () = connection.close.notified() => {}
+        () = async { let _ = stopping.wait_for(|stop| *stop).await; } => {
+            served.as_mut().graceful_shutdown();
+            let _ = served.await;
+        }
+    }
+}
