@@ -1031,7 +1031,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 5);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 6);
     for name in ["deliveries_unfinished", "waiting", "deliveries_finished"] {
         assert_eq!(
             rows(
@@ -1070,6 +1070,12 @@ async fn a_claim_takes_the_first_job_of_a_key_that_is_due_and_free() {
 async fn finished_deliveries_are_deleted_after_the_days_kept() {
     let (_dir, store) = sqlite_store().await;
     app_server::check_prune_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_of_state_revisions_only_rises() {
+    let (_dir, store) = sqlite_store().await;
+    app_server::check_state_revision_rules(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -293,13 +293,22 @@ async fn finished_deliveries_are_deleted_after_the_days_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_of_state_revisions_only_rises() {
+    let pg = Postgres::start().await;
+    app_server::check_state_revision_rules(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded() {
     let pg = Postgres::start().await;
     let (a, b, c) = tokio::join!(open(&pg), open(&pg), open(&pg));
     let versions = pg
         .pairs("SELECT version, version FROM schema_version ORDER BY version")
         .await;
-    assert_eq!(versions, vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]);
+    assert_eq!(
+        versions,
+        vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)]
+    );
     for store in [a, b, c] {
         store.close().await;
     }

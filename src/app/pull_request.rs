@@ -24,11 +24,13 @@
 
 mod commands;
 mod context;
+mod ledger;
 mod reviews;
 mod rewritten;
 mod waiting;
 
 pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
+pub use ledger::StateLedger;
 
 use chrono::{DateTime, Utc};
 
@@ -81,6 +83,9 @@ pub struct Handler<'a> {
     /// The App's key for the state's MAC: with it, a state edited by anyone else is not
     /// believed. `None` in the Actions mode, which has no secret of its own.
     pub state_key: Option<&'a StateKey>,
+    /// The App's record of the highest state revision it wrote per pull request: an older
+    /// or missing state is not believed. `None` in the Actions mode.
+    pub ledger: Option<&'a dyn StateLedger>,
     /// How `/iterate` asks CI to score the head again.
     pub rerun: Rerun,
     /// Why `config` is not the base's own (the PR targets an untrusted base), shown in
@@ -118,6 +123,8 @@ pub enum HandlerError {
     /// The sticky comment's state is of a newer version: writing would destroy it.
     #[error("refusing to publish: {0}; nothing was changed (upgrade itergate to go on)")]
     NewerState(StateError),
+    #[error("the App's record of state revisions: {0}")]
+    Ledger(String),
 }
 
 impl Handler<'_> {
@@ -136,7 +143,7 @@ impl Handler<'_> {
             Input::Review(event) => self.review(event).await,
             Input::Retargeted { pr, from } => {
                 let comments = self.forge.list_comments(&self.repo, pr).await?;
-                let (state, mut actions) = self.load(pr, &comments)?;
+                let (state, mut actions) = self.load(pr, &comments).await?;
                 actions.push(format!(
                     "judged again: the pull request no longer targets `{from}`"
                 ));
@@ -153,7 +160,7 @@ impl Handler<'_> {
         self_reported: bool,
     ) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
-        let (mut state, mut actions) = self.load(pr, &comments)?;
+        let (mut state, mut actions) = self.load(pr, &comments).await?;
         let mut record = record;
         if let Some(previous) = state.records.last().cloned() {
             actions.extend(self.find_rewritten(&previous, &mut record).await);
@@ -176,23 +183,45 @@ impl Handler<'_> {
     /// The PR's state from its sticky comment, and what the job log should say about it.
     /// A state of a newer version stops everything (it must not be overwritten); an
     /// unreadable one is replaced by a fresh state that says why.
-    fn load(
+    async fn load(
         &self,
         pr: PrNumber,
         comments: &[Comment],
     ) -> Result<(StickyState, Vec<String>), HandlerError> {
         let key = self.pull_key(pr);
-        let loaded = sticky::load_state_keyed(comments, &self.bot_login, key.as_ref());
-        match loaded.problem {
-            Some(problem @ StateError::NewerVersion(_)) => Err(HandlerError::NewerState(problem)),
-            Some(problem) => Ok((
-                loaded.state,
-                vec![format!(
-                    "the sticky comment's state could not be read ({problem}); a maintainer decides until one accepts"
-                )],
-            )),
-            None => Ok((loaded.state, Vec::new())),
+        let mut loaded = sticky::load_state_keyed(comments, &self.bot_login, key.as_ref());
+        let floor = self.revision_floor(pr).await?;
+        // A state that did not verify is already not believed; one that did must be the latest.
+        let found = loaded.comment.is_some().then_some(&loaded.state);
+        let behind = loaded
+            .problem
+            .is_none()
+            .then(|| ledger::behind(found, floor))
+            .flatten();
+        let mut problem = loaded
+            .problem
+            .as_ref()
+            .map(|p| format!("the sticky comment's state could not be read ({p})"));
+        if let Some(why) = behind {
+            tracing::warn!(pr = pr.0, "{why}");
+            problem = Some(format!(
+                "the sticky comment's state is not believed ({why})"
+            ));
+            loaded.state = StickyState {
+                lost_state: Some(why),
+                ..StickyState::default()
+            };
         }
+        // Every state written from here on is newer than any the App wrote before.
+        loaded.state.revision = loaded.state.revision.max(floor);
+        if let Some(newer @ StateError::NewerVersion(_)) = loaded.problem {
+            return Err(HandlerError::NewerState(newer));
+        }
+        let actions = problem
+            .map(|problem| format!("{problem}; a maintainer decides until one accepts"))
+            .into_iter()
+            .collect();
+        Ok((loaded.state, actions))
     }
 
     /// Writes the sticky comment (`existing`, or a new one) unless it already says this;
@@ -203,7 +232,7 @@ impl Handler<'_> {
         comments: &[Comment],
         visible: &str,
         state: &mut StickyState,
-    ) -> Result<CommentId, ForgeError> {
+    ) -> Result<CommentId, HandlerError> {
         let key = self.pull_key(pr);
         let unchanged = sticky::render_body_keyed(visible, state, key.as_ref());
         let body = match sticky::find_sticky(comments, &self.bot_login) {
@@ -213,7 +242,7 @@ impl Handler<'_> {
                 sticky::render_body_keyed(visible, state, key.as_ref())
             }
         };
-        sticky::upsert(
+        let id = sticky::upsert(
             self.forge,
             &self.repo,
             pr,
@@ -222,7 +251,9 @@ impl Handler<'_> {
             &body,
             key.as_ref(),
         )
-        .await
+        .await?;
+        self.wrote(pr, state).await?;
+        Ok(id)
     }
 
     /// Asks CI to score the PR's head again: a `repository_dispatch` (one of the few events a
@@ -452,6 +483,7 @@ impl Handler<'_> {
             self.forge
                 .update_comment(&self.repo, sticky_id, &body)
                 .await?;
+            self.wrote(pr, &state).await?;
         }
         // Every decision (a record, a command, a review) is the gate on the latest scored
         // commit: what branch protection reads.

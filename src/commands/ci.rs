@@ -294,6 +294,7 @@ async fn catch_up(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        ledger: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: base.notice.as_deref(),
     };
@@ -693,6 +694,7 @@ async fn handle_with(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        ledger: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: base.notice.as_deref(),
     };

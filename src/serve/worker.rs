@@ -598,6 +598,7 @@ impl Worker {
             bot_login: self.bot_login.clone(),
             now: Utc::now(),
             state_key: Some(&self.state_key),
+            ledger: Some(&self.store),
             rerun: crate::app::pull_request::Rerun::WorkflowRuns,
         }
     }
@@ -733,6 +734,21 @@ async fn app_config(
         forge_flow::base_config(forge, repo, base_sha, base_ref, default_branch).await?;
     rules.config.github.check_run = true;
     Ok(rules)
+}
+
+#[async_trait::async_trait]
+impl crate::app::pull_request::StateLedger for super::store::Store {
+    async fn revision(&self, repo: &RepoName, pr: PrNumber) -> Result<Option<u64>, String> {
+        let key = job_key(Some(&repo.to_string()), Some(pr.0), None);
+        self.state_revision(&key).await.map_err(|e| e.to_string())
+    }
+
+    async fn wrote(&self, repo: &RepoName, pr: PrNumber, revision: u64) -> Result<(), String> {
+        let key = job_key(Some(&repo.to_string()), Some(pr.0), None);
+        self.raise_state_revision(&key, revision, now_ms())
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]

@@ -581,3 +581,17 @@ pub async fn check_claim_rules(store: &itergate::serve::store::Store) {
     assert!(taken[0].starts_with("storm-"), "{taken:?}");
     assert_eq!(taken[1], "after-the-storm");
 }
+
+/// The ledger of state revisions only ever rises, per pull request.
+pub async fn check_state_revision_rules(store: &itergate::serve::store::Store) {
+    assert_eq!(store.state_revision("o/r#1").await.unwrap(), None);
+    store.raise_state_revision("o/r#1", 3, 1).await.unwrap();
+    store.raise_state_revision("o/r#2", 9, 1).await.unwrap();
+    assert_eq!(store.state_revision("o/r#1").await.unwrap(), Some(3));
+    // A job that ran late and wrote an older revision does not lower it.
+    store.raise_state_revision("o/r#1", 2, 2).await.unwrap();
+    assert_eq!(store.state_revision("o/r#1").await.unwrap(), Some(3));
+    store.raise_state_revision("o/r#1", 4, 3).await.unwrap();
+    assert_eq!(store.state_revision("o/r#1").await.unwrap(), Some(4));
+    assert_eq!(store.state_revision("o/r#2").await.unwrap(), Some(9));
+}

@@ -306,6 +306,18 @@ async fn run_keyed(
     key: Option<&StateKey>,
     repo: RepoName,
 ) -> Vec<String> {
+    run_with_ledger(forge, config, input, key, repo, None).await
+}
+
+/// [`run_keyed`] with the App's ledger of state revisions.
+async fn run_with_ledger(
+    forge: &MemoryForge,
+    config: &Config,
+    input: Input,
+    key: Option<&StateKey>,
+    repo: RepoName,
+    ledger: Option<&dyn itergate::app::pull_request::StateLedger>,
+) -> Vec<String> {
     let renderer = Renderer::new(None, false).unwrap();
     let handler = Handler {
         forge,
@@ -315,6 +327,7 @@ async fn run_keyed(
         bot_login: BOT.into(),
         now: Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
         state_key: key,
+        ledger,
         rerun: Rerun::RepositoryDispatch,
         rules_notice: None,
     };
@@ -646,6 +659,62 @@ async fn an_edited_or_copied_state_fails_closed_until_a_maintainer_accepts() {
         let actions = run_keyed(&forge, &config, iteration(record(3, 0)), Some(&key), repo()).await;
         assert!(
             actions.iter().any(|a| a == "decision: accept"),
+            "{tamper}: {actions:?}"
+        );
+    }
+}
+
+/// The MAC cannot tell an older body of the comment put back (it verifies) or a deleted
+/// comment (no state at all) from the latest: the App's ledger in its database can.
+#[tokio::test]
+async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_apps_ledger() {
+    let key = StateKey::derive(b"the App's private key");
+    let config = blocking();
+    for tamper in ["put back", "deleted"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = itergate::serve::store::Store::open(&dir.path().join("itergate.db"))
+            .await
+            .expect("a SQLite store");
+        let run =
+            |forge, input| run_with_ledger(forge, &config, input, Some(&key), repo(), Some(&store));
+        let forge = MemoryForge::default();
+        forge.with(|m| {
+            m.permissions
+                .insert("maintainer".into(), Permission::Maintain);
+        });
+        // Fewer failures each time: without the tampering, the loop goes on.
+        run(&forge, iteration(record(1, 3))).await;
+        let first = forge.bot_comments()[0].clone();
+        let actions = run(&forge, iteration(record(2, 2))).await;
+        assert!(
+            actions.iter().any(|a| a == "decision: iterate"),
+            "{actions:?}"
+        );
+        match tamper {
+            "put back" => edit_sticky(&forge, |_| first.clone()),
+            _ => forge.with(|m| m.comments.clear()),
+        }
+        let actions = run(&forge, iteration(record(3, 1))).await;
+        let why = if tamper == "deleted" {
+            "is gone"
+        } else {
+            "older history"
+        };
+        assert!(
+            actions.iter().any(|a| a.contains(why)),
+            "{tamper}: {actions:?}"
+        );
+        assert!(
+            actions.iter().any(|a| a == "decision: escalate"),
+            "{tamper}: a fresh budget is never given: {actions:?}"
+        );
+        // A maintainer vouches for it; the states written since are the latest.
+        let input = comment(&forge, "maintainer", "/iterate accept");
+        run(&forge, input).await;
+        let actions = run(&forge, iteration(record(4, 0))).await;
+        assert!(
+            actions.iter().any(|a| a == "decision: accept")
+                && !actions.iter().any(|a| a.contains("not believed")),
             "{tamper}: {actions:?}"
         );
     }

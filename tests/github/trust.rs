@@ -516,6 +516,7 @@ async fn handle(
         bot_login: BOT_LOGIN.into(),
         now,
         state_key: None,
+        ledger: None,
         rerun: itergate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: None,
     };

@@ -56,7 +56,7 @@ impl Handler<'_> {
             .add_reaction(repo, event.comment_id, Reaction::Eyes)
             .await?;
         let comments = self.forge.list_comments(repo, event.pr).await?;
-        let (mut state, mut actions) = self.load(event.pr, &comments)?;
+        let (mut state, mut actions) = self.load(event.pr, &comments).await?;
         if state
             .last_command_comment
             .is_some_and(|id| id >= event.comment_id)

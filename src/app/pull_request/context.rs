@@ -53,7 +53,7 @@ impl Handler<'_> {
                 )));
             }
         }
-        let (mut state, mut actions) = self.load(event.pr, &comments)?;
+        let (mut state, mut actions) = self.load(event.pr, &comments).await?;
         let policy = Policy::from_config(self.config)
             .map_err(|e| HandlerError::Render(anyhow::anyhow!(e)))?;
         let limits = Limits::from_config(self.config);

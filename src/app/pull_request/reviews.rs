@@ -29,7 +29,7 @@ impl Handler<'_> {
             )));
         }
         let comments = self.forge.list_comments(&self.repo, event.pr).await?;
-        let (mut state, mut actions) = self.load(event.pr, &comments)?;
+        let (mut state, mut actions) = self.load(event.pr, &comments).await?;
         if let (Some(commit), Some(latest)) = (&event.commit, state.records.last()) {
             if *commit != latest.commit {
                 actions.push(format!(

@@ -13,7 +13,7 @@ impl Handler<'_> {
     /// already the latest scored iteration (a redelivered `synchronize`).
     pub async fn waiting(&self, pr: PrNumber, head: &CommitSha) -> Result<Outcome, HandlerError> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
-        let (mut state, mut actions) = self.load(pr, &comments)?;
+        let (mut state, mut actions) = self.load(pr, &comments).await?;
         if state.records.last().is_some_and(|r| r.commit == *head) {
             actions.push(format!("{} is already scored", short(head)));
             return Ok(Outcome {

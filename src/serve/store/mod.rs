@@ -586,6 +586,41 @@ impl Store {
         Ok(removed.unwrap_or(false))
     }
 
+    /// The highest sticky-state revision written to the pull request of `job_key`.
+    pub async fn state_revision(&self, job_key: &str) -> Result<Option<u64>, StoreError> {
+        let revision: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT revision FROM state_revisions WHERE job_key = $1",
+        )
+        .bind(job_key)
+        .fetch_optional(pool)
+        .await?);
+        Ok(revision.map(|r| u64::try_from(r).unwrap_or(0)))
+    }
+
+    /// Raises the recorded revision of `job_key`'s pull request to `revision`; a lower one
+    /// (a job that ran late) changes nothing.
+    pub async fn raise_state_revision(
+        &self,
+        job_key: &str,
+        revision: u64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let revision = i64::try_from(revision).unwrap_or(i64::MAX);
+        with_pool!(&self.backend, pool => sqlx::query(
+            "INSERT INTO state_revisions (job_key, revision, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT (job_key) DO UPDATE SET
+                revision = excluded.revision, updated_at = excluded.updated_at
+             WHERE state_revisions.revision < excluded.revision",
+        )
+        .bind(job_key)
+        .bind(revision)
+        .bind(now)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(())
+    }
+
     /// Records that `waiting.head_sha` waits for CI, first checked at `first_check_at`. The
     /// same head again changes nothing (its checks keep their pace); a new head starts over.
     pub async fn set_waiting(

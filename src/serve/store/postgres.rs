@@ -89,6 +89,13 @@ const SCHEMA: &[&str] = &[
     // Version 5: finished deliveries are found by age, to be deleted (`prune_finished`).
     "CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (done_at)
         WHERE done_at IS NOT NULL;",
+    // Version 6: the highest sticky-state revision written per pull request (its job key),
+    // so that an older comment put back, or a deleted one, is not believed.
+    "CREATE TABLE IF NOT EXISTS state_revisions (
+        job_key TEXT PRIMARY KEY,
+        revision BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+    );",
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not

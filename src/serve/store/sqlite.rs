@@ -67,6 +67,13 @@ const SCHEMA: &[&str] = &[
     // Version 5: finished deliveries are found by age, to be deleted (`prune_finished`).
     "CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (done_at)
         WHERE done_at IS NOT NULL;",
+    // Version 6: the highest sticky-state revision written per pull request (its job key),
+    // so that an older comment put back, or a deleted one, is not believed.
+    "CREATE TABLE IF NOT EXISTS state_revisions (
+        job_key TEXT PRIMARY KEY,
+        revision INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    );",
 ];
 
 pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
