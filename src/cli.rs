@@ -254,9 +254,9 @@ pub struct ServeArgs {
     /// stay queued and run again on the next start).
     #[arg(long, default_value_t = 20, value_name = "SECONDS")]
     pub drain_seconds: u64,
-    /// How long a claimed job is a worker's before another may take it over (renewed while
-    /// it runs; what a crashed replica held runs again after this).
-    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    /// How long a claimed job is a worker's before another may take it over (renewed every
+    /// third of it while it runs; what a crashed replica held runs again after this).
+    #[arg(long, default_value_t = 6, value_name = "SECONDS")]
     pub lease_seconds: u64,
     /// How often the App's recent deliveries are checked for ones GitHub could not hand
     /// over (they are redelivered), also done at start; and how long a pull request waits

@@ -687,3 +687,56 @@ async fn only_the_worker_that_holds_a_job_passes_its_fence() {
     assert!(b.complete(&second, "b-0", now(), "done").await.unwrap());
     assert!(!b.holds(&second, "b-0", now()).await.unwrap());
 }
+
+/// A replica killed with SIGKILL in the middle of a job: another replica takes the job over
+/// once its lease runs out (6 s by default, renewed every 2 s while the job runs), well
+/// within 10 s of the kill, and the job's effect happens once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_job_is_taken_over_by_another_within_ten_seconds() {
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    grant(&server, "maintainer", "admin", "admin");
+    let default_lease = ["--lease-seconds", "6"];
+    let mut replicas: Vec<Serve> = (0..2)
+        .map(|_| Serve::start(&server.api_url(), pg.url(), &default_lease))
+        .collect();
+    seed_pull(&server, 7, &[(&"a".repeat(40), "c")]);
+    // The job's first call hangs: it is in flight when its replica dies.
+    server.fail_next(
+        "reactions/create-for-issue-comment",
+        fake_github::Fault::Timeout(Duration::from_secs(120)),
+        1,
+    );
+    let payload = comment(&server, 7, "maintainer", "/iterate help");
+    assert_eq!(replicas[0].deliver("issue_comment", "d-hang", &payload), 202);
+    wait_for(Duration::from_secs(20), "the job in flight", async || {
+        server.count("reactions/create-for-issue-comment") == 1
+    })
+    .await;
+    // Just after a renewal, the lease has the longest to run: the worst case.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let mut holder = None;
+    for (i, replica) in replicas.iter().enumerate() {
+        let sql = format!(
+            "SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL AND lease_owner LIKE '%-{}-%'",
+            replica.child.id()
+        );
+        if pg.scalar(&sql).await == 1 {
+            holder = Some(i);
+        }
+    }
+    let holder = holder.expect("one replica holds the job");
+    replicas[holder].kill_9();
+    let killed = Instant::now();
+    wait_for(Duration::from_secs(30), "the job taken over", async || {
+        pg.scalar("SELECT COUNT(*) FROM deliveries WHERE done_at IS NOT NULL")
+            .await
+            == 1
+    })
+    .await;
+    let took = killed.elapsed();
+    eprintln!("taken over {took:?} after the kill");
+    assert!(took < Duration::from_secs(10), "taken over after {took:?}");
+    assert_eq!(replies(&server, 7), 1, "one reply");
+    server.assert_no_violations();
+}
