@@ -1311,3 +1311,48 @@ async fn a_pull_request_of_a_removed_installation_waits_no_more() {
     assert_eq!(server.count("actions/list-workflow-runs-for-repo"), 0);
     server.assert_no_violations();
 }
+
+/// Pacing waits are not slept inside a worker: one installation whose commenters used up its
+/// writes has its jobs rescheduled for its next turn, and another installation's command is
+/// answered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_installations_paced_writes_do_not_hold_up_another() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    // A write every 10 s after a burst of 10: a dozen commands are minutes of writes.
+    let serve = Serve::start(&server.api_url(), &db, &["--writes-per-minute", "6"]);
+    grant(&server, "maintainer", "admin", "admin");
+    for pr in 101..113 {
+        fake_github::seed_pull(&server, pr, &[(&"a".repeat(40), "c")]);
+        let payload = app_server::comment(&server, pr, "maintainer", "/iterate help");
+        assert_eq!(
+            serve.deliver("issue_comment", &format!("flood-{pr}"), &payload),
+            202
+        );
+    }
+    eventually(&serve, 20, "the first installation out of turns", || {
+        serve.log().contains("writes are paced")
+    })
+    .await;
+    fake_github::seed_pull(&server, 200, &[(&"b".repeat(40), "c")]);
+    let mut other = app_server::comment(&server, 200, "maintainer", "/iterate help");
+    other["installation"]["id"] = json!(INSTALLATION + 1);
+    let sent = Instant::now();
+    assert_eq!(serve.deliver("issue_comment", "other", &other), 202);
+    eventually(&serve, 20, "the other installation's reply", || {
+        app_server::replies(&server, 200) == 1
+    })
+    .await;
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    // The first installation's jobs wait in the queue, not in a worker, and none is lost.
+    let waiting = rows_now(&db, "SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL");
+    assert!(waiting > 0, "the paced jobs wait for their turn");
+    assert!(
+        serve
+            .metric("itergate_jobs_total{outcome=\"rate_limited\"}")
+            .unwrap_or(0.0)
+            >= 1.0
+    );
+}

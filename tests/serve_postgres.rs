@@ -708,7 +708,10 @@ async fn a_killed_replicas_job_is_taken_over_by_another_within_ten_seconds() {
         1,
     );
     let payload = comment(&server, 7, "maintainer", "/iterate help");
-    assert_eq!(replicas[0].deliver("issue_comment", "d-hang", &payload), 202);
+    assert_eq!(
+        replicas[0].deliver("issue_comment", "d-hang", &payload),
+        202
+    );
     wait_for(Duration::from_secs(20), "the job in flight", async || {
         server.count("reactions/create-for-issue-comment") == 1
     })

@@ -113,6 +113,10 @@ pub enum ForgeError {
     /// another worker may have taken it over): the write was not made.
     #[error("not written: this worker no longer holds the job (its lease ran out; another worker may have taken it over)")]
     LeaseLost,
+    /// The App's own pacing of an installation's writes: its next turn is `wait` away,
+    /// too long to hold a worker (the job runs again then).
+    #[error("not written yet: this installation's writes are paced; its next turn is in {} ms", wait.as_millis())]
+    Paced { wait: std::time::Duration },
 }
 
 fn details_suffix(details: &[String]) -> String {
@@ -142,6 +146,7 @@ impl ForgeError {
             | ForgeError::TooLarge { operation, .. } => operation,
             ForgeError::Settings(_) => "read GitHub settings",
             ForgeError::LeaseLost => "write for a job whose lease ran out",
+            ForgeError::Paced { .. } => "write paced for the installation",
         }
     }
 

@@ -2,8 +2,10 @@
 //! GitHub's secondary limit on content creation (about 80 a minute).
 //!
 //! Pacing is GCRA (a leaky bucket kept as one instant): a burst of [`BURST`] writes goes
-//! at once, then one every `60 s / writes_per_minute`. A job that must wait simply waits;
-//! nothing is dropped.
+//! at once, then one every `60 s / writes_per_minute`. A write that would wait up to
+//! [`MAX_INLINE_WAIT`] waits; a longer wait is not slept inside the worker (which other
+//! installations' jobs need): the job ends with [`ForgeError::Paced`] and is rescheduled for
+//! when its installation may write again, without counting an attempt. Nothing is dropped.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -40,8 +42,9 @@ impl Pacer {
         }
     }
 
-    /// Waits until `installation` may write once more.
-    pub async fn acquire(&self, installation: u64) {
+    /// Waits until `installation` may write once more, if that is at most `max_wait`;
+    /// otherwise takes no turn and says how long it would be.
+    pub async fn acquire(&self, installation: u64, max_wait: Duration) -> Result<(), Duration> {
         let wait = {
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
@@ -49,8 +52,12 @@ impl Pacer {
             let allowed_at = tat
                 .checked_sub(self.interval * BURST.saturating_sub(1))
                 .unwrap_or(now);
+            let wait = allowed_at.saturating_duration_since(now);
+            if wait > max_wait {
+                return Err(wait);
+            }
             next.insert(installation, tat + self.interval);
-            allowed_at.saturating_duration_since(now)
+            wait
         };
         if !wait.is_zero() {
             tracing::debug!(
@@ -60,8 +67,12 @@ impl Pacer {
             );
             tokio::time::sleep(wait).await;
         }
+        Ok(())
     }
 }
+
+/// The longest a write waits for its installation's turn inside a worker.
+pub const MAX_INLINE_WAIT: Duration = Duration::from_secs(1);
 
 pub struct PacedForge {
     pub inner: Arc<dyn Forge>,
@@ -84,7 +95,10 @@ impl PacedForge {
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
-        self.pacer.acquire(self.installation).await;
+        self.pacer
+            .acquire(self.installation, MAX_INLINE_WAIT)
+            .await
+            .map_err(|wait| ForgeError::Paced { wait })?;
         if let Some(fence) = &self.fence {
             let now = super::store::now_ms();
             let held = fence

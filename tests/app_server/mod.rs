@@ -135,17 +135,15 @@ impl Serve {
         } else {
             &["--lease-seconds", "3"]
         };
+        let pace: &[&str] = if extra.contains(&"--writes-per-minute") {
+            &[]
+        } else {
+            &["--writes-per-minute", "100000"]
+        };
         let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--workers",
-                "2",
-                "--writes-per-minute",
-                "100000",
-            ])
+            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
             .args(lease)
+            .args(pace)
             .arg("--database")
             .arg(database)
             .args(extra)

@@ -565,6 +565,10 @@ async fn replies_to_a_reader_are_rate_limited_by_the_handlers_clock() {
             .expect("comment");
         assert_eq!(replies(&server).len(), expected, "at +{minutes} min");
     }
+    // No 👀 for a reader, and no reaction at all without a reply: their comments cost the
+    // installation's write budget nothing beyond the rate-limited replies.
+    let reactions = || server.count("reactions/create-for-issue-comment");
+    assert_eq!(reactions(), 2, "a reaction only with each of the 2 replies");
     // Someone with the permission is answered every time.
     grant(&server, "maintainer", "write", "write");
     for _ in 0..2 {
@@ -574,6 +578,11 @@ async fn replies_to_a_reader_are_rate_limited_by_the_handlers_clock() {
             .expect("comment");
     }
     assert_eq!(replies(&server).len(), 4);
+    assert_eq!(
+        reactions(),
+        2 + 2 * 2,
+        "👀 and 👍 for each of a maintainer's"
+    );
     server.assert_no_violations();
 }
 

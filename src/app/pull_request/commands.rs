@@ -52,9 +52,19 @@ impl Handler<'_> {
         let ignored = parsed.len().saturating_sub(MAX_COMMANDS_PER_COMMENT);
         parsed.truncate(MAX_COMMANDS_PER_COMMENT);
         let repo = &self.repo;
-        self.forge
-            .add_reaction(repo, event.comment_id, Reaction::Eyes)
-            .await?;
+        // Read before any write: a comment by someone without the permission costs the
+        // installation's write budget nothing unless it gets its (rate-limited) reply.
+        let permission = self.forge.permission(repo, &event.author.login).await?;
+        let commenter = Commenter {
+            login: &event.author.login,
+            permission,
+            privileged: permission >= self.config.github.permission,
+        };
+        if commenter.privileged {
+            self.forge
+                .add_reaction(repo, event.comment_id, Reaction::Eyes)
+                .await?;
+        }
         let comments = self.forge.list_comments(repo, event.pr).await?;
         let (mut state, mut actions) = self.load(event.pr, &comments).await?;
         if state
@@ -68,12 +78,6 @@ impl Handler<'_> {
                 .publish(event.pr, &comments, state, None, actions)
                 .await;
         }
-        let permission = self.forge.permission(repo, &event.author.login).await?;
-        let commenter = Commenter {
-            login: &event.author.login,
-            permission,
-            privileged: permission >= self.config.github.permission,
-        };
         let mut reply = CommandReply {
             ignored_commands: ignored,
             ..CommandReply::default()
@@ -127,9 +131,11 @@ impl Handler<'_> {
             self.publish(event.pr, &comments, state, None, actions)
                 .await?
         };
-        self.forge
-            .add_reaction(repo, event.comment_id, reaction)
-            .await?;
+        if commenter.privileged || answer.text.is_some() {
+            self.forge
+                .add_reaction(repo, event.comment_id, reaction)
+                .await?;
+        }
         Ok(outcome)
     }
 
