@@ -542,10 +542,15 @@ fn keep_days(text: &str) -> Result<u32, String> {
 }
 
 /// A positive, finite number of minutes, at least one second.
+/// A week: longer than any sweep interval is useful, and within what a `Duration` holds.
+const MAX_SWEEP_MINUTES: f64 = 7.0 * 24.0 * 60.0;
+
 fn positive_minutes(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(m) if m.is_finite() && m * 60.0 >= 1.0 => Ok(m),
-        Ok(_) => Err("expected a number of minutes, at least 1/60 (one second)".into()),
+        Ok(m) if m.is_finite() && m * 60.0 >= 1.0 && m <= MAX_SWEEP_MINUTES => Ok(m),
+        Ok(_) => Err(format!(
+            "expected a number of minutes from 1/60 (one second) to {MAX_SWEEP_MINUTES} (a week)"
+        )),
         Err(_) => Err(format!(
             "`{text}` is not a number of minutes (e.g. 5 or 0.5)"
         )),

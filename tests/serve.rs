@@ -1356,3 +1356,105 @@ async fn one_installations_paced_writes_do_not_hold_up_another() {
             >= 1.0
     );
 }
+
+#[test]
+fn a_sweep_interval_no_duration_holds_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let out = std::process::Command::new(app_server::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--sweep-minutes",
+            "1e300",
+        ])
+        .arg("--database")
+        .arg(&db)
+        .env("ITERGATE_APP_ID", "1")
+        .env(
+            "ITERGATE_PRIVATE_KEY_PATH",
+            app_server::fixture_path("app/test-app-key.pem"),
+        )
+        .env("ITERGATE_WEBHOOK_SECRET", "s")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a week") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert!(!db.exists(), "nothing was created");
+}
+
+/// A job the drain cut short lets its lease go on exit: the next start runs it at once,
+/// even with a lease far longer than the restart takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cut_short_by_the_drain_lets_its_lease_go() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let args = ["--lease-seconds", "120", "--drain-seconds", "1"];
+    let mut serve = Serve::start(&server.api_url(), &db, &args);
+    grant(&server, "maintainer", "admin", "admin");
+    seed_pr(&server, &"a".repeat(40));
+    server.fail_next(
+        "reactions/create-for-issue-comment",
+        Fault::Timeout(Duration::from_secs(60)),
+        1,
+    );
+    let payload = app_server::comment(&server, PR, "maintainer", "/iterate help");
+    assert_eq!(serve.deliver("issue_comment", "d-slow", &payload), 202);
+    eventually(&serve, 20, "the job in flight", || {
+        server.count("reactions/create-for-issue-comment") == 1
+    })
+    .await;
+    unsafe { libc::kill(serve.child.id() as i32, libc::SIGTERM) };
+    assert!(serve.child.wait().unwrap().success(), "{}", serve.log());
+    let leased =
+        "SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL AND lease_owner IS NOT NULL";
+    // Freed on exit, not only by a restart on this host (which frees a dead predecessor's
+    // leases too): a replica on another host takes it at once.
+    assert_eq!(rows_now(&db, leased), 0, "{}", serve.log());
+    let started = Instant::now();
+    let serve = Serve::start(&server.api_url(), &db, &args);
+    eventually(&serve, 30, "the job done after the restart", || {
+        rows_now(&db, DONE) == 1
+    })
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(app_server::replies(&server, PR), 1, "one reply");
+}
+
+/// The App's own comments quote the gap-report template: they are never work, and cost no
+/// API call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_own_comment_costs_no_api_call() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let body =
+        "<!-- itergate:sticky -->\nReply with:\n\nCONTEXT_GAP_REPORT\nNEEDS: file src/lib.rs\n";
+    let mut payload = app_server::comment(&server, PR, BOT, body);
+    payload["comment"]["user"]["type"] = json!("Bot");
+    eventually(&serve, 10, "the bot's login known", || {
+        serve.log().contains("workers started")
+    })
+    .await;
+    let before = server.operations().len();
+    assert_eq!(serve.deliver("issue_comment", "d-own", &payload), 202);
+    eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
+    assert_eq!(
+        server.operations().len(),
+        before,
+        "{:?}",
+        server.operations()
+    );
+    assert!(
+        serve.log().contains("the App's own comment"),
+        "{}",
+        serve.log()
+    );
+}

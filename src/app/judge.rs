@@ -43,10 +43,12 @@ pub fn judge(
         .find_commit(judgement.commit)
         .map_err(|e| Failure::Internal(e.into()))?;
     let changed = git::added_lines(repo, judgement.base, judgement.commit)?;
+    // A commit's date is whatever its author wrote: one dated in the future would keep the
+    // wall-clock budget from ever running out, so it counts from when itergate saw it.
     let timestamp = Utc
         .timestamp_opt(commit.time().seconds(), 0)
         .single()
-        .unwrap_or_else(Utc::now);
+        .map_or_else(Utc::now, |t| t.min(Utc::now()));
     let mut record = IterationRecord::new(judgement.iteration, timestamp);
     record.commit = CommitSha(judgement.commit.to_string());
     record.tree = TreeId(commit.tree_id().to_string());

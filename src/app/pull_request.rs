@@ -29,7 +29,7 @@ mod reviews;
 mod rewritten;
 mod waiting;
 
-pub use commands::UNPRIVILEGED_REPLY_INTERVAL_MINUTES;
+pub use commands::{MAX_UNPRIVILEGED_REPLIES, UNPRIVILEGED_REPLY_INTERVAL_MINUTES};
 pub use ledger::StateLedger;
 
 use chrono::{DateTime, Utc};
@@ -162,6 +162,9 @@ impl Handler<'_> {
         let comments = self.forge.list_comments(&self.repo, pr).await?;
         let (mut state, mut actions) = self.load(pr, &comments).await?;
         let mut record = record;
+        // A record dated in the future (its commit's date, or a fork's own record) would
+        // keep the wall-clock budget from ever running out: it counts from now at the latest.
+        record.timestamp = record.timestamp.min(self.now);
         if let Some(previous) = state.records.last().cloned() {
             actions.extend(self.find_rewritten(&previous, &mut record).await);
         }

@@ -10,7 +10,8 @@
 //! Shutdown (SIGTERM, Ctrl-C): intake stops accepting, closes idle connections and finishes
 //! the requests in flight for at most 10 s;
 //! workers finish the job they run, up to `--drain-seconds`; what is left stays queued, and
-//! a job cut short is run again from the start on the next start (its lease runs out).
+//! a job cut short lets its lease go, so it runs again from the start at once elsewhere or
+//! on the next start.
 
 pub mod intake;
 pub mod limits;
@@ -179,10 +180,16 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
     let drain = Duration::from_secs(args.drain_seconds);
     match tokio::time::timeout(drain, workers).await {
         Ok(_) => tracing::info!("every running job finished"),
-        Err(_) => tracing::warn!(
-            "jobs still running after {} s are left to their leases and run again on the next start",
-            drain.as_secs()
-        ),
+        Err(_) => match store.release_leases_of(&replica_name()).await {
+            Ok(n) => tracing::warn!(
+                "{n} jobs still running after {} s are let go: they run again from the start elsewhere or on the next start",
+                drain.as_secs()
+            ),
+            Err(e) => tracing::warn!(
+                "jobs still running after {} s keep their leases ({e}) and run again when those end",
+                drain.as_secs()
+            ),
+        },
     }
     store.close().await;
     Ok(())

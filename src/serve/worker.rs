@@ -292,6 +292,11 @@ impl Worker {
         if let Work::Event(event) = &work {
             // Most comments hold no command: no API call for those.
             if let Event::Comment(comment) = event.as_ref() {
+                // The App's own comments (its prompt quotes the gap-report template) are
+                // never work.
+                if comment.author.login.eq_ignore_ascii_case(&self.bot_login) {
+                    return Ok(Ended::Ignored("the App's own comment".into()));
+                }
                 if !crate::app::forge_flow::holds_work(&comment.body) {
                     return Ok(Ended::Ignored(
                         "the comment holds no /iterate command and no CONTEXT_GAP_REPORT".into(),

@@ -719,3 +719,63 @@ async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_app
         );
     }
 }
+
+/// The state of the sticky comment, as the next run reads it.
+fn saved_state(forge: &MemoryForge) -> itergate::github::sticky::StickyState {
+    let body = forge
+        .bot_comments()
+        .into_iter()
+        .find(|b| b.starts_with("<!-- itergate:sticky -->"))
+        .expect("a sticky comment");
+    itergate::github::sticky::parse_state(&body).expect("a state")
+}
+
+#[tokio::test]
+async fn a_record_dated_in_the_future_counts_from_now() {
+    let forge = MemoryForge::default();
+    let mut r = record(1, 1);
+    r.timestamp = Utc.with_ymd_and_hms(2099, 1, 1, 0, 0, 0).unwrap();
+    run(&forge, &Config::default(), iteration(r)).await;
+    let now = Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap();
+    assert_eq!(saved_state(&forge).records.last().unwrap().timestamp, now);
+}
+
+#[tokio::test]
+async fn readers_answered_per_interval_are_capped_and_the_state_stays_small() {
+    let forge = MemoryForge::default();
+    let config = Config::default();
+    run(&forge, &config, iteration(record(1, 1))).await;
+    let replies = |forge: &MemoryForge| forge.bot_comments().len() - 1;
+    for n in 0..itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES + 5 {
+        let input = comment(&forge, &format!("reader-{n}"), "/iterate accept");
+        run(&forge, &config, input).await;
+    }
+    assert_eq!(
+        replies(&forge),
+        itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES
+    );
+    assert_eq!(
+        saved_state(&forge).unprivileged_replies.len(),
+        itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES
+    );
+}
+
+#[tokio::test]
+async fn gap_reports_past_the_round_limit_get_the_reply_limit() {
+    let forge = MemoryForge::default();
+    let config: Config = serde_yaml::from_str("context:\n  max_rounds: 1\n").unwrap();
+    run(&forge, &config, iteration(record(1, 1))).await;
+    let report = "CONTEXT_GAP_REPORT\nNEEDS: src/lib.rs | REASON: the failing call | ALTERNATIVE: I can guess\n";
+    let mut answered = Vec::new();
+    for _ in 0..5 {
+        let input = comment(&forge, "agent", report);
+        let actions = run(&forge, &config, input).await;
+        answered.push(
+            actions
+                .iter()
+                .any(|a| a.starts_with("answered a gap report")),
+        );
+    }
+    // The round, the reply saying the rounds are used up, then nothing for a while.
+    assert_eq!(answered, [true, true, false, false, false]);
+}

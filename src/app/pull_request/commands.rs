@@ -26,6 +26,10 @@ use crate::github::types::Reaction;
 /// The shortest time between two replies to the same user without the permission.
 pub const UNPRIVILEGED_REPLY_INTERVAL_MINUTES: i64 = 30;
 
+/// People without the permission answered per pull request and interval, at most: the
+/// state keeps one entry per person answered.
+pub const MAX_UNPRIVILEGED_REPLIES: usize = 20;
+
 /// Who wrote the comment, as far as the commands care.
 struct Commenter<'e> {
     login: &'e str,
@@ -169,6 +173,14 @@ impl Handler<'_> {
                 "no reply to {} (permission {}): replied to them less than {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes ago",
                 event.author.login,
                 commenter.permission.as_str()
+            ));
+            return Ok(Answer::default());
+        }
+        if state.unprivileged_replies.len() >= MAX_UNPRIVILEGED_REPLIES {
+            // Hundreds of accounts would otherwise grow the state without bound.
+            actions.push(format!(
+                "no reply to {}: {MAX_UNPRIVILEGED_REPLIES} people without the permission were answered in the last {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes",
+                event.author.login
             ));
             return Ok(Answer::default());
         }

@@ -392,6 +392,23 @@ impl Store {
         Ok(freed)
     }
 
+    /// Frees the leases that this process's workers (`replica`-N) still hold: on exit after
+    /// the drain, so that another replica, or the next start, runs those jobs at once. A
+    /// worker still running one finds its fence gone before its next write.
+    pub async fn release_leases_of(&self, replica: &str) -> Result<u64, StoreError> {
+        let prefix = format!("{replica}-");
+        let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
+        Ok(with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+             WHERE done_at IS NULL AND substr(lease_owner, 1, $2) = $1",
+        )
+        .bind(&prefix)
+        .bind(length)
+        .execute(pool)
+        .await?
+        .rows_affected()))
+    }
+
     /// Claims the next runnable job for `owner` until `now + lease`.
     pub async fn claim(
         &self,
