@@ -1291,3 +1291,60 @@ async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_push
     );
     server.assert_no_violations();
 }
+
+/// The action's own step, run as the runner runs it: `--score-only` gets no token, and no
+/// process left between the runner and itergate holds one in its environment.
+#[test]
+fn the_action_hands_no_token_to_a_score_only_job() {
+    let action: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
+            .expect("action.yml"),
+    )
+    .expect("action.yml is YAML");
+    let step = action["runs"]["steps"]
+        .as_sequence()
+        .expect("steps")
+        .iter()
+        .find(|s| s["id"].as_str() == Some("ci"))
+        .expect("the ci step");
+    let script = step["run"].as_str().expect("a run script");
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in for itergate that says whether it holds the token, and its pid: the same
+    // as the step's shell when nothing is left between them.
+    write_script(
+        &dir.path().join("itergate"),
+        "#!/bin/sh\nenv | grep -c '^GITHUB_TOKEN=' || true\necho $$\n",
+    );
+    let run = |args: &str| {
+        let child = std::process::Command::new("bash")
+            .args(["-e", "-c", script])
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    dir.path().display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .env("GITHUB_TOKEN", "ghs_secret")
+            .env("ITERGATE_ARGS", args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("bash");
+        let shell = child.id().to_string();
+        let out = child.wait_with_output().expect("the step");
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect();
+        (lines, shell)
+    };
+    let (lines, shell) = run("--score-only");
+    assert_eq!(
+        lines,
+        ["0".to_string(), shell],
+        "no token, and no shell left holding it"
+    );
+    let (lines, shell) = run("--publish-record r.json");
+    assert_eq!(lines, ["1".to_string(), shell], "the publishing job has it");
+}
