@@ -320,6 +320,24 @@ fn secrets_matching_the_deny_globs_are_refused() {
         Policy::new(&["secrets/".into(), "/top.txt".into()], Holdout::default()).expect("policy");
     assert!(custom.refusal("secrets/a").is_some() && custom.refusal("x/secrets/a").is_some());
     assert!(custom.refusal("top.txt").is_some() && custom.refusal("x/top.txt").is_none());
+    // Whatever the case, and on the path it names, whatever its spelling.
+    let default = Policy::new(&memory().config.context.deny, Holdout::default()).expect("policy");
+    assert!(default.refusal("deploy/Server.PEM").is_some());
+    assert!(custom.refusal("SECRETS/a").is_some() && custom.refusal("x/./secrets//a").is_some());
+    assert!(
+        custom.refusal("../other/secrets/a").is_some(),
+        "outside the repository"
+    );
+    let holdout = Holdout {
+        globs: vec!["tests/holdout_*.py".into()],
+        paths: ["tests/hidden".to_string()].into(),
+        ..Holdout::default()
+    };
+    let held = Policy::new(&[], holdout).expect("policy");
+    assert!(held.refusal("tests/./holdout_a.py").is_some());
+    assert!(held.refusal("tests/Holdout_A.py").is_some());
+    assert!(held.refusal("Tests/Hidden/x.py").is_some());
+    assert!(held.refusal("tests/open.py").is_none());
 }
 
 #[test]

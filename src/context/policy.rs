@@ -96,7 +96,9 @@ impl Holdout {
 
     /// Whether `path` is a holdout file or lies under a holdout directory.
     pub fn covers(&self, path: &str) -> bool {
+        let path = path.to_ascii_lowercase();
         self.paths.iter().any(|p| {
+            let p = p.to_ascii_lowercase();
             path == p
                 || path
                     .strip_prefix(p.as_str())
@@ -142,6 +144,7 @@ impl Policy {
             for glob in gitignore_like(pattern) {
                 let compiled = GlobBuilder::new(&glob)
                     .literal_separator(true)
+                    .case_insensitive(true)
                     .build()
                     .map_err(|e| format!("context.deny: `{pattern}` is not a glob: {e}"))?;
                 builder.add(compiled);
@@ -152,6 +155,7 @@ impl Policy {
         for pattern in &holdout.globs {
             let compiled = GlobBuilder::new(pattern)
                 .literal_separator(true)
+                .case_insensitive(true)
                 .build()
                 .map_err(|e| format!("checks.*.files: `{pattern}` is not a glob: {e}"))?;
             builder.add(compiled);
@@ -172,7 +176,14 @@ impl Policy {
     }
 
     /// Why `path` may not be delivered, if it may not.
+    /// Globs match whatever the case (`Server.PEM` is a `*.pem`), on the normalised path
+    /// (`tests/./holdout_a.py` is `tests/holdout_a.py`); a path that climbs out of the
+    /// repository is refused.
     pub fn refusal(&self, path: &str) -> Option<&'static str> {
+        let Some(path) = super::request::normalise(path) else {
+            return Some(DENIED);
+        };
+        let path = path.as_str();
         if self.holdout.covers(path) || self.holdout_files.is_match(path) {
             Some(NOT_AVAILABLE)
         } else if self.deny.is_match(path) {

@@ -199,6 +199,9 @@ pub struct Model {
     pub artifacts: Vec<FakeArtifact>,
     /// `(ref, path)` → content, for `GET /repos/{owner}/{repo}/contents/{path}`.
     pub files: BTreeMap<(String, String), Vec<u8>>,
+    /// `(ref, link)` → the file it points at: answered, as GitHub does, with the target's
+    /// content and path.
+    pub symlinks: BTreeMap<(String, String), String>,
     /// The repository's git history, for `GET /repos/{owner}/{repo}/compare/{basehead}`
     /// and, when set, for contents at a commit that `files` does not hold.
     pub git: Option<std::path::PathBuf>,
@@ -238,6 +241,7 @@ impl Model {
             pulls: BTreeMap::new(),
             artifacts: Vec::new(),
             files: BTreeMap::new(),
+            symlinks: BTreeMap::new(),
             git: None,
             app: None,
             reruns: Vec::new(),
@@ -453,6 +457,10 @@ impl Model {
                 .ok()?;
             Some(blob.as_blob()?.content().to_vec())
         };
+        let path = self
+            .symlinks
+            .get(&(git_ref.to_string(), path.to_string()))
+            .map_or(path, String::as_str);
         let stored = self
             .files
             .get(&(git_ref.to_string(), path.to_string()))

@@ -606,5 +606,15 @@ async fn file_content_reads_a_file_at_a_ref_and_says_none_for_anything_else() {
         None
     );
     assert_eq!(server.count("repos/get-content"), 3);
+    // A symlink to a file is answered with its target's content and path: not read, since
+    // the rules were applied to the link's name.
+    server.with(|m| {
+        m.files
+            .insert((base.clone(), ".env".into()), b"TOKEN=secret\n".to_vec());
+        m.symlinks
+            .insert((base.clone(), "notes.md".into()), ".env".into());
+    });
+    let linked = forge.file_content(&repo(), &base, "notes.md").await;
+    assert_eq!(linked.expect("read"), None);
     server.assert_no_violations();
 }

@@ -210,7 +210,12 @@ fn test_of(record: &IterationRecord, id: &str) -> Option<TestDetail> {
             .as_deref()
             .and_then(|a| a.rsplit_once(':'))
         {
-            Some((file, line)) => (Some(file.to_string()), line.parse().ok()),
+            // The record's place is untrusted text: `./`, `..` and `\\` are resolved before
+            // the policy sees it, and a path that climbs out is not read.
+            Some((file, line)) => (
+                crate::context::request::normalise(file).filter(|f| !f.is_empty()),
+                line.parse().ok(),
+            ),
             None => (None, None),
         };
         Some(TestDetail {

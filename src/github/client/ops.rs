@@ -50,6 +50,9 @@ struct ContentJson {
     encoding: Option<String>,
     #[serde(default)]
     content: Option<String>,
+    /// The path answered: a symlink's target's, when the link points at a file.
+    #[serde(default)]
+    path: Option<String>,
 }
 
 /// `GET /repos/{owner}/{repo}/compare/{basehead}`: what itergate reads of it.
@@ -731,6 +734,16 @@ impl Forge for OctocrabForge {
                 message: e.to_string(),
             })?;
         if content.kind != "file" {
+            return Ok(None);
+        }
+        // A symlink to a file is answered with the target's content and path: what the
+        // caller's rules were applied to is the link's name, so the target is not read.
+        if content.path.as_deref().is_some_and(|p| p != path) {
+            tracing::warn!(
+                requested = path,
+                answered = content.path.as_deref().unwrap_or_default(),
+                "the contents API answered another path (a symlink): not read"
+            );
             return Ok(None);
         }
         match (content.encoding.as_deref(), content.content) {
