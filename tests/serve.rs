@@ -752,6 +752,33 @@ async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else()
         server.with(|m| m.app.as_ref().unwrap().redelivered.clone()),
         vec![8]
     );
+
+    // A delivery refused 4 times is given up on; a refused redelivery does not end the
+    // sweep; the newest failures are asked for first.
+    server.with(|m| {
+        let app = m.app.as_mut().unwrap();
+        app.redelivered.clear();
+        app.deliveries = vec![
+            delivery(24, "new-2", 503, 1),
+            delivery(23, "new-1", 503, 2),
+            delivery(22, "refused", 401, 3),
+            delivery(21, "refused", 401, 4),
+            delivery(20, "refused", 401, 5),
+            delivery(19, "refused", 401, 6),
+            delivery(18, "old", 503, 7),
+        ];
+    });
+    server.fail_next("apps/redeliver-webhook-delivery", Fault::Unprocessable, 1);
+    let swept = itergate::serve::sweep::sweep(&installations, &store, now)
+        .await
+        .unwrap();
+    assert_eq!(swept.given_up, 1);
+    assert_eq!(swept.refused.len(), 1, "{:?}", swept.refused);
+    assert!(swept.refused[0].starts_with("new-2"), "{:?}", swept.refused);
+    assert_eq!(
+        swept.redelivered,
+        vec!["new-1".to_string(), "old".to_string()]
+    );
     server.assert_no_violations();
 }
 

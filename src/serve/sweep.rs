@@ -31,8 +31,12 @@ use crate::github::client::Call;
 pub const LOOK_BACK: Duration = Duration::from_secs(24 * 3600);
 /// Pages of 100 deliveries read at most per sweep.
 const MAX_PAGES: usize = 20;
-/// Redeliveries asked for at most per sweep (GitHub rate-limits the endpoint).
+/// Redeliveries asked for at most per sweep (GitHub rate-limits the endpoint), newest
+/// first, so that old failures cannot crowd out recent ones.
 const MAX_REDELIVERIES: usize = 100;
+/// Attempts after which a delivery is given up on: one refused this often (a secret rotated
+/// on one side only, a body GitHub will not send) will not be taken by asking again.
+pub const MAX_ATTEMPTS: usize = 4;
 /// Finished deliveries deleted per transaction: about a millisecond on SQLite, so that
 /// intake's commits wait for it no longer than for a group of their own.
 const PRUNE_BATCH: i64 = 100;
@@ -64,6 +68,10 @@ struct DeliveryJson {
 pub struct Swept {
     pub listed: usize,
     pub redelivered: Vec<String>,
+    /// Deliveries whose every one of [`MAX_ATTEMPTS`] attempts failed: no longer asked for.
+    pub given_up: usize,
+    /// Redeliveries GitHub refused this time, each with why; the others were still asked.
+    pub refused: Vec<String>,
 }
 
 pub async fn run(
@@ -90,13 +98,31 @@ pub async fn run(
             Ok(Swept::default())
         };
         match swept {
-            Ok(swept) if !swept.redelivered.is_empty() => tracing::info!(
-                listed = swept.listed,
-                redelivered = swept.redelivered.len(),
-                "asked GitHub to redeliver failed deliveries: {}",
-                swept.redelivered.join(", ")
-            ),
-            Ok(swept) => tracing::debug!(listed = swept.listed, "no delivery to recover"),
+            Ok(swept) => {
+                if !swept.redelivered.is_empty() {
+                    tracing::info!(
+                        listed = swept.listed,
+                        redelivered = swept.redelivered.len(),
+                        "asked GitHub to redeliver failed deliveries: {}",
+                        swept.redelivered.join(", ")
+                    );
+                } else {
+                    tracing::debug!(listed = swept.listed, "no delivery to recover");
+                }
+                if !swept.refused.is_empty() {
+                    tracing::warn!(
+                        "GitHub refused {} redeliveries: {}",
+                        swept.refused.len(),
+                        swept.refused.join("; ")
+                    );
+                }
+                if swept.given_up > 0 {
+                    tracing::debug!(
+                        "{} deliveries failed {MAX_ATTEMPTS} times and are no longer asked for",
+                        swept.given_up
+                    );
+                }
+            }
             Err(e) => tracing::warn!("the redelivery sweep failed: {e}; trying again later"),
         }
         // Stopping: the store is closing, and what is left waits for the next start.
@@ -160,8 +186,8 @@ pub async fn sweep(
 ) -> Result<Swept, String> {
     let client = installations.app_client().map_err(|e| e.to_string())?;
     let since = now - chrono::Duration::from_std(LOOK_BACK).unwrap_or_default();
-    // guid → (every attempt failed so far, the id of its newest attempt)
-    let mut by_guid: BTreeMap<String, (bool, u64)> = BTreeMap::new();
+    // guid → (every attempt failed so far, the id of its newest attempt, attempts)
+    let mut by_guid: BTreeMap<String, (bool, u64, usize)> = BTreeMap::new();
     let mut listed = 0;
     let mut path = "/app/hook/deliveries?per_page=100".to_string();
     'pages: for _ in 0..MAX_PAGES {
@@ -185,9 +211,10 @@ pub async fn sweep(
             let ok = (200..300).contains(&delivery.status_code);
             let entry = by_guid
                 .entry(delivery.guid.clone())
-                .or_insert((true, delivery.id));
+                .or_insert((true, delivery.id, 0));
             entry.0 &= !ok;
             entry.1 = entry.1.max(delivery.id);
+            entry.2 += 1;
         }
         match next_cursor(&reply.headers) {
             Some(cursor) if !page.is_empty() => {
@@ -196,21 +223,29 @@ pub async fn sweep(
             _ => break,
         }
     }
-    let mut redelivered = Vec::new();
+    let mut swept = Swept {
+        listed,
+        ..Swept::default()
+    };
     let failed: BTreeSet<(u64, String)> = by_guid
         .into_iter()
-        .filter(|(_, (all_failed, _))| *all_failed)
-        .map(|(guid, (_, id))| (id, guid))
+        .filter(|(_, (all_failed, _, attempts))| {
+            if *all_failed && *attempts >= MAX_ATTEMPTS {
+                swept.given_up += 1;
+            }
+            *all_failed && *attempts < MAX_ATTEMPTS
+        })
+        .map(|(guid, (_, id, _))| (id, guid))
         .collect();
-    for (id, guid) in failed {
-        if redelivered.len() >= MAX_REDELIVERIES {
+    for (id, guid) in failed.into_iter().rev() {
+        if swept.redelivered.len() + swept.refused.len() >= MAX_REDELIVERIES {
             break;
         }
         let stored = store.has_delivery(&guid).await.map_err(|e| e.to_string())?;
         if stored {
             continue;
         }
-        client
+        let asked = client
             .send(Call {
                 operation: "redeliver a delivery for an app webhook",
                 method: Method::POST,
@@ -218,14 +253,18 @@ pub async fn sweep(
                 body: None,
                 authenticated: true,
             })
-            .await
-            .map_err(|e| e.to_string())?;
-        redelivered.push(guid);
+            .await;
+        match asked {
+            Ok(_) => swept.redelivered.push(guid),
+            // A limit holds for the rest too: the next sweep goes on.
+            Err(e) if matches!(e.status(), Some(403 | 429)) => {
+                swept.refused.push(format!("{guid}: {e}"));
+                break;
+            }
+            Err(e) => swept.refused.push(format!("{guid}: {e}")),
+        }
     }
-    Ok(Swept {
-        listed,
-        redelivered,
-    })
+    Ok(swept)
 }
 
 /// The `cursor` of the `rel="next"` link, if there is one.

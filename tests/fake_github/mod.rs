@@ -54,6 +54,8 @@ pub enum Fault {
     SecondaryRateLimitMessageOnly,
     /// 401 Bad credentials (a token GitHub does not know yet, or any more).
     BadCredentials,
+    /// 422 Validation Failed (GitHub refuses what was asked).
+    Unprocessable,
     /// The request is carried out on the model, then the answer is replaced by `fault`
     /// (a 502, or a timeout): the client cannot know that it worked.
     Lost(Box<Fault>),
@@ -379,6 +381,7 @@ async fn fault_answer_now(fault: Fault) -> Answer {
             "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
         ),
         Fault::BadCredentials => Answer::message(401, "Bad credentials"),
+        Fault::Unprocessable => Answer::message(422, "Validation Failed"),
         Fault::Lost(after) => fault_answer(*after).await,
         Fault::RateLimitReset { in_secs } => limited(
             403,
