@@ -486,6 +486,46 @@ async fn a_secondary_rate_limit_makes_the_job_wait_and_complete() {
     server.assert_no_violations();
 }
 
+/// A rate limit longer than a worker waits reschedules the job for the time GitHub names,
+/// without counting an attempt; the job completes then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_rate_limit_reschedules_the_job_for_its_reset() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "e".repeat(40);
+    seed_pr(&server, &head);
+    server.fail_next(
+        "issues/create-comment",
+        Fault::SecondaryRateLimit {
+            retry_after_secs: 8,
+        },
+        1,
+    );
+    let sent = Instant::now();
+    assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 202);
+    eventually(&serve, 10, "the job rescheduled", || {
+        serve.log().contains("rate limited; again in 8 s")
+    })
+    .await;
+    assert_eq!(
+        rows_now(&db, "SELECT MAX(attempts) FROM deliveries"),
+        0,
+        "no attempt counted"
+    );
+    eventually(&serve, 30, "the comment", || {
+        sticky_comments(&server).len() == 1
+    })
+    .await;
+    assert!(
+        sent.elapsed() >= Duration::from_secs(8),
+        "not before the reset"
+    );
+    assert_eq!(server.count("issues/create-comment"), 2);
+    server.assert_no_violations();
+}
+
 /// A job that keeps failing (here: every reaction answered 502) is parked after a few
 /// attempts: the pull request's later events no longer wait for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -321,10 +321,28 @@ impl OctocrabForge {
                 );
                 match verdict {
                     Verdict::RetryAfter(wait) => Attempt::Retry { wait, ambiguous },
-                    Verdict::GiveUp(note) => Attempt::Failed {
-                        error: status_error(call.operation, &reply, attempt, note),
-                        ambiguous,
-                    },
+                    Verdict::GiveUp(note) => {
+                        let error = status_error(call.operation, &reply, attempt, note);
+                        let limit = retry::rate_limit(
+                            &policy,
+                            reply.status,
+                            &reply.headers,
+                            &reply.body,
+                            now,
+                            attempt,
+                        );
+                        let error = match limit {
+                            // Said with how long it lasts, for a caller that reschedules.
+                            Some(wait) => ForgeError::RateLimited {
+                                operation: call.operation,
+                                status: reply.status,
+                                wait,
+                                message: error.to_string(),
+                            },
+                            None => error,
+                        };
+                        Attempt::Failed { error, ambiguous }
+                    }
                 }
             }
             Err(NoAnswer::TooLarge) => Attempt::Failed {

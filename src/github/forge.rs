@@ -113,6 +113,15 @@ pub enum ForgeError {
     /// another worker may have taken it over): the write was not made.
     #[error("not written: this worker no longer holds the job (its lease ran out; another worker may have taken it over)")]
     LeaseLost,
+    /// A rate limit that lasts longer than the caller waits inside a request (the App's
+    /// workers wait seconds at most): the caller reschedules for `wait`.
+    #[error("{operation}: GitHub's rate limit (HTTP {status}) lasts another {} s: {message}", wait.as_secs())]
+    RateLimited {
+        operation: &'static str,
+        status: u16,
+        wait: std::time::Duration,
+        message: String,
+    },
     /// The App's own pacing of an installation's writes: its next turn is `wait` away,
     /// too long to hold a worker (the job runs again then).
     #[error("not written yet: this installation's writes are paced; its next turn is in {} ms", wait.as_millis())]
@@ -131,7 +140,9 @@ impl ForgeError {
     /// The HTTP status GitHub answered, if it answered.
     pub fn status(&self) -> Option<u16> {
         match self {
-            ForgeError::Status { status, .. } => Some(*status),
+            ForgeError::Status { status, .. } | ForgeError::RateLimited { status, .. } => {
+                Some(*status)
+            }
             _ => None,
         }
     }
@@ -143,7 +154,8 @@ impl ForgeError {
             | ForgeError::Transport { operation, .. }
             | ForgeError::Decode { operation, .. }
             | ForgeError::Artifact { operation, .. }
-            | ForgeError::TooLarge { operation, .. } => operation,
+            | ForgeError::TooLarge { operation, .. }
+            | ForgeError::RateLimited { operation, .. } => operation,
             ForgeError::Settings(_) => "read GitHub settings",
             ForgeError::LeaseLost => "write for a job whose lease ran out",
             ForgeError::Paced { .. } => "write paced for the installation",

@@ -138,6 +138,20 @@ pub fn classify_answer(
     Verdict::RetryAfter(wait)
 }
 
+/// How long a rate limit in this answer lasts, if the answer is one.
+pub fn rate_limit(
+    policy: &RetryPolicy,
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    now_unix_secs: u64,
+    attempt: u32,
+) -> Option<Duration> {
+    let limited = status == 429
+        || (status == 403 && (is_rate_limited(headers) || is_secondary_limit_message(body)));
+    limited.then(|| rate_limit_wait(policy, headers, now_unix_secs, attempt))
+}
+
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get(name)

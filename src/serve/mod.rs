@@ -37,6 +37,9 @@ use crate::github::sticky::StateKey;
 use crate::github::ForgeSettings;
 use crate::render::Renderer;
 
+/// The longest a request of the App waits for a rate limit inside a worker.
+const APP_MAX_RATE_LIMIT_WAIT_MS: u64 = 5_000;
+
 pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -121,10 +124,13 @@ async fn run(args: &ServeArgs) -> Result<(), Failure> {
     };
 
     let (stop_tx, stop) = watch::channel(false);
-    let settings = ForgeSettings {
+    let mut settings = ForgeSettings {
         observer: Some(metrics.clone()),
         ..ForgeSettings::from_env()
     };
+    // A worker waits seconds at most for a rate limit; a longer one reschedules its job
+    // for the reset (no attempt counted) and frees the worker.
+    settings.retry.max_wait_ms = settings.retry.max_wait_ms.min(APP_MAX_RATE_LIMIT_WAIT_MS);
     let installations = Arc::new(Installations::new(settings, credentials));
     let renderer = Arc::new(Renderer::new(None, false).map_err(Failure::Internal)?);
     let every = Duration::from_secs_f64(args.sweep_minutes * 60.0).max(Duration::from_secs(1));

@@ -658,7 +658,9 @@ fn classify(installation: u64, error: FlowError) -> JobError {
         _ => None,
     };
     match (forge_error, &error) {
-        (Some(ForgeError::Paced { wait }), _) => JobError::RateLimited(error.to_string(), *wait),
+        (Some(ForgeError::Paced { wait } | ForgeError::RateLimited { wait, .. }), _) => {
+            JobError::RateLimited(error.to_string(), *wait)
+        }
         (Some(e), _) if is_rate_limit(e) => {
             JobError::RateLimited(e.to_string(), Duration::from_secs(60))
         }
