@@ -160,8 +160,15 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 fn is_rate_limited(headers: &HeaderMap) -> bool {
-    header(headers, "retry-after").is_some()
-        || header(headers, "x-ratelimit-remaining") == Some("0")
+    header(headers, "retry-after").is_some() || no_requests_remaining(headers)
+}
+
+/// `x-ratelimit-remaining: 0`, in any of the header's values (a proxy may add its own).
+fn no_requests_remaining(headers: &HeaderMap) -> bool {
+    headers
+        .get_all("x-ratelimit-remaining")
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.trim() == "0"))
 }
 
 /// GitHub's words for a secondary rate limit: "You have exceeded a secondary rate limit",
@@ -183,7 +190,7 @@ fn rate_limit_wait(policy: &RetryPolicy, headers: &HeaderMap, now: u64, attempt:
     if let Some(wait) = retry_after(headers, now) {
         return wait;
     }
-    if header(headers, "x-ratelimit-remaining") == Some("0") {
+    if no_requests_remaining(headers) {
         if let Some(reset) =
             header(headers, "x-ratelimit-reset").and_then(|v| v.parse::<u64>().ok())
         {

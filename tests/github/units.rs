@@ -274,3 +274,29 @@ fn settings_come_from_the_actions_environment_and_never_print_the_token() {
         ("https://api.github.com", None)
     );
 }
+
+#[test]
+fn a_rate_limit_says_how_long_it_lasts_whatever_else_the_headers_hold() {
+    let policy = RetryPolicy::default();
+    let mut headers = HeaderMap::new();
+    // A proxy's own header before GitHub's.
+    headers.append("x-ratelimit-remaining", HeaderValue::from_static("4999"));
+    headers.append("x-ratelimit-remaining", HeaderValue::from_static("0"));
+    headers.insert(
+        "x-ratelimit-reset",
+        HeaderValue::from_str(&(NOW + 1800).to_string()).unwrap(),
+    );
+    let wait = itergate::github::retry::rate_limit(&policy, 403, &headers, b"{}", NOW, 1);
+    assert_eq!(wait, Some(Duration::from_secs(1801)));
+    assert!(matches!(
+        classify(&policy, 403, &headers, NOW, 1),
+        Verdict::GiveUp(Some(_))
+    ));
+    // Not a rate limit: a 403 for want of permission.
+    let none = HeaderMap::new();
+    let denied = br#"{"message":"Resource not accessible by integration"}"#;
+    assert_eq!(
+        itergate::github::retry::rate_limit(&policy, 403, &none, denied, NOW, 1),
+        None
+    );
+}
