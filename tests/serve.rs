@@ -1525,3 +1525,44 @@ async fn the_apps_own_comment_costs_no_api_call() {
         serve.log()
     );
 }
+
+/// An artifact that is there but refused (here: too many entries to read) is said to be
+/// refused, and why, not "no record".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_artifact_says_why() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "c".repeat(40);
+    seed_pr(&server, &head);
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for i in 0..=itergate::github::artifact::MAX_ENTRIES {
+        writer
+            .start_file(format!("e{i}"), zip::write::SimpleFileOptions::default())
+            .unwrap();
+    }
+    let zip = writer.finish().unwrap().into_inner();
+    server.with(|m| {
+        m.artifacts.push(FakeArtifact {
+            id: 1601,
+            run_id: 601,
+            name: "itergate-record".into(),
+            zip,
+            expired: false,
+        })
+    });
+    let run = workflow_run(601, &head, REPO);
+    assert_eq!(serve.deliver("workflow_run", "d-bomb", &run), 202);
+    eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
+    let outcome = rows_text(&db, "SELECT outcome FROM deliveries");
+    assert!(
+        outcome.starts_with("refused:") && outcome.contains("entries"),
+        "{outcome}"
+    );
+}
+
+fn rows_text(db: &Path, sql: &str) -> String {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(sql, [], |row| row.get(0)).unwrap()
+}

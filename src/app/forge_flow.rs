@@ -196,6 +196,9 @@ pub async fn record_from_run(
     {
         Ok(bytes) => bytes,
         Err(ForgeError::Artifact { .. }) => return Ok(None),
+        Err(e @ ForgeError::ArtifactRefused { .. }) => {
+            return Err(FlowError::Refused(e.to_string()))
+        }
         Err(e) => return Err(e.into()),
     };
     let artifact = parse_artifact(&bytes).map_err(FlowError::Refused)?;

@@ -8,10 +8,16 @@ use std::io::{Cursor, Read};
 /// The largest file read out of an artifact (an `IterationRecord` is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// The most entries an archive may list: its whole directory is read before any file, so
+/// an archive of a million empty entries would cost hundreds of MB.
+pub const MAX_ENTRIES: u64 = 10_000;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArtifactError {
     #[error("not a readable zip archive: {0}")]
     NotZip(String),
+    #[error("the archive lists {0} entries, more than the {MAX_ENTRIES} itergate reads")]
+    TooManyEntries(u64),
     #[error("the archive has no file `{0}`")]
     Missing(String),
     #[error("`{name}` is larger than {limit} bytes")]
@@ -20,14 +26,32 @@ pub enum ArtifactError {
     Read { name: String, message: String },
 }
 
+/// The archive, once its end record says it lists at most [`MAX_ENTRIES`] entries (ZIP64's
+/// "see the other record" count of 0xFFFF is more than that too).
+fn open(zip_bytes: &[u8]) -> Result<zip::ZipArchive<Cursor<&[u8]>>, ArtifactError> {
+    const END: &[u8] = b"PK\x05\x06";
+    // The end record is 22 bytes and a comment of at most 65,535.
+    let from = zip_bytes.len().saturating_sub(22 + 65_535);
+    let at = zip_bytes[from..]
+        .windows(END.len())
+        .rposition(|w| w == END)
+        .map(|i| from + i);
+    if let Some(entries) = at.and_then(|at| zip_bytes.get(at + 10..at + 12)) {
+        let entries = u64::from(u16::from_le_bytes([entries[0], entries[1]]));
+        if entries > MAX_ENTRIES {
+            return Err(ArtifactError::TooManyEntries(entries));
+        }
+    }
+    zip::ZipArchive::new(Cursor::new(zip_bytes)).map_err(|e| ArtifactError::NotZip(e.to_string()))
+}
+
 /// The content of `name` inside the zip archive `zip_bytes`, at most `max_bytes` long.
 pub fn extract_file(
     zip_bytes: &[u8],
     name: &str,
     max_bytes: u64,
 ) -> Result<Vec<u8>, ArtifactError> {
-    let mut archive = zip::ZipArchive::new(Cursor::new(zip_bytes))
-        .map_err(|e| ArtifactError::NotZip(e.to_string()))?;
+    let mut archive = open(zip_bytes)?;
     let file = archive.by_name(name).map_err(|e| match e {
         zip::result::ZipError::FileNotFound => ArtifactError::Missing(name.to_string()),
         other => ArtifactError::NotZip(other.to_string()),
@@ -57,8 +81,7 @@ pub fn extract_matching(
     max_file: u64,
     max_total: u64,
 ) -> Result<Vec<(String, Vec<u8>)>, ArtifactError> {
-    let mut archive = zip::ZipArchive::new(Cursor::new(zip_bytes))
-        .map_err(|e| ArtifactError::NotZip(e.to_string()))?;
+    let mut archive = open(zip_bytes)?;
     let mut files = Vec::new();
     let mut total = 0u64;
     for index in 0..archive.len() {

@@ -100,6 +100,12 @@ pub enum ForgeError {
         operation: &'static str,
         message: String,
     },
+    /// The artifact is there but refused (not a zip, too large, too many entries).
+    #[error("{operation}: {message}")]
+    ArtifactRefused {
+        operation: &'static str,
+        message: String,
+    },
     /// The answer is longer than the most itergate reads (`max_download_bytes`).
     #[error("{operation}: the answer is larger than {limit_bytes} bytes, the most itergate reads; it was not downloaded")]
     TooLarge {
@@ -154,6 +160,7 @@ impl ForgeError {
             | ForgeError::Transport { operation, .. }
             | ForgeError::Decode { operation, .. }
             | ForgeError::Artifact { operation, .. }
+            | ForgeError::ArtifactRefused { operation, .. }
             | ForgeError::TooLarge { operation, .. }
             | ForgeError::RateLimited { operation, .. } => operation,
             ForgeError::Settings(_) => "read GitHub settings",

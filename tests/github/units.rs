@@ -222,6 +222,36 @@ fn zip_with(name: &str, content: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+fn an_archive_listing_too_many_entries_is_refused_before_its_directory_is_read() {
+    use std::io::Write;
+    let archive = |entries: u64| {
+        let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for i in 0..entries {
+            writer
+                .start_file(format!("e{i}"), zip::write::SimpleFileOptions::default())
+                .expect("start");
+        }
+        writer
+            .start_file("record.json", zip::write::SimpleFileOptions::default())
+            .expect("start");
+        writer.write_all(b"{}").expect("write");
+        writer.finish().expect("finish").into_inner()
+    };
+    let max = itergate::github::artifact::MAX_ENTRIES;
+    assert!(extract_file(&archive(max - 1), "record.json", 10).is_ok());
+    assert_eq!(
+        extract_file(&archive(max), "record.json", 10),
+        Err(ArtifactError::TooManyEntries(max + 1))
+    );
+    // Past 65,534 the end record says 0xFFFF (ZIP64): refused as well.
+    let huge = archive(70_000);
+    assert!(matches!(
+        extract_file(&huge, "record.json", 10),
+        Err(ArtifactError::TooManyEntries(_))
+    ));
+}
+
+#[test]
 fn artifact_files_are_read_with_a_size_bound() {
     let zip = zip_with("record.json", &[b'x'; 1000]);
     assert_eq!(

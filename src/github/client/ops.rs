@@ -673,9 +673,11 @@ impl Forge for OctocrabForge {
                 message: format!("workflow run {run} has no unexpired artifact named `{artifact}`"),
             })?;
         artifact::extract_file(&zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
-            ForgeError::Artifact {
-                operation,
-                message: format!("artifact `{artifact}` of run {run}: {e}"),
+            let message = format!("artifact `{artifact}` of run {run}: {e}");
+            match e {
+                artifact::ArtifactError::Missing(_) => ForgeError::Artifact { operation, message },
+                // There, but not read: said as such, not as "no record".
+                _ => ForgeError::ArtifactRefused { operation, message },
             }
         })
     }
