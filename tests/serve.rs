@@ -1075,6 +1075,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
         sqlx::raw_sql(
             "DROP INDEX deliveries_unfinished; DROP TABLE waiting;
              ALTER TABLE deliveries DROP COLUMN payload_encoding;
+             DROP INDEX deliveries_body; ALTER TABLE deliveries DROP COLUMN body_sha;
+             DROP TABLE state_revisions;
              INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
                 VALUES ('kept', 'pull_request', 'k', CAST('{\"number\": 7}' AS BLOB), 1, 1);
              PRAGMA user_version = 1;",
@@ -1098,7 +1100,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 6);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 7);
     for name in ["deliveries_unfinished", "waiting", "deliveries_finished"] {
         assert_eq!(
             rows(
@@ -1565,4 +1567,23 @@ async fn a_refused_artifact_says_why() {
 fn rows_text(db: &Path, sql: &str) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row(sql, [], |row| row.get(0)).unwrap()
+}
+
+/// Neither the delivery id nor the event header is signed: the same signed body under new
+/// ids is a replay, stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_body_replayed_under_new_delivery_ids_is_stored_once() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "f".repeat(40);
+    seed_pr(&server, &head);
+    let body = opened(&head);
+    let answers: Vec<u16> = ["d-1", "d-replay-1", "d-replay-2"]
+        .iter()
+        .map(|id| serve.deliver("pull_request", id, &body))
+        .collect();
+    assert_eq!(answers, [202, 200, 200]);
+    assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
 }

@@ -307,7 +307,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
         .await;
     assert_eq!(
         versions,
-        vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)]
+        vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]
     );
     for store in [a, b, c] {
         store.close().await;
@@ -320,7 +320,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             .unwrap();
         sqlx::raw_sql(
             "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
-             DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;",
+             DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;
+             DROP INDEX deliveries_body; ALTER TABLE deliveries DROP COLUMN body_sha; DROP TABLE state_revisions;",
         )
         .execute(&mut conn)
         .await
@@ -329,7 +330,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        5
+        7
     );
     assert_eq!(
         pg.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'waiting'")

@@ -1,6 +1,6 @@
-// The load generator: autocannon posting the same signed webhook with a fresh
-// X-GitHub-Delivery per request (a repeated id would be answered "seen before" without
-// being stored). Prints one JSON object with the warm-up and the measured run.
+// The load generator: autocannon posting the webhook with a fresh X-GitHub-Delivery per
+// request, and that id in the body too, signed afresh (a repeated id, or the same body
+// under another id, would be answered "seen before" without being stored). Prints one JSON object with the warm-up and the measured run.
 //
 //   node load.mjs URL PAYLOAD EVENT CONNECTIONS WARMUP_REQUESTS DURATION_S [RATE_PER_S]
 //
@@ -29,14 +29,21 @@ if (!url || !payloadPath || !event || !secret) {
   process.exit(2);
 }
 
-const body = readFileSync(payloadPath);
-const signature = "sha256=" + createHmac("sha256", secret).update(body).digest("hex");
+// The payload with a last field naming the delivery: `{...,"bench_delivery":"<uuid>"}`.
+const payload = readFileSync(payloadPath, "utf8").trimEnd();
+const open = payload.slice(0, payload.lastIndexOf("}"));
 const headers = {
   "content-type": "application/json",
   "user-agent": "GitHub-Hookshot/bench",
   "x-github-event": event,
-  "x-hub-signature-256": signature,
 };
+function delivery() {
+  const id = randomUUID();
+  const body = `${open},"bench_delivery":"${id}"}`;
+  const signature = "sha256=" + createHmac("sha256", secret).update(body).digest("hex");
+  return { id, body, signature };
+}
+const body = delivery().body;
 
 const serverPid = process.env.SERVER_PID;
 const ticksPerS = 100; // USER_HZ on Linux
@@ -63,10 +70,14 @@ async function runOnce(amount, overallRate) {
         method: "POST",
         body,
         headers,
-        setupRequest: (request) => ({
-          ...request,
-          headers: { ...headers, "x-github-delivery": randomUUID() },
-        }),
+        setupRequest: (request) => {
+          const d = delivery();
+          return {
+            ...request,
+            body: d.body,
+            headers: { ...headers, "x-github-delivery": d.id, "x-hub-signature-256": d.signature },
+          };
+        },
       },
     ],
   };

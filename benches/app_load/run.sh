@@ -86,7 +86,6 @@ load() {
 }
 
 export WEBHOOK_SECRET="bench-secret-$(date +%s%N)"
-signature="sha256=$(python3 -c 'import hashlib, hmac, os, sys; print(hmac.new(os.environ["WEBHOOK_SECRET"].encode(), open(sys.argv[1], "rb").read(), hashlib.sha256).hexdigest())' "$payload")"
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -94,9 +93,9 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # server's CPU seconds over the measured run, into $out/NAME.json.
 loadgen_run() {
   local name="$1" url="$2" before after
-  "$loadgen" "$url" "$payload" "$event" "$signature" "$connections" "$warmup_requests" >"$out/$name.warmup.json"
+  "$loadgen" "$url" "$payload" "$event" "$WEBHOOK_SECRET" "$connections" "$warmup_requests" >"$out/$name.warmup.json"
   before="$(cpu_ticks "$server_pid")"
-  "$loadgen" "$url" "$payload" "$event" "$signature" "$connections" "$loadgen_requests" >"$out/$name.measured.json"
+  "$loadgen" "$url" "$payload" "$event" "$WEBHOOK_SECRET" "$connections" "$loadgen_requests" >"$out/$name.measured.json"
   after="$(cpu_ticks "$server_pid")"
   python3 - "$out/$name" "$before" "$after" <<'PY'
 import json, sys

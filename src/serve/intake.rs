@@ -4,7 +4,7 @@
 //! | answer | when |
 //! | --- | --- |
 //! | 202 | a new delivery, committed to the inbox |
-//! | 200 | a delivery id seen before (no new work), or a `ping` |
+//! | 200 | a delivery id seen before, or the same event and signed body under another id (a replay): no new work; or a `ping` |
 //! | 400 | no `X-GitHub-Event`/`X-GitHub-Delivery`, an event named like itergate's own jobs, or a body that is not a JSON object |
 //! | 401 | a signature missing, malformed (the body is not read), wrong, or SHA-1 only: nothing is stored |
 //! | 408 | the body did not arrive within 10 s of its headers |
@@ -296,6 +296,7 @@ pub async fn webhook(
             installation_id,
         ),
         repository,
+        body_sha: Some(NewDelivery::body_sha(event, &body)),
         payload: body.to_vec(),
     };
     match intake.store.receive(delivery).await {

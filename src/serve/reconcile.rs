@@ -116,6 +116,7 @@ fn job(waiting: &Waiting, now: i64) -> NewDelivery {
         repository: Some(waiting.repository.clone()),
         job_key: waiting.job_key.clone(),
         payload: serde_json::to_vec(&payload).unwrap_or_default(),
+        body_sha: None,
     }
 }
 

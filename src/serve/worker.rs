@@ -710,6 +710,7 @@ fn handed_to(job: &Job, repo: &RepoName, pr: PrNumber) -> Result<NewDelivery, se
         job_key: job_key(Some(&repository), Some(pr.0), None),
         repository: Some(repository),
         payload: serde_json::to_vec(&payload)?,
+        body_sha: None,
     })
 }
 

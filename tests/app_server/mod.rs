@@ -307,6 +307,7 @@ pub fn stored_delivery(id: &str, key: &str) -> itergate::serve::store::NewDelive
         repository: Some(REPO.into()),
         job_key: key.into(),
         payload: b"{}".to_vec(),
+        body_sha: None,
     }
 }
 

@@ -148,6 +148,21 @@ pub struct NewDelivery {
     pub repository: Option<String>,
     pub job_key: String,
     pub payload: Vec<u8>,
+    /// For a webhook: SHA-256 of its event and body. Neither the delivery id nor the event
+    /// header is signed, so the same signed body under a new id is a replay: stored once.
+    pub body_sha: Option<String>,
+}
+
+impl NewDelivery {
+    /// The [`NewDelivery::body_sha`] of a webhook's `event` and `body`.
+    pub fn body_sha(event: &str, body: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(event.as_bytes());
+        hash.update(b"\n");
+        hash.update(body);
+        hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 /// A pull request whose head waits for CI's verdict: a `pull_request` event said "waiting

@@ -96,6 +96,11 @@ const SCHEMA: &[&str] = &[
         revision BIGINT NOT NULL,
         updated_at BIGINT NOT NULL
     );",
+    // Version 7: a webhook's event and body, hashed, so that a replay under a new delivery
+    // id is stored once.
+    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS body_sha TEXT;
+    CREATE UNIQUE INDEX IF NOT EXISTS deliveries_body ON deliveries (body_sha)
+        WHERE body_sha IS NOT NULL;",
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
@@ -285,14 +290,16 @@ pub(super) async fn insert_batch(
     };
     let inserted: Vec<String> = sqlx::query_scalar(
         "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-            job_key, payload, received_at, run_at)
-         SELECT id, event, action, installation_id, repository, job_key, payload, $8, $8
+            job_key, payload, received_at, run_at, body_sha)
+         SELECT id, event, action, installation_id, repository, job_key, payload, $8, $8,
+                body_sha
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::text[],
-                     $7::bytea[])
+                     $7::bytea[], $9::text[])
               WITH ORDINALITY
-              AS t(id, event, action, installation_id, repository, job_key, payload, ord)
+              AS t(id, event, action, installation_id, repository, job_key, payload, body_sha,
+                   ord)
          ORDER BY ord
-         ON CONFLICT (delivery_id) DO NOTHING
+         ON CONFLICT DO NOTHING
          RETURNING delivery_id",
     )
     .bind(column(|d| Some(&d.delivery_id)))
@@ -308,6 +315,7 @@ pub(super) async fn insert_batch(
             .collect::<Vec<_>>(),
     )
     .bind(now)
+    .bind(column(|d| d.body_sha.as_deref()))
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;

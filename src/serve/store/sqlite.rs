@@ -74,6 +74,11 @@ const SCHEMA: &[&str] = &[
         revision INTEGER NOT NULL,
         updated_at INTEGER NOT NULL
     );",
+    // Version 7: a webhook's event and body, hashed, so that a replay under a new delivery
+    // id is stored once.
+    "ALTER TABLE deliveries ADD COLUMN body_sha TEXT;
+    CREATE UNIQUE INDEX IF NOT EXISTS deliveries_body ON deliveries (body_sha)
+        WHERE body_sha IS NOT NULL;",
 ];
 
 pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
@@ -159,10 +164,9 @@ fn insert_group(
     let mut results = Vec::with_capacity(batch.len());
     {
         let mut insert = tx.prepare_cached(
-            "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-                job_key, payload, payload_encoding, received_at, run_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
-             ON CONFLICT (delivery_id) DO NOTHING",
+            "INSERT OR IGNORE INTO deliveries (delivery_id, event, action, installation_id,
+                repository, job_key, payload, payload_encoding, received_at, run_at, body_sha)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
         )?;
         for (d, _) in batch {
             let changed = insert.execute(rusqlite::params![
@@ -175,6 +179,7 @@ fn insert_group(
                 d.payload,
                 super::payload::LZ4,
                 now,
+                d.body_sha,
             ])?;
             results.push(if changed == 1 {
                 Received::New

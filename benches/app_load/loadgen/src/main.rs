@@ -1,12 +1,13 @@
 //! A closed-loop HTTP/1.1 load generator for the App benchmark: CONNECTIONS keep-alive
-//! connections each POST the same signed webhook with a fresh random `X-GitHub-Delivery`
-//! (a UUID, as GitHub sends), one request at a time, until REQUESTS have been answered.
+//! connections each POST the webhook with a fresh random `X-GitHub-Delivery` (a UUID, as
+//! GitHub sends), the same id as the body's last field and the body signed afresh (the App
+//! stores a replayed body once), one request at a time, until REQUESTS have been answered.
 //! Neither autocannon (one Node thread, a rebuilt request per fresh header) nor oha (no
 //! per-request header) can drive a server past what they cost themselves on 2 cores; this
 //! one writes a prebuilt head and body and reads only the status line and
 //! `Content-Length`, on one thread.
 //!
-//!   itergate-loadgen URL PAYLOAD EVENT SIGNATURE CONNECTIONS REQUESTS
+//!   itergate-loadgen URL PAYLOAD EVENT SECRET CONNECTIONS REQUESTS
 //!
 //! Prints one JSON object: requests, 2xx and other answers, errors, seconds, 2xx per
 //! second, p50/p90/p99/max latency in ms, and this process's CPU seconds.
@@ -28,20 +29,24 @@ struct Tally {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, payload, event, signature, connections, requests] = args.as_slice() else {
-        eprintln!("usage: itergate-loadgen URL PAYLOAD EVENT SIGNATURE CONNECTIONS REQUESTS");
+    let [url, payload, event, secret, connections, requests] = args.as_slice() else {
+        eprintln!("usage: itergate-loadgen URL PAYLOAD EVENT SECRET CONNECTIONS REQUESTS");
         std::process::exit(2);
     };
     let rest = url.strip_prefix("http://").expect("an http:// URL");
     let (host, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path = if path.is_empty() { "/" } else { path };
-    let body = std::fs::read(payload).expect("the payload");
+    let payload = std::fs::read_to_string(payload).expect("the payload");
+    let open = payload.trim_end();
+    let body = open[..open.rfind('}').expect("a JSON object")].to_string();
+    // `,"bench_delivery":"<36-character uuid>"}` is 57 bytes.
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
          user-agent: GitHub-Hookshot/bench\r\nx-github-event: {event}\r\n\
-         x-hub-signature-256: {signature}\r\ncontent-length: {}\r\nx-github-delivery: ",
-        body.len()
+         content-length: {}\r\n",
+        body.len() + 57
     );
+    let secret = secret.clone();
     let connections: usize = connections.parse().expect("CONNECTIONS");
     let requests: u64 = requests.parse().expect("REQUESTS");
     let tally = Rc::new(Tally {
@@ -59,12 +64,17 @@ fn main() {
     runtime.block_on(async {
         let local = tokio::task::LocalSet::new();
         for n in 0..connections {
-            let (tally, host, head, body) =
-                (tally.clone(), host.to_string(), head.clone(), body.clone());
+            let (tally, host, head, body, secret) = (
+                tally.clone(),
+                host.to_string(),
+                head.clone(),
+                body.clone(),
+                secret.clone(),
+            );
             local.spawn_local(async move {
                 let mut seed = seed(n);
                 while let Some(stream) = connect(&host, &tally).await {
-                    if run(stream, &head, &body, &tally, &mut seed).await {
+                    if run(stream, &head, &body, &secret, &tally, &mut seed).await {
                         break;
                     }
                 }
@@ -117,11 +127,13 @@ async fn connect(host: &str, tally: &Tally) -> Option<TcpStream> {
 async fn run(
     mut stream: TcpStream,
     head: &str,
-    body: &[u8],
+    body: &str,
+    secret: &str,
     tally: &Tally,
     seed: &mut u64,
 ) -> bool {
-    let mut request = Vec::with_capacity(head.len() + 40 + body.len());
+    use hmac::Mac;
+    let mut request = Vec::with_capacity(head.len() + 200 + body.len());
     let mut answer = vec![0u8; 64 * 1024];
     loop {
         let left = tally.left.get();
@@ -129,11 +141,26 @@ async fn run(
             return true;
         }
         tally.left.set(left - 1);
+        let id = uuid(seed);
+        let tail = format!(",\"bench_delivery\":\"{id}\"}}");
+        let mut mac =
+            hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("any key");
+        mac.update(body.as_bytes());
+        mac.update(tail.as_bytes());
+        let signature: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         request.clear();
         request.extend_from_slice(head.as_bytes());
-        request.extend_from_slice(uuid(seed).as_bytes());
-        request.extend_from_slice(b"\r\n\r\n");
-        request.extend_from_slice(body);
+        request.extend_from_slice(
+            format!("x-hub-signature-256: sha256={signature}\r\nx-github-delivery: {id}\r\n\r\n")
+                .as_bytes(),
+        );
+        request.extend_from_slice(body.as_bytes());
+        request.extend_from_slice(tail.as_bytes());
         let sent = Instant::now();
         let status = match exchange(&mut stream, &request, &mut answer).await {
             Some(status) => status,
