@@ -63,6 +63,21 @@ pub enum ColorChoice {
     Never,
 }
 
+impl GlobalArgs {
+    /// The app layer's settings: it knows no CLI.
+    pub fn settings(&self) -> crate::app::Settings {
+        crate::app::Settings {
+            directory: self.directory.clone(),
+            config: self.config.clone(),
+            color: match self.color {
+                ColorChoice::Auto => crate::app::Color::Auto,
+                ColorChoice::Always => crate::app::Color::Always,
+                ColorChoice::Never => crate::app::Color::Never,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Decide whether a task needs another iteration, from its recorded history.
@@ -283,6 +298,31 @@ pub struct ServeArgs {
     /// port the internet reaches); /healthz answers on both.
     #[arg(long, env = "ITERGATE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+}
+
+impl ServeArgs {
+    /// The server's settings: it knows no CLI.
+    pub fn settings(&self) -> crate::serve::Settings {
+        crate::serve::Settings {
+            listen: self.listen.clone(),
+            database: self.database.clone(),
+            database_connections: self.database_connections,
+            webhook_path: self.webhook_path.clone(),
+            app_id: self.app_id,
+            private_key_path: self.private_key_path.clone(),
+            state_secret: self.state_secret.clone(),
+            previous_private_key: self.previous_private_key.clone(),
+            webhook_secret: self.webhook_secret.clone(),
+            workers: self.workers,
+            drain_seconds: self.drain_seconds,
+            lease_seconds: self.lease_seconds,
+            sweep_minutes: self.sweep_minutes,
+            keep_days: self.keep_days,
+            writes_per_minute: self.writes_per_minute,
+            max_connections: self.max_connections,
+            metrics_listen: self.metrics_listen.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -20,7 +20,6 @@ pub mod pull_request;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{ColorChoice, GlobalArgs};
 use crate::config::Config;
 use crate::render::Renderer;
 
@@ -62,6 +61,27 @@ pub fn user(e: impl std::fmt::Display) -> Failure {
     Failure::User(e.to_string())
 }
 
+/// Where a command runs and how it prints, as the person asked (the CLI's global flags).
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Run as if started here (`-C`).
+    pub directory: Option<PathBuf>,
+    /// A configuration file named on purpose (`--config`): used as it is, never locked to
+    /// the base's.
+    pub config: Option<PathBuf>,
+    pub color: Color,
+}
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Color {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
 /// What every command gets: where it runs, the configuration, how to print.
 #[derive(Clone)]
 pub struct Env {
@@ -75,7 +95,7 @@ pub struct Env {
 }
 
 impl Env {
-    pub fn load(global: &GlobalArgs) -> Result<Env, Failure> {
+    pub fn load(global: &Settings) -> Result<Env, Failure> {
         let root = match &global.directory {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|e| Failure::Internal(e.into()))?,
@@ -89,9 +109,9 @@ impl Env {
         };
         let auto = |terminal: bool| terminal && std::env::var_os("NO_COLOR").is_none();
         let (color, color_stderr) = match global.color {
-            ColorChoice::Always => (true, true),
-            ColorChoice::Never => (false, false),
-            ColorChoice::Auto => (
+            Color::Always => (true, true),
+            Color::Never => (false, false),
+            Color::Auto => (
                 auto(std::io::stdout().is_terminal()),
                 auto(std::io::stderr().is_terminal()),
             ),
@@ -111,7 +131,7 @@ impl Env {
     /// its own judge. Kept as loaded when a person named the file (`--config`), on the base
     /// branch itself, outside a repository, or when the base has no configuration (a
     /// branch that adopts itergate). Says so when the branch's configuration differs.
-    pub fn locked_to_base(mut self, global: &GlobalArgs, quiet: bool) -> Result<Env, Failure> {
+    pub fn locked_to_base(mut self, global: &Settings, quiet: bool) -> Result<Env, Failure> {
         if global.config.is_some() {
             return Ok(self);
         }

@@ -9,7 +9,7 @@ use crate::app::local as task;
 use crate::cli::{ContextArgs, OutputFormat};
 use crate::context::{delivery_view, parse_gap_report};
 
-use super::decide::print;
+use super::print;
 use super::run::current_task;
 use super::{user, Env, Failure};
 

@@ -1,6 +1,5 @@
 //! `itergate decide` and `itergate analytics` over a history file.
 
-use std::io::Write;
 
 use chrono::Utc;
 
@@ -12,7 +11,7 @@ use crate::history::file;
 use crate::model::IterationRecord;
 use crate::summary;
 
-use super::{user, Env, Failure};
+use super::{print, user, Env, Failure};
 
 struct Loaded {
     history: Vec<IterationRecord>,
@@ -54,18 +53,6 @@ fn decide_loaded(
         baseline,
         evaluation,
     })
-}
-
-pub(super) fn print(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .or_else(|e| match e.kind() {
-            // A closed pipe (`| head`) is not an error worth reporting.
-            std::io::ErrorKind::BrokenPipe => Ok(()),
-            _ => Err(e),
-        })
-        .map_err(|e| Failure::Internal(e.into()))
 }
 
 pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {

@@ -140,7 +140,7 @@ fn score_push(
                 iteration_decision: decision.clone(),
             };
             let line = serde_json::to_string(&report).map_err(|e| Failure::Internal(e.into()))?;
-            super::decide::print(&format!("{line}\n"))?;
+            super::print(&format!("{line}\n"))?;
         }
         worst = worst.max(super::run::exit_code(decision.recommendation()));
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {

@@ -10,16 +10,32 @@ mod report;
 mod run;
 mod score;
 
+use std::io::Write;
+
 use crate::cli::{Cli, Command};
 
 pub use crate::app::{user, Env, Failure};
 
+/// Writes `text` to stdout; a closed pipe (`| head`) is not an error.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .or_else(|e| match e.kind() {
+            // A closed pipe (`| head`) is not an error worth reporting.
+            std::io::ErrorKind::BrokenPipe => Ok(()),
+            _ => Err(e),
+        })
+        .map_err(|e| Failure::Internal(e.into()))
+}
+
 pub fn run(cli: Cli) -> Result<(), Failure> {
     // The App serves many repositories and reads none from the disk.
     if let Command::Serve(args) = &cli.command {
-        return crate::serve::serve(args);
+        return crate::serve::serve(&args.settings());
     }
-    let env = match Env::load(&cli.global) {
+    let settings = cli.global.settings();
+    let env = match Env::load(&settings) {
         Ok(env) => env,
         // A broken configuration must not make pushing impossible: fail open, loudly.
         Err(e)
@@ -48,7 +64,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             | Command::Hook(crate::cli::HookCommand::PrePush { .. })
     );
     let env = if judges_the_branch {
-        match env.locked_to_base(&cli.global, cli.global.quiet) {
+        match env.locked_to_base(&settings, cli.global.quiet) {
             Ok(env) => env,
             Err(e) if matches!(cli.command, Command::Hook(_)) => {
                 return hook::fail(crate::config::OnError::Allow, &e);
@@ -78,22 +94,22 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             let mut command = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut command, "itergate", &mut out);
-            decide::print(&String::from_utf8_lossy(&out))
+            print(&String::from_utf8_lossy(&out))
         }
         Command::Man => {
             let mut out = Vec::new();
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
                 .render(&mut out)
                 .map_err(|e| Failure::Internal(e.into()))?;
-            decide::print(&String::from_utf8_lossy(&out))
+            print(&String::from_utf8_lossy(&out))
         }
-        Command::Config(args) => decide::print(&if args.default {
+        Command::Config(args) => print(&if args.default {
             crate::config::DEFAULT_CONFIG_YAML.to_string()
         } else {
             serde_yaml::to_string(&env.config).map_err(|e| Failure::Internal(e.into()))?
         }),
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
-        Command::Serve(args) => crate::serve::serve(&args),
+        Command::Serve(args) => crate::serve::serve(&args.settings()),
     }
 }
 

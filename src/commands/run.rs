@@ -10,7 +10,7 @@ use crate::history::notes;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 
-use super::decide::print;
+use super::print;
 use super::report;
 use super::{user, Env, Failure};
 

@@ -12,7 +12,7 @@ use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
 use crate::signals::detect;
 
-use super::decide::print;
+use super::print;
 use super::{user, Env, Failure};
 
 pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {

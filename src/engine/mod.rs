@@ -24,7 +24,6 @@ pub mod trajectory;
 pub mod triggers;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::model::{IterationRecord, Trigger};
@@ -34,55 +33,9 @@ use stopping::{Outcome, StopContext};
 use strategy::StrategyInput;
 use trajectory::Trajectory;
 
-/// Where people give their decisions on a task, so that next steps name a command they can
-/// type there: `itergate accept` on a local branch, `/iterate accept` on a pull request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Surface {
-    /// A branch in a clone: `itergate accept`, `itergate adjust` ... (recorded in git notes).
-    Local,
-    /// A pull request: `/iterate` comments (recorded in the sticky comment).
-    #[default]
-    PullRequest,
-}
-
-/// What people said about the task (PR comments and reviews, or `itergate accept` and the
-/// other local decision commands), already parsed.
-///
-/// The [`Surface`] travels with the feedback (it says where the feedback is given) rather
-/// than as a field of [`DecideInput`]: it is never stored, and callers that have no people
-/// deciding (a history file, benchmarks, tests) keep `Feedback::default()`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Feedback {
-    /// `/iterate <text>`: explicit feedback for the next iteration.
-    pub messages: Vec<String>,
-    /// Reviews that requested changes.
-    pub rejections: Vec<String>,
-    /// `/iterate accept`.
-    pub accepted: bool,
-    /// Who accepted (`itergate accept`'s author, `/iterate accept`'s commenter), when known:
-    /// the decision and the findings it accepted name them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accepted_by: Option<String>,
-    /// The integrity findings a maintainer's `/iterate accept` accepted
-    /// ([`crate::signals::integrity::acceptance_key`]): they stay accepted in the pull
-    /// request's later iterations.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accepted_findings: Vec<String>,
-    /// `/iterate escalate [reason]`.
-    pub escalation: Option<String>,
-    /// `/iterate budget <n>`: overrides `iteration_limits.max`.
-    pub max_iterations: Option<u32>,
-    /// `/iterate adjust` after this iteration: the revision loop counts from the next one.
-    pub restart_after: Option<u32>,
-    /// Where the feedback is given: words the next steps. Not part of any stored state.
-    #[serde(skip)]
-    pub surface: Surface,
-    /// Why the task's saved history could not be verified (an edited or copied state on a
-    /// pull request): its budget is unknown, so a person decides. Not stored.
-    #[serde(skip)]
-    pub unverified_history: Option<String>,
-}
+// What people said is part of the model: the adapters that keep it (the sticky comment,
+// git notes) need not know the engine.
+pub use crate::model::{Feedback, Surface};
 
 /// Everything `decide` looks at.
 pub struct DecideInput<'a> {

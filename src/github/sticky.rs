@@ -34,8 +34,8 @@ use sha2::Sha256;
 use super::forge::{Forge, ForgeError};
 use super::types::{Comment, CommentId, PrNumber, RepoName};
 use crate::config::Permission;
-use crate::engine::Feedback;
 use crate::history::History;
+use crate::model::Feedback;
 use crate::model::IterationRecord;
 
 pub use crate::markup::{escape_markdown_inline, fence, fence_with_info, neutralise_html_comments};

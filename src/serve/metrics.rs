@@ -1,5 +1,13 @@
 //! Counters for `/metrics`, in the Prometheus text format. Per process: each replica
 //! reports its own.
+//!
+//! Written here rather than with `prometheus-client` or `metrics-exporter-prometheus`: a
+//! dozen counters, two gauges and one histogram with fixed label sets are atomics and a
+//! few `writeln!`s, read on the hot path without a registry lock; those crates bring a
+//! registry (and the exporter a global recorder and an HTTP listener of its own) for the
+//! same text. The format's rules this follows (one `# HELP`/`# TYPE` per family,
+//! cumulative `le` buckets ending in `+Inf`, `_sum` and `_count`) are checked by the
+//! serve tests that read `/metrics`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -24,6 +24,7 @@ pub mod store;
 pub mod sweep;
 pub mod worker;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,16 +32,54 @@ use axum::routing::{get, post};
 use tokio::sync::{watch, Notify};
 
 use crate::app::{user, Failure};
-use crate::cli::ServeArgs;
 use crate::github::app_auth::{AppCredentials, Installations};
 use crate::github::sticky::StateKey;
 use crate::github::ForgeSettings;
 use crate::render::Renderer;
 
+/// What `itergate serve` runs with: its own settings, which the CLI's flags turn into.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The address to listen on.
+    pub listen: String,
+    /// The inbox: a SQLite file or a PostgreSQL URL (else `DATABASE_URL`, else `itergate.db`).
+    pub database: Option<String>,
+    /// Connections to the database at most (a default per backend when `None`).
+    pub database_connections: Option<u32>,
+    /// The path GitHub posts webhooks to.
+    pub webhook_path: String,
+    /// The App's id.
+    pub app_id: u64,
+    /// The App's private key (PEM).
+    pub private_key_path: PathBuf,
+    /// The sticky state's MAC secret, instead of one derived from the private key.
+    pub state_secret: Option<String>,
+    /// The App's previous private key while rotating it.
+    pub previous_private_key: Option<PathBuf>,
+    /// The webhook secrets, comma-separated.
+    pub webhook_secret: String,
+    /// Jobs run at once.
+    pub workers: usize,
+    /// How long running jobs may finish after SIGTERM.
+    pub drain_seconds: u64,
+    /// How long a claimed job is a worker's before another may take it over.
+    pub lease_seconds: u64,
+    /// The redelivery sweep's interval.
+    pub sweep_minutes: f64,
+    /// Days a finished delivery is kept.
+    pub keep_days: u32,
+    /// Content writes per installation and minute.
+    pub writes_per_minute: u32,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Where `/metrics` and `/readyz` are served instead of `listen`.
+    pub metrics_listen: Option<String>,
+}
+
 /// The longest a request of the App waits for a rate limit inside a worker.
 const APP_MAX_RATE_LIMIT_WAIT_MS: u64 = 5_000;
 
-pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
+pub fn serve(args: &Settings) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -48,7 +87,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), Failure> {
     runtime.block_on(run(args))
 }
 
-async fn run(args: &ServeArgs) -> Result<(), Failure> {
+async fn run(args: &Settings) -> Result<(), Failure> {
     let secrets = signature::Secrets::parse(&args.webhook_secret)
         .ok_or_else(|| user("ITERGATE_WEBHOOK_SECRET (--webhook-secret) is empty"))?;
     let pem = std::fs::read(&args.private_key_path).map_err(|e| {
@@ -284,7 +323,7 @@ fn default_connections(location: &store::Location, workers: usize) -> u32 {
 /// It also verifies the previous key's states (`--previous-private-key`), the private key's
 /// when a secret replaces it, and those of versions that keyed the MAC by the key file's
 /// bytes, so neither an upgrade nor a rotation resets a pull request's history.
-fn state_key(args: &ServeArgs, pem: &[u8]) -> Result<StateKey, Failure> {
+fn state_key(args: &Settings, pem: &[u8]) -> Result<StateKey, Failure> {
     let from_key = StateKey::from_private_key(pem);
     let mut key = match args.state_secret.as_deref().filter(|s| !s.is_empty()) {
         Some(secret) => StateKey::derive(secret.as_bytes()).accepting(from_key),

@@ -32,8 +32,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{encode, strip, StickyState, MAX_BODY_BYTES, STATE_RESERVE_BYTES};
-use crate::engine::Feedback;
 use crate::history::History;
+use crate::model::Feedback;
 use crate::model::IterationRecord;
 
 /// The longest feedback text kept (a message, a review, an escalation reason), in bytes.
