@@ -1,6 +1,5 @@
 //! `itergate decide` and `itergate analytics` over a history file.
 
-
 use chrono::Utc;
 
 use crate::analytics;

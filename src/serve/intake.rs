@@ -230,16 +230,23 @@ pub async fn webhook(
         Err(refused) => return refused,
     };
     let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
-    if let Err(e) = intake.secrets.verify(
-        header("x-hub-signature-256"),
-        header("x-hub-signature").is_some(),
-        &body,
-    ) {
-        metrics.refused("signature");
-        let delivery = header("x-github-delivery").map(String::from_utf8_lossy);
-        tracing::warn!(delivery = ?delivery, "webhook refused: {e}");
-        return (StatusCode::UNAUTHORIZED, "signature refused\n").into_response();
-    }
+    let verified = intake
+        .secrets
+        .verify(
+            header("x-hub-signature-256"),
+            header("x-hub-signature").is_some(),
+            &body,
+        )
+        .and_then(|()| Secrets::well_formed(header("x-hub-signature-256"), false));
+    let digest = match verified {
+        Ok(digest) => digest,
+        Err(e) => {
+            metrics.refused("signature");
+            let delivery = header("x-github-delivery").map(String::from_utf8_lossy);
+            tracing::warn!(delivery = ?delivery, "webhook refused: {e}");
+            return (StatusCode::UNAUTHORIZED, "signature refused\n").into_response();
+        }
+    };
     let text = |name: &str| {
         header(name)
             .and_then(|v| std::str::from_utf8(v).ok())
@@ -296,7 +303,7 @@ pub async fn webhook(
             installation_id,
         ),
         repository,
-        body_sha: Some(NewDelivery::body_sha(event, &body)),
+        body_sha: Some(NewDelivery::body_sha(event, &digest)),
         payload: body.to_vec(),
     };
     match intake.store.receive(delivery).await {

@@ -148,20 +148,24 @@ pub struct NewDelivery {
     pub repository: Option<String>,
     pub job_key: String,
     pub payload: Vec<u8>,
-    /// For a webhook: SHA-256 of its event and body. Neither the delivery id nor the event
-    /// header is signed, so the same signed body under a new id is a replay: stored once.
+    /// For a webhook: its event and its verified signature, which is the body's HMAC under
+    /// the secret, so it names the body without hashing it again. Neither the delivery id
+    /// nor the event header is signed: the same signed body under a new id is a replay,
+    /// stored once.
     pub body_sha: Option<String>,
 }
 
 impl NewDelivery {
-    /// The [`NewDelivery::body_sha`] of a webhook's `event` and `body`.
-    pub fn body_sha(event: &str, body: &[u8]) -> String {
-        use sha2::{Digest, Sha256};
-        let mut hash = Sha256::new();
-        hash.update(event.as_bytes());
-        hash.update(b"\n");
-        hash.update(body);
-        hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    /// The [`NewDelivery::body_sha`] of a webhook's `event` and its verified
+    /// `X-Hub-Signature-256` digest.
+    pub fn body_sha(event: &str, digest: &[u8; 32]) -> String {
+        let mut key = String::with_capacity(event.len() + 65);
+        key.push_str(event);
+        key.push(':');
+        for byte in digest {
+            key.push_str(&format!("{byte:02x}"));
+        }
+        key
     }
 }
 
