@@ -113,14 +113,10 @@ pub fn classify_answer(
     attempt: u32,
 ) -> Verdict {
     let wait = match status {
-        429 => Some(rate_limit_wait(policy, headers, now_unix_secs, attempt)),
-        403 if is_rate_limited(headers) || is_secondary_limit_message(body) => {
-            Some(rate_limit_wait(policy, headers, now_unix_secs, attempt))
-        }
         500..=599 => {
             Some(retry_after(headers, now_unix_secs).unwrap_or_else(|| policy.backoff(attempt)))
         }
-        _ => None,
+        _ => rate_limit(policy, status, headers, body, now_unix_secs, attempt),
     };
     let Some(wait) = wait else {
         return Verdict::GiveUp(None);

@@ -30,6 +30,37 @@ pub const UNPRIVILEGED_REPLY_INTERVAL_MINUTES: i64 = 30;
 /// state keeps one entry per person answered.
 pub const MAX_UNPRIVILEGED_REPLIES: usize = 20;
 
+/// Why a rate-limited reply is not given now.
+pub(super) enum NoReply {
+    /// `login` was answered less than [`UNPRIVILEGED_REPLY_INTERVAL_MINUTES`] ago.
+    Recently,
+    /// [`MAX_UNPRIVILEGED_REPLIES`] people were answered in that time: hundreds of accounts
+    /// would otherwise grow the state without bound.
+    Full,
+}
+
+/// Takes a rate-limited reply to `login` at `now`, recorded in the state (entries older
+/// than the interval are dropped first), or says why there is none.
+pub(super) fn take_reply(
+    state: &mut StickyState,
+    login: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), NoReply> {
+    let key = login.to_ascii_lowercase();
+    let interval = Duration::minutes(UNPRIVILEGED_REPLY_INTERVAL_MINUTES);
+    state
+        .unprivileged_replies
+        .retain(|_, at| now.signed_duration_since(*at) < interval);
+    if state.unprivileged_replies.contains_key(&key) {
+        return Err(NoReply::Recently);
+    }
+    if state.unprivileged_replies.len() >= MAX_UNPRIVILEGED_REPLIES {
+        return Err(NoReply::Full);
+    }
+    state.unprivileged_replies.insert(key, now);
+    Ok(())
+}
+
 /// Who wrote the comment, as far as the commands care.
 struct Commenter<'e> {
     login: &'e str,
@@ -163,28 +194,24 @@ impl Handler<'_> {
                 state_changed: false,
             });
         }
-        let key = commenter.login.to_ascii_lowercase();
-        let interval = Duration::minutes(UNPRIVILEGED_REPLY_INTERVAL_MINUTES);
-        state
-            .unprivileged_replies
-            .retain(|_, at| self.now.signed_duration_since(*at) < interval);
-        if state.unprivileged_replies.contains_key(&key) {
-            actions.push(format!(
-                "no reply to {} (permission {}): replied to them less than {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes ago",
-                event.author.login,
-                commenter.permission.as_str()
-            ));
-            return Ok(Answer::default());
+        match take_reply(state, commenter.login, self.now) {
+            Err(NoReply::Recently) => {
+                actions.push(format!(
+                    "no reply to {} (permission {}): replied to them less than {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes ago",
+                    event.author.login,
+                    commenter.permission.as_str()
+                ));
+                return Ok(Answer::default());
+            }
+            Err(NoReply::Full) => {
+                actions.push(format!(
+                    "no reply to {}: {MAX_UNPRIVILEGED_REPLIES} people without the permission were answered in the last {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes",
+                    event.author.login
+                ));
+                return Ok(Answer::default());
+            }
+            Ok(()) => {}
         }
-        if state.unprivileged_replies.len() >= MAX_UNPRIVILEGED_REPLIES {
-            // Hundreds of accounts would otherwise grow the state without bound.
-            actions.push(format!(
-                "no reply to {}: {MAX_UNPRIVILEGED_REPLIES} people without the permission were answered in the last {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes",
-                event.author.login
-            ));
-            return Ok(Answer::default());
-        }
-        state.unprivileged_replies.insert(key, self.now);
         Ok(Answer {
             text: Some(text),
             state_changed: true,

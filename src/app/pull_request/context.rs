@@ -59,21 +59,13 @@ impl Handler<'_> {
         let limits = Limits::from_config(self.config);
         if state.context_rounds >= limits.max_rounds {
             // The rounds are used up: more reports get the reply limit commands get.
-            let login = event.author.login.to_ascii_lowercase();
-            let interval = chrono::Duration::minutes(super::UNPRIVILEGED_REPLY_INTERVAL_MINUTES);
-            state
-                .unprivileged_replies
-                .retain(|_, at| self.now.signed_duration_since(*at) < interval);
-            if state.unprivileged_replies.contains_key(&login)
-                || state.unprivileged_replies.len() >= super::commands::MAX_UNPRIVILEGED_REPLIES
-            {
+            if super::commands::take_reply(&mut state, &event.author.login, self.now).is_err() {
                 return Ok(outcome(&format!(
                     "no reply to {}'s gap report: its rounds are used up and they were answered less than {} minutes ago",
                     event.author.login,
                     super::UNPRIVILEGED_REPLY_INTERVAL_MINUTES
                 )));
             }
-            state.unprivileged_replies.insert(login, self.now);
         }
         let head = pull.head.sha.0.clone();
         let latest = state.records.last().cloned();

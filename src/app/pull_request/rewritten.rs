@@ -49,7 +49,11 @@ impl Handler<'_> {
         };
         let mut sources = BTreeMap::new();
         for file in gone.iter().map(|g| g.file.as_str()) {
-            if sources.len() >= MAX_SOURCES || !since.removed.contains_key(file) {
+            // Several tests of one file: it is read once.
+            if sources.contains_key(file)
+                || sources.len() >= MAX_SOURCES
+                || !since.removed.contains_key(file)
+            {
                 continue;
             }
             if let Ok(Some(bytes)) = self.forge.file_content(&self.repo, from, file).await {
