@@ -752,14 +752,7 @@ async fn a_state_edited_by_hand_is_detected_and_not_believed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else() {
-    use itergate::serve::store::Store;
     let server = fake().await;
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("itergate.db")).await.unwrap();
-    store
-        .receive(app_server::stored_delivery("stored-1", "k"))
-        .await
-        .unwrap();
     let now = chrono::Utc::now();
     let at = |minutes_ago: i64| (now - chrono::Duration::minutes(minutes_ago)).to_rfc3339();
     let delivery = |id: u64, guid: &str, status: u16, minutes_ago: i64| {
@@ -773,7 +766,6 @@ async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else()
             delivery(9, "recovered", 202, 1), // a later attempt got through
             delivery(8, "lost-1", 503, 2),    // never got through: redeliver
             delivery(7, "recovered", 503, 3),
-            delivery(6, "stored-1", 503, 4), // in the inbox already (the answer was lost)
             delivery(5, "fine", 202, 5),
             delivery(4, "lost-old", 0, 60 * 30), // older than the sweep looks back
         ];
@@ -783,11 +775,11 @@ async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else()
         server.settings(),
         AppCredentials::new(APP_ID, &pem).unwrap(),
     );
-    let swept = itergate::serve::sweep::sweep(&installations, &store, now)
+    let swept = itergate::serve::sweep::sweep(&installations, now)
         .await
         .unwrap();
     assert_eq!(swept.redelivered, vec!["lost-1".to_string()]);
-    assert_eq!(swept.listed, 5);
+    assert_eq!(swept.listed, 4);
     assert_eq!(
         server.with(|m| m.app.as_ref().unwrap().redelivered.clone()),
         vec![8]
@@ -809,7 +801,7 @@ async fn the_sweep_redelivers_what_github_could_not_hand_over_and_nothing_else()
         ];
     });
     server.fail_next("apps/redeliver-webhook-delivery", Fault::Unprocessable, 1);
-    let swept = itergate::serve::sweep::sweep(&installations, &store, now)
+    let swept = itergate::serve::sweep::sweep(&installations, now)
         .await
         .unwrap();
     assert_eq!(swept.given_up, 1);
@@ -1075,7 +1067,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
         sqlx::raw_sql(
             "DROP INDEX deliveries_unfinished; DROP TABLE waiting;
              ALTER TABLE deliveries DROP COLUMN payload_encoding;
-             DROP INDEX deliveries_body; ALTER TABLE deliveries DROP COLUMN body_sha;
+             ALTER TABLE deliveries DROP COLUMN body_sha;
+             ALTER TABLE deliveries DROP COLUMN guid;
              DROP TABLE state_revisions;
              INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
                 VALUES ('kept', 'pull_request', 'k', CAST('{\"number\": 7}' AS BLOB), 1, 1);
@@ -1100,7 +1093,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 7);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 8);
     for name in ["deliveries_unfinished", "waiting", "deliveries_finished"] {
         assert_eq!(
             rows(
@@ -1156,8 +1149,14 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     let day = 24 * 3600 * 1000_i64;
     let store = Store::open(&db).await.unwrap();
     for (id, age_days) in [("ten-days-old", 10), ("four-days-old", 4)] {
+        let (key, body) = (format!("{REPO}#{id}"), format!(r#"{{"id": "{id}"}}"#));
         store
-            .receive(app_server::stored_delivery(id, &format!("{REPO}#{id}")))
+            .receive(app_server::stored_webhook(
+                id,
+                &key,
+                "issue_comment",
+                body.as_bytes(),
+            ))
             .await
             .unwrap();
         app_server::finish_next(&store, "test", now_ms() - age_days * day).await;
@@ -1184,7 +1183,7 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     assert_eq!(
         rows(
             &db,
-            "SELECT COUNT(*) FROM deliveries WHERE delivery_id = 'ten-days-old'"
+            "SELECT COUNT(*) FROM deliveries WHERE guid = 'ten-days-old'"
         )
         .await,
         0
@@ -1192,7 +1191,7 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
     assert_eq!(
         rows(
             &db,
-            "SELECT COUNT(*) FROM deliveries WHERE delivery_id = 'four-days-old'"
+            "SELECT COUNT(*) FROM deliveries WHERE guid = 'four-days-old'"
         )
         .await,
         1
@@ -1202,7 +1201,12 @@ async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_
         .contains("deleted 1 deliveries finished more than 5 days ago (--keep-days)"));
     // A kept delivery is still "seen before".
     assert_eq!(
-        serve.post("issue_comment", "four-days-old", b"{}", None),
+        serve.post(
+            "issue_comment",
+            "four-days-old",
+            br#"{"id": "four-days-old"}"#,
+            None
+        ),
         200
     );
 }

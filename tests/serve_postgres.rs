@@ -307,7 +307,16 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
         .await;
     assert_eq!(
         versions,
-        vec![(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7)]
+        vec![
+            (1, 1),
+            (2, 2),
+            (3, 3),
+            (4, 4),
+            (5, 5),
+            (6, 6),
+            (7, 7),
+            (8, 8)
+        ]
     );
     for store in [a, b, c] {
         store.close().await;
@@ -321,7 +330,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
         sqlx::raw_sql(
             "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
              DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;
-             DROP INDEX deliveries_body; ALTER TABLE deliveries DROP COLUMN body_sha; DROP TABLE state_revisions;",
+             ALTER TABLE deliveries DROP COLUMN body_sha; ALTER TABLE deliveries DROP COLUMN guid;
+             DROP TABLE state_revisions;",
         )
         .execute(&mut conn)
         .await
@@ -330,7 +340,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        7
+        8
     );
     assert_eq!(
         pg.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'waiting'")
@@ -635,7 +645,7 @@ async fn three_replicas_process_every_acknowledged_delivery_once_through_a_kill_
         // In the database: stored in the order sent, finished in that order.
         let rows = pg
             .pairs(&format!(
-                "SELECT CAST(split_part(delivery_id, '-', 3) AS BIGINT), done_at FROM deliveries
+                "SELECT CAST(split_part(COALESCE(guid, delivery_id), '-', 3) AS BIGINT), done_at FROM deliveries
                  WHERE job_key = '{REPO}#{pr}' ORDER BY seq"
             ))
             .await;

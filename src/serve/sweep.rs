@@ -1,9 +1,11 @@
 //! Nothing is lost: deliveries GitHub could not hand over (the App was down, the database
 //! answered 503) are asked for again. On start and every `--sweep-minutes`, the App's
 //! recent deliveries are listed (`GET /app/hook/deliveries`, newest first, by cursor) and
-//! every delivery whose attempts all failed and whose id is not in the inbox is redelivered
-//! (`POST /app/hook/deliveries/{id}/attempts`). GitHub keeps deliveries for three days;
-//! the sweep looks back [`LOOK_BACK`].
+//! every delivery whose attempts all failed is redelivered
+//! (`POST /app/hook/deliveries/{id}/attempts`). One stored although GitHub saw it fail (the
+//! answer was lost on the way) comes back as a duplicate of its key, and is not run again:
+//! the listing gives no body, and the inbox keeps one unique index, on the key. GitHub
+//! keeps deliveries for three days; the sweep looks back [`LOOK_BACK`].
 //!
 //! The same tick queues the reconcile of pull requests left waiting ([`super::reconcile`])
 //! and deletes deliveries finished more than `--keep-days` ago ([`prune`]).
@@ -92,7 +94,7 @@ pub async fn run(
         };
         metrics.sweep_leader(leading);
         let swept = if leading {
-            sweep(&installations, &store, Utc::now()).await
+            sweep(&installations, Utc::now()).await
         } else {
             tracing::debug!("another replica runs the redelivery sweep");
             Ok(Swept::default())
@@ -179,11 +181,7 @@ pub async fn prune(store: &Store, now: i64, keep: Duration) -> Result<u64, Store
 }
 
 /// One sweep at `now`.
-pub async fn sweep(
-    installations: &Installations,
-    store: &Store,
-    now: DateTime<Utc>,
-) -> Result<Swept, String> {
+pub async fn sweep(installations: &Installations, now: DateTime<Utc>) -> Result<Swept, String> {
     let client = installations.app_client().map_err(|e| e.to_string())?;
     let since = now - chrono::Duration::from_std(LOOK_BACK).unwrap_or_default();
     // guid → (every attempt failed so far, the id of its newest attempt, attempts)
@@ -240,10 +238,6 @@ pub async fn sweep(
     for (id, guid) in failed.into_iter().rev() {
         if swept.redelivered.len() + swept.refused.len() >= MAX_REDELIVERIES {
             break;
-        }
-        let stored = store.has_delivery(&guid).await.map_err(|e| e.to_string())?;
-        if stored {
-            continue;
         }
         let asked = client
             .send(Call {

@@ -311,6 +311,29 @@ pub fn stored_delivery(id: &str, key: &str) -> itergate::serve::store::NewDelive
     }
 }
 
+/// A webhook as intake stores it: `body`, signed with [`SECRET`], under GitHub's delivery
+/// id `id`, and so with the key a redelivery of it will have.
+pub fn stored_webhook(
+    id: &str,
+    key: &str,
+    event: &str,
+    body: &[u8],
+) -> itergate::serve::store::NewDelivery {
+    let signature = sign(SECRET.as_bytes(), body);
+    let hex = signature.trim_start_matches("sha256=");
+    let digest: [u8; 32] = std::array::from_fn(|i| {
+        u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("a hex signature")
+    });
+    itergate::serve::store::NewDelivery {
+        event: event.into(),
+        payload: body.to_vec(),
+        body_sha: Some(itergate::serve::store::NewDelivery::body_sha(
+            event, &digest,
+        )),
+        ..stored_delivery(id, key)
+    }
+}
+
 /// Claims the next job as `owner` and finishes it at `done_at`; fails if there is none.
 pub async fn finish_next(
     store: &itergate::serve::store::Store,

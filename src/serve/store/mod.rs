@@ -30,7 +30,8 @@
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
 macro_rules! job_columns {
     () => {
-        "seq, delivery_id, event, installation_id, payload, attempts, received_at, payload_encoding"
+        "seq, COALESCE(guid, delivery_id), event, installation_id, payload, attempts, received_at,
+         payload_encoding"
     };
 }
 
@@ -156,6 +157,18 @@ pub struct NewDelivery {
 }
 
 impl NewDelivery {
+    /// What makes a delivery the same as another, the inbox's one unique key: a webhook's
+    /// [`NewDelivery::body_sha`] (GitHub's redelivery has the same, and so has a replay
+    /// under a new id), otherwise the delivery id.
+    pub fn key(&self) -> &str {
+        self.body_sha.as_deref().unwrap_or(&self.delivery_id)
+    }
+
+    /// The delivery id, stored beside the key where the two differ.
+    fn guid(&self) -> Option<&str> {
+        self.body_sha.as_ref().map(|_| self.delivery_id.as_str())
+    }
+
     /// The [`NewDelivery::body_sha`] of a webhook's `event` and its verified
     /// `X-Hub-Signature-256` digest.
     pub fn body_sha(event: &str, digest: &[u8; 32]) -> String {
@@ -561,7 +574,7 @@ impl Store {
     }
 
     /// Deletes up to `limit` deliveries finished before `before` (ms), oldest first, and
-    /// says how many. Until then a delivery's id answers "seen before"; see
+    /// says how many. Until then a delivery's key answers "seen before"; see
     /// [`super::sweep::prune`] for how long that must be.
     pub async fn prune_finished(&self, before: i64, limit: i64) -> Result<u64, StoreError> {
         Ok(with_pool!(&self.backend, pool => sqlx::query(
@@ -576,7 +589,8 @@ impl Store {
         .rows_affected()))
     }
 
-    /// Whether the delivery id is in the inbox.
+    /// Whether a delivery of this [`NewDelivery::key`] is in the inbox: a webhook is found
+    /// by its body, any other delivery by its id.
     pub async fn has_delivery(&self, delivery_id: &str) -> Result<bool, StoreError> {
         let found: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(
             "SELECT seq FROM deliveries WHERE delivery_id = $1",

@@ -101,6 +101,10 @@ const SCHEMA: &[&str] = &[
     "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS body_sha TEXT;
     CREATE UNIQUE INDEX IF NOT EXISTS deliveries_body ON deliveries (body_sha)
         WHERE body_sha IS NOT NULL;",
+    // Version 8: one unique index, not two (as on SQLite): `delivery_id` holds the
+    // delivery's key ([`NewDelivery::key`]), `guid` GitHub's delivery id where they differ.
+    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS guid TEXT;
+    DROP INDEX IF EXISTS deliveries_body;",
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
@@ -290,19 +294,19 @@ pub(super) async fn insert_batch(
     };
     let inserted: Vec<String> = sqlx::query_scalar(
         "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-            job_key, payload, received_at, run_at, body_sha)
+            job_key, payload, received_at, run_at, guid)
          SELECT id, event, action, installation_id, repository, job_key, payload, $8, $8,
-                body_sha
+                guid
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::text[],
                      $7::bytea[], $9::text[])
               WITH ORDINALITY
-              AS t(id, event, action, installation_id, repository, job_key, payload, body_sha,
+              AS t(id, event, action, installation_id, repository, job_key, payload, guid,
                    ord)
          ORDER BY ord
          ON CONFLICT DO NOTHING
          RETURNING delivery_id",
     )
-    .bind(column(|d| Some(&d.delivery_id)))
+    .bind(column(|d| Some(d.key())))
     .bind(column(|d| Some(&d.event)))
     .bind(column(|d| d.action.as_deref()))
     .bind(batch.iter().map(|d| d.installation_id).collect::<Vec<_>>())
@@ -315,16 +319,16 @@ pub(super) async fn insert_batch(
             .collect::<Vec<_>>(),
     )
     .bind(now)
-    .bind(column(|d| d.body_sha.as_deref()))
+    .bind(column(NewDelivery::guid))
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    // A delivery is new where its id was inserted, the first time it is in the batch.
+    // A delivery is new where its key was inserted, the first time it is in the batch.
     let mut new: HashSet<String> = inserted.into_iter().collect();
     Ok(batch
         .iter()
         .map(|d| {
-            if new.remove(&d.delivery_id) {
+            if new.remove(d.key()) {
                 Received::New
             } else {
                 Received::Duplicate
@@ -333,7 +337,7 @@ pub(super) async fn insert_batch(
         .collect())
 }
 
-/// Locks the batch's delivery ids for the transaction, in one order for every replica.
+/// Locks the batch's delivery keys for the transaction, in one order for every replica.
 /// Two replicas committing the same ids (GitHub's redelivery racing the first attempt)
 /// would otherwise wait on each other's unique-index entries crosswise, a deadlock that
 /// PostgreSQL breaks only after `deadlock_timeout` by failing one of the batches.
@@ -341,7 +345,7 @@ async fn lock_delivery_ids(
     tx: &mut PgConnection,
     batch: &[&NewDelivery],
 ) -> Result<(), sqlx::Error> {
-    let ids: Vec<&str> = batch.iter().map(|d| d.delivery_id.as_str()).collect();
+    let ids: Vec<&str> = batch.iter().map(|d| d.key()).collect();
     sqlx::query(
         "SELECT pg_advisory_xact_lock($1, h)
          FROM (SELECT DISTINCT hashtext(id) AS h FROM unnest($2::text[]) AS id ORDER BY h) AS ids",
