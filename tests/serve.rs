@@ -1141,6 +1141,12 @@ async fn the_ledger_of_state_revisions_only_rises() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_can_pass_over_the_installations_that_run_the_most() {
+    let (_dir, store) = sqlite_store().await;
+    app_server::check_claims_avoid_installations(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweep_deletes_what_was_finished_before_keep_days_and_refuses_fewer_than_3() {
     use itergate::serve::store::{now_ms, Store};
     let server = fake().await;

@@ -293,6 +293,12 @@ async fn finished_deliveries_are_deleted_after_the_days_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_can_pass_over_the_installations_that_run_the_most() {
+    let pg = Postgres::start().await;
+    app_server::check_claims_avoid_installations(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_of_state_revisions_only_rises() {
     let pg = Postgres::start().await;
     app_server::check_state_revision_rules(&open(&pg).await).await;

@@ -13,6 +13,7 @@
 //! a job cut short lets its lease go, so it runs again from the start at once elsewhere or
 //! on the next start.
 
+pub mod fair;
 pub mod intake;
 pub mod limits;
 pub mod listener;
@@ -276,6 +277,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
     };
     tracing::info!(bot = %bot_login, workers = n, "workers started");
     let owner = replica_name();
+    let running = Arc::new(fair::Running::default());
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
         let worker = Arc::new(worker::Worker {
@@ -290,6 +292,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
             lease: parts.lease,
             state_key: parts.state_key.clone(),
             reconcile_every: parts.reconcile_every,
+            running: running.clone(),
         });
         handles.push(tokio::spawn(worker.run(stop.clone())));
     }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use tokio::sync::{watch, Notify};
 use tracing::Instrument as _;
 
+use super::fair::Running;
 use super::intake::job_key;
 use super::metrics::Metrics;
 use super::paced::{Fence, PacedForge, Pacer};
@@ -43,6 +44,8 @@ pub struct Worker {
     pub state_key: crate::github::sticky::StateKey,
     /// How long a head waits before the reconcile first checks it (the sweep's interval).
     pub reconcile_every: Duration,
+    /// The jobs this process's workers run, per installation, shared by them all.
+    pub running: Arc<Running>,
 }
 
 /// What a job works on.
@@ -114,9 +117,10 @@ impl Worker {
             if *stop.borrow() {
                 return;
             }
-            match self.store.claim(&self.owner, now_ms(), self.lease).await {
+            match self.claim_fairly().await {
                 Ok(Some(job)) => {
                     idle = Duration::from_millis(50);
+                    let _counted = self.running.start(job.installation_id);
                     let span = tracing::info_span!(
                         "job",
                         delivery = %job.delivery_id,
@@ -142,6 +146,21 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// The oldest runnable job of the installations this process runs the fewest jobs of
+    /// ([`super::fair`]).
+    async fn claim_fairly(&self) -> Result<Option<Job>, super::store::StoreError> {
+        for avoid in self.running.avoid_levels() {
+            let job = self
+                .store
+                .claim_avoiding(&self.owner, now_ms(), self.lease, &avoid)
+                .await?;
+            if job.is_some() {
+                return Ok(job);
+            }
+        }
+        Ok(None)
     }
 
     async fn run_job(&self, job: Job) {

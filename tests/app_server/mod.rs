@@ -617,3 +617,38 @@ pub async fn check_state_revision_rules(store: &itergate::serve::store::Store) {
     assert_eq!(store.state_revision("o/r#1").await.unwrap(), Some(4));
     assert_eq!(store.state_revision("o/r#2").await.unwrap(), Some(9));
 }
+
+/// A claim that avoids installations passes over their jobs, however many come first, and
+/// never over a job of no installation.
+pub async fn check_claims_avoid_installations(store: &itergate::serve::store::Store) {
+    use itergate::serve::store::{now_ms, NewDelivery};
+    let of = |id: String, installation: Option<i64>| NewDelivery {
+        installation_id: installation,
+        ..stored_delivery(&id, &format!("{REPO}#{id}"))
+    };
+    // More than a claim looks at near the front: the walk over keys must find the rest.
+    for i in 0..70 {
+        store
+            .receive(of(format!("flood-{i}"), Some(1)))
+            .await
+            .unwrap();
+    }
+    store.receive(of("other".into(), Some(2))).await.unwrap();
+    let lease = Duration::from_secs(60);
+    let claim = |avoid: &'static [i64]| async move {
+        store
+            .claim_avoiding("fair", now_ms(), lease, avoid)
+            .await
+            .unwrap()
+            .map(|job| job.delivery_id)
+    };
+    assert_eq!(claim(&[1]).await.as_deref(), Some("other"));
+    assert_eq!(claim(&[1]).await, None, "installation 1 is avoided");
+    store
+        .receive(of("no-installation".into(), None))
+        .await
+        .unwrap();
+    assert_eq!(claim(&[1, 2]).await.as_deref(), Some("no-installation"));
+    assert_eq!(claim(&[]).await.as_deref(), Some("flood-0"));
+    assert_eq!(claim(&[2]).await.as_deref(), Some("flood-1"));
+}

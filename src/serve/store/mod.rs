@@ -448,10 +448,22 @@ impl Store {
         now: i64,
         lease: Duration,
     ) -> Result<Option<Job>, StoreError> {
+        self.claim_avoiding(owner, now, lease, &[]).await
+    }
+
+    /// [`Store::claim`], of a job of none of the installations in `avoid` (a job of no
+    /// installation is never avoided); see [`super::fair`].
+    pub async fn claim_avoiding(
+        &self,
+        owner: &str,
+        now: i64,
+        lease: Duration,
+        avoid: &[i64],
+    ) -> Result<Option<Job>, StoreError> {
         let lease_until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
         let job = match &self.backend {
-            Backend::Sqlite(pool) => sqlite::claim(pool, owner, now, lease_until).await?,
-            Backend::Postgres(pg) => pg.claim(owner, now, lease_until).await?,
+            Backend::Sqlite(pool) => sqlite::claim(pool, owner, now, lease_until, avoid).await?,
+            Backend::Postgres(pg) => pg.claim(owner, now, lease_until, avoid).await?,
         };
         Ok(job.map(Job::from))
     }

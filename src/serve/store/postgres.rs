@@ -109,11 +109,13 @@ const SCHEMA: &[&str] = &[
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
 /// leased (or its lease ran out), no earlier unfinished job of its key and no other job of
-/// its key leased. One is usually there; [`CANDIDATE_BY_KEY`] looks further.
+/// its key leased, of none of the installations in `$3`. One is usually there;
+/// [`CANDIDATE_BY_KEY`] looks further.
 const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
     WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
       AND d.done_at IS NULL AND d.run_at <= $1
       AND (d.lease_until IS NULL OR d.lease_until < $1)
+      AND (d.installation_id IS NULL OR d.installation_id <> ALL($3::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
@@ -137,6 +139,7 @@ const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
         WHERE h.done_at IS NULL AND h.job_key = keys.job_key
         ORDER BY h.seq LIMIT 1)
     WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
+      AND (d.installation_id IS NULL OR d.installation_id <> ALL($2::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
@@ -197,17 +200,20 @@ impl Postgres {
         owner: &str,
         now: i64,
         lease_until: i64,
+        avoid: &[i64],
     ) -> Result<Option<JobRow>, StoreError> {
         for _ in 0..CLAIM_TRIES {
             let mut tx = self.pool.begin().await?;
             let mut candidate: Option<(i64, String)> = sqlx::query_as(CANDIDATE_NEAR)
                 .bind(now)
                 .bind(super::CLAIM_NEAR)
+                .bind(avoid)
                 .fetch_optional(&mut *tx)
                 .await?;
             if candidate.is_none() {
                 candidate = sqlx::query_as(CANDIDATE_BY_KEY)
                     .bind(now)
+                    .bind(avoid)
                     .fetch_optional(&mut *tx)
                     .await?;
             }

@@ -251,6 +251,7 @@ pub(super) async fn claim(
     owner: &str,
     now: i64,
     lease_until: i64,
+    avoid: &[i64],
 ) -> Result<Option<JobRow>, StoreError> {
     // The runnable job is the first unfinished one of its key (one job at a time per pull
     // request, in order), due and not leased. The claim runs under the write lock, so
@@ -258,6 +259,7 @@ pub(super) async fn claim(
     // is usually runnable there), and only when none is does it walk the keys with
     // unfinished jobs, one index seek each (a loose index scan), instead of reading every
     // delivery queued behind a running job. COALESCE runs the walk only when needed.
+    // `avoid` is a JSON array of installations whose jobs are passed over.
     let row = sqlx::query_as::<_, JobRow>(concat!(
         "WITH RECURSIVE keys (job_key) AS (
             SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
@@ -271,6 +273,8 @@ pub(super) async fn claim(
              WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL
                              ORDER BY seq LIMIT $4)
                AND d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+               AND (d.installation_id IS NULL
+                    OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
                AND NOT EXISTS (
                  SELECT 1 FROM deliveries e
                  WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq < d.seq)
@@ -280,6 +284,8 @@ pub(super) async fn claim(
                  SELECT MIN(h.seq) FROM deliveries h
                  WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
              WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+               AND (d.installation_id IS NULL
+                    OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
              ORDER BY d.seq LIMIT 1))
          RETURNING ",
         job_columns!()
@@ -288,6 +294,7 @@ pub(super) async fn claim(
     .bind(lease_until)
     .bind(now)
     .bind(super::CLAIM_NEAR)
+    .bind(serde_json::to_string(avoid).unwrap_or_else(|_| "[]".into()))
     .fetch_optional(pool)
     .await?;
     Ok(row)
