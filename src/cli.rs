@@ -111,6 +111,20 @@ pub enum Command {
     ///   itergate run              # check HEAD, decide, write the revision prompt
     ///   itergate run --rescore    # the environment changed: run the checks again
     Run(RunArgs),
+    /// Drive a coding agent on the current branch until its work is accepted, or a person
+    /// is needed. Each iteration starts the agent afresh with the prompt (the task, then
+    /// the revision prompt), commits what it left as one iteration, runs the checks and
+    /// decides. Exit 0 accepted, 20 escalated or out of budget, 130 on Ctrl-C.
+    ///
+    ///   itergate loop --agent claude --agent-args "--permission-mode acceptEdits" \
+    ///       --task "Make the failing parser tests pass"
+    ///   itergate loop --agent "./my-agent.sh {prompt_file}" --task-file TASK.md
+    ///   itergate loop --agent codex --agent-args "--sandbox workspace-write" \
+    ///       --task-file TASK.md --format json      # JSON-lines events for a dashboard
+    ///
+    /// Presets: claude, codex, aider, gemini, opencode, goose. None is given a flag that
+    /// lets it act without asking: add the one you want with --agent-args.
+    Loop(LoopArgs),
     /// The current branch's decision from its recorded history; runs nothing.
     Status(DecisionOutput),
     /// Print the current revision prompt for the branch (for an agent to act on).
@@ -458,6 +472,64 @@ pub struct ConfigArgs {
     /// The documented defaults instead of the configuration in force.
     #[arg(long)]
     pub default: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoopArgs {
+    /// A preset (claude, codex, aider, gemini, opencode, goose), or a command run with
+    /// `sh -c`: `{prompt_file}` in it names the prompt's file, else the prompt is on stdin.
+    #[arg(long, value_name = "PRESET|COMMAND")]
+    pub agent: String,
+    /// Flags added to a preset's command line (split on spaces), such as the permission
+    /// flag it needs to edit files unattended.
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    pub agent_args: Option<String>,
+    /// What the agent should do.
+    #[arg(long, value_name = "TEXT", conflicts_with = "task_file")]
+    pub task: Option<String>,
+    /// The task, read from a file.
+    #[arg(long, value_name = "FILE")]
+    pub task_file: Option<PathBuf>,
+    /// When a budget runs out: leave the branch at the best iteration (the last is kept as
+    /// refs/itergate/loop/last), or at the last.
+    #[arg(long, value_enum, default_value_t = OnExhaust::Best)]
+    pub on_exhaust: OnExhaust,
+    /// The most one agent run may take: 90s, 20m, 1h (default: loop.iteration_minutes).
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub iteration_timeout: Option<std::time::Duration>,
+    /// `json`: one JSON object per line on stdout (iteration_started, agent_finished,
+    /// judged, stopped).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+}
+
+/// `90s`, `20m`, `1h`: a whole number and its unit.
+fn duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().map_err(|_| {
+        format!("`{text}`: expected a whole number and a unit, such as 90s, 20m or 1h")
+    })?;
+    let seconds = match unit {
+        "s" => n,
+        "m" | "" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        _ => return Err(format!("`{text}`: the unit is s, m or h (90s, 20m, 1h)")),
+    };
+    if seconds == 0 {
+        return Err("the timeout must be at least 1s".into());
+    }
+    Ok(std::time::Duration::from_secs(seconds))
+}
+
+/// Where `itergate loop` leaves the branch when a budget runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnExhaust {
+    Best,
+    Last,
 }
 
 #[derive(Debug, Args)]

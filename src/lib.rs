@@ -2,6 +2,7 @@
 //! score it, decide whether it needs another, and say so where people and agents look.
 //! See ARCHITECTURE.md for the map.
 
+pub mod agent;
 pub mod analytics;
 pub mod app;
 pub mod cli;

@@ -20,7 +20,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 /// Built-in templates: (name, source).
-pub const BUILTIN: [(&str, &str); 7] = [
+pub const BUILTIN: [(&str, &str); 8] = [
     (
         "decision.txt.j2",
         include_str!("../templates/decision.txt.j2"),
@@ -42,6 +42,10 @@ pub const BUILTIN: [(&str, &str); 7] = [
     (
         "context-delivery.md.j2",
         include_str!("../templates/context-delivery.md.j2"),
+    ),
+    (
+        "loop-task.md.j2",
+        include_str!("../templates/loop-task.md.j2"),
     ),
 ];
 

@@ -10,6 +10,8 @@ use itergate::signals::report::{
 };
 use proptest::prelude::*;
 
+#[path = "parsers/agent_usage.rs"]
+mod agent_usage;
 #[path = "parsers/bounds.rs"]
 mod bounds;
 #[path = "parsers/diagnostics.rs"]

@@ -1,6 +1,7 @@
 //! The commands behind the CLI. Each returns `Failure::User` for what a person can fix
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
+mod agent_loop;
 mod ci;
 mod context;
 mod decide;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         cli.command,
         Command::Score(_)
             | Command::Run(_)
+            | Command::Loop(_)
             | Command::Status(_)
             | Command::Prompt
             | Command::Accept(_)
@@ -80,6 +82,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Score(args) => score::score(&env, &args, cli.global.quiet),
         Command::Init(args) => score::init(&env, &args),
         Command::Run(args) => run::run(&env, &args, cli.global.quiet),
+        Command::Loop(args) => agent_loop::agent_loop(&env, &args, cli.global.quiet),
         Command::Status(output) => run::status(&env, &output),
         Command::Prompt => run::prompt(&env),
         Command::Accept(args) => decisions::accept(&env, &args, cli.global.quiet),

@@ -29,6 +29,36 @@ pub struct Config {
     pub github: Github,
     pub templates: Templates,
     pub context: Context,
+    /// `itergate loop`: the agent's wall clock and the commands run at its hook points.
+    #[serde(rename = "loop")]
+    pub agent_loop: AgentLoop,
+}
+
+/// `itergate loop`. Each hook is a list of shell commands, run in the repository with the
+/// iteration's decision report (JSON) on stdin; a failing hook is reported, never fatal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentLoop {
+    /// The most one agent run may take, in minutes: then it is stopped (SIGTERM, then
+    /// SIGKILL of its process group) and what it left is judged.
+    pub iteration_minutes: u64,
+    /// After each judged iteration.
+    pub on_iteration: Vec<String>,
+    /// When the loop stops (accepted, escalated, out of budget).
+    pub on_stop: Vec<String>,
+    /// When an iteration scores below the one before it.
+    pub on_regression: Vec<String>,
+}
+
+impl Default for AgentLoop {
+    fn default() -> Self {
+        AgentLoop {
+            iteration_minutes: 30,
+            on_iteration: Vec::new(),
+            on_stop: Vec::new(),
+            on_regression: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -295,7 +295,7 @@ impl ProcessGroups {
 }
 
 /// Resolves when the process is asked to stop: SIGINT (Ctrl-C) or SIGTERM.
-async fn interrupted() -> i32 {
+pub(crate) async fn interrupted() -> i32 {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),

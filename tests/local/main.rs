@@ -6,6 +6,7 @@
 mod gitrepo;
 
 mod action_install;
+mod agent_loop;
 mod check_scripts;
 mod cli;
 mod config;

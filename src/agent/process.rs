@@ -1,0 +1,147 @@
+//! One run of an agent: a fresh process in its own process group, the prompt handed over
+//! as its preset says, its output kept in files (it can be large), and a wall clock that
+//! ends it (SIGTERM to the group, SIGKILL after a grace period). Ctrl-C or SIGTERM to
+//! itergate stops the agent the same way and says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt as _;
+
+use super::preset::{AgentCommand, PromptInput};
+use super::usage::{read_usage, Usage, UsageFormat};
+
+/// How long an agent asked to stop may take before it is killed.
+const GRACE: Duration = Duration::from_secs(5);
+/// The most of an agent's stdout read back for its usage.
+const MAX_OUTPUT_READ: u64 = 16 * 1024 * 1024;
+
+/// How the agent's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentExit {
+    /// It exited by itself with this status (a signal counts as -1).
+    Exited(i32),
+    /// The wall clock ran out; it was stopped.
+    TimedOut,
+    /// itergate was asked to stop (the signal); the agent was stopped.
+    Interrupted(i32),
+}
+
+/// One run's outcome.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    pub exit: AgentExit,
+    pub elapsed: Duration,
+    pub usage: Usage,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit`.
+pub fn run_agent(
+    agent: &AgentCommand,
+    prompt: &str,
+    dir: &Path,
+    logs: &Path,
+    limit: Duration,
+) -> std::io::Result<AgentRun> {
+    std::fs::create_dir_all(logs)?;
+    let prompt_file = logs.join("prompt.md");
+    let usage_file = logs.join("usage.jsonl");
+    std::fs::write(&prompt_file, prompt)?;
+    let _ = std::fs::remove_file(&usage_file);
+    let (stdout, stderr) = (logs.join("stdout.txt"), logs.join("stderr.txt"));
+    let argv = agent.argv(prompt, &prompt_file, &usage_file);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let started = Instant::now();
+    let exit = runtime.block_on(spawn_and_wait(
+        &argv,
+        agent.prompt,
+        prompt,
+        dir,
+        (&stdout, &stderr),
+        limit,
+    ))?;
+    let elapsed = started.elapsed();
+    let source = match agent.usage {
+        UsageFormat::AiderAnalytics => &usage_file,
+        _ => &stdout,
+    };
+    let text = read_prefix(source).unwrap_or_default();
+    Ok(AgentRun {
+        exit,
+        elapsed,
+        usage: read_usage(agent.usage, &text),
+        stdout,
+        stderr,
+    })
+}
+
+async fn spawn_and_wait(
+    argv: &[String],
+    input: PromptInput,
+    prompt: &str,
+    dir: &Path,
+    (stdout, stderr): (&Path, &Path),
+    limit: Duration,
+) -> std::io::Result<AgentExit> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "an empty command"))?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(if input == PromptInput::Stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(std::fs::File::create(stdout)?)
+        .stderr(std::fs::File::create(stderr)?)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start `{program}`: {e}")))?;
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    if let Some(mut stdin) = child.stdin.take() {
+        // An agent that does not read its stdin is not an error.
+        let _ = stdin.write_all(prompt.as_bytes()).await;
+        drop(stdin);
+    }
+    let ended = tokio::select! {
+        status = child.wait() => return Ok(AgentExit::Exited(status?.code().unwrap_or(-1))),
+        _ = tokio::time::sleep(limit) => AgentExit::TimedOut,
+        signal = crate::signals::checks::interrupted() => AgentExit::Interrupted(signal),
+    };
+    signal_group(group, libc::SIGTERM);
+    if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
+        signal_group(group, libc::SIGKILL);
+        let _ = child.wait().await;
+    }
+    // What the agent started in its group and left behind goes too.
+    signal_group(group, libc::SIGKILL);
+    Ok(ended)
+}
+
+fn signal_group(group: Option<i32>, signal: i32) {
+    if let Some(pid) = group {
+        // The agent leads its own process group (pgid = pid).
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}
+
+fn read_prefix(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_OUTPUT_READ)
+        .read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}

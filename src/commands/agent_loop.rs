@@ -1,0 +1,579 @@
+//! `itergate loop`: drive a coding agent on the current branch. Each iteration starts a
+//! fresh agent process with the prompt (the task first, then the revision prompt), folds
+//! what it left (its commits and its uncommitted changes) into one commit with itergate's
+//! trailers, and judges that commit as `itergate run` does: the checks on it and on the
+//! base, the tamper-evidence, the engine. ACCEPT stops with 0; ITERATE goes round again;
+//! ESCALATE, ABORT or a spent budget stops with 20 and a hand-off summary. The budgets
+//! are itergate's, kept from outside the agent: the agent's wall clock here, its tokens,
+//! dollars and tool calls (from its own output, in the trailers) in the engine.
+
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use git2::{Oid, Repository};
+use serde::Serialize;
+
+use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun, CostSource, Usage};
+use crate::app::local::{self as task, RecordOptions};
+use crate::cli::{LoopArgs, OnExhaust, OutputFormat};
+use crate::engine::{BudgetStopReport, Evaluation, Recommendation};
+use crate::git;
+use crate::model::IterationRecord;
+use crate::signals::checks::Progress;
+
+use super::report::{render_prompt, report};
+use super::run::current_task;
+use super::{user, Env, Failure};
+
+/// One thing that happened, as `--format json` streams it (one JSON object per line).
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum LoopEvent<'a> {
+    IterationStarted {
+        iteration: u32,
+        agent: &'a str,
+        prompt_file: String,
+    },
+    AgentFinished {
+        iteration: u32,
+        exit: String,
+        seconds: f64,
+        usage: &'a Usage,
+    },
+    Judged {
+        iteration: u32,
+        commit: String,
+        recommendation: &'static str,
+        quality: Option<f64>,
+        stopping_reason: Option<String>,
+    },
+    Stopped {
+        outcome: &'static str,
+        exit_code: u8,
+        iteration: u32,
+        best_iteration: Option<u32>,
+        commit: String,
+        summary: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget_stop_report: Option<&'a BudgetStopReport>,
+    },
+}
+
+pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure> {
+    let agent =
+        AgentCommand::parse(&args.agent, &split_args(args.agent_args.as_deref())).map_err(user)?;
+    let task_text = task_text(args)?;
+    let repo = task::open_repository(env)?;
+    let branch = git::head_branch(&repo)?.ok_or_else(|| {
+        user(
+            "`itergate loop` works on a branch, and HEAD is detached: `git switch -c <name>` first",
+        )
+    })?;
+    require_clean(&env.root)?;
+    let events = Events::new(args.format, quiet);
+    let limit = args.iteration_timeout.unwrap_or_else(|| {
+        Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
+    });
+    // A hard stop beside the engine's iteration limit, should a decision keep iterating.
+    let max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
+    let started = Instant::now();
+    let mut previous_quality: Option<f64> = None;
+    for iteration in 1..=max {
+        let store = task::open_store(env, &repo)?;
+        let current = current_task(env, store.repository(), None)?;
+        let history = current.history(env, &store)?;
+        let prompt = if history.is_empty() {
+            task_prompt(env, &branch, &task_text)?
+        } else {
+            let feedback = current.feedback(&store, &history)?;
+            let base = task::stored_base(env, &store, &current)?;
+            let evaluation =
+                task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+            render_prompt(env, &history, &evaluation.decision)?
+        };
+        let number = u32::try_from(history.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        let logs = loop_dir(&repo).join(format!("iteration-{number}"));
+        events.emit(&LoopEvent::IterationStarted {
+            iteration: number,
+            agent: &agent.name,
+            prompt_file: logs.join("prompt.md").display().to_string(),
+        });
+        let remaining = total_remaining(env, started);
+        let before = git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+        let run = run_agent(&agent, &prompt, &env.root, &logs, limit.min(remaining))
+            .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+        events.emit(&LoopEvent::AgentFinished {
+            iteration: number,
+            exit: exit_text(run.exit, limit),
+            seconds: run.elapsed.as_secs_f64(),
+            usage: &run.usage,
+        });
+        if let AgentExit::Interrupted(signal) = run.exit {
+            events.clear_line();
+            eprintln!(
+                "itergate: interrupted: the agent was stopped; the branch is at {}, nothing of this iteration was committed or recorded",
+                short(git::resolve_commit(&repo, "HEAD").unwrap_or(before))
+            );
+            return Err(Failure::Interrupted(signal));
+        }
+        if git::head_branch(&repo)?.as_deref() != Some(branch.as_str()) {
+            return Err(user(format!(
+                "the agent left the branch `{branch}`; itergate stops (switch back and run `itergate loop` again)"
+            )));
+        }
+        let tip = commit_iteration(&env.root, &repo, before, number, &agent, &run)?;
+        events.phase(number, "checks");
+        let store = task::open_store(env, &repo)?;
+        let current = current_task(env, store.repository(), None)?;
+        let options = RecordOptions {
+            progress: Progress::from_quiet(true),
+            rescore: false,
+        };
+        task::record_commit(env, &store, &current, tip, options)?;
+        let history = current.history(env, &store)?;
+        let feedback = current.feedback(&store, &history)?;
+        let base = task::stored_base(env, &store, &current)?;
+        let evaluation = task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+        events.clear_line();
+        report(
+            env,
+            store.repository(),
+            &history,
+            &evaluation,
+            quiet || events.json,
+        )?;
+        let records = history.into_records();
+        let latest = records.last();
+        let decision = &evaluation.decision;
+        let recommendation = decision.recommendation();
+        events.emit(&LoopEvent::Judged {
+            iteration: number,
+            commit: tip.to_string(),
+            recommendation: recommendation.as_str(),
+            quality: latest.and_then(|r| r.quality),
+            stopping_reason: decision.stopping_reason.as_ref().map(|r| r.summary.clone()),
+        });
+        let report_json = serde_json::to_vec(&crate::engine::DecisionReport {
+            iteration_decision: decision.clone(),
+        })
+        .map_err(|e| Failure::Internal(e.into()))?;
+        run_hooks(
+            env,
+            "on_iteration",
+            &env.config.agent_loop.on_iteration,
+            &report_json,
+        );
+        let quality = latest.and_then(|r| r.quality);
+        if let (Some(now), Some(before)) = (quality, previous_quality) {
+            if now < before {
+                run_hooks(
+                    env,
+                    "on_regression",
+                    &env.config.agent_loop.on_regression,
+                    &report_json,
+                );
+            }
+        }
+        previous_quality = quality.or(previous_quality);
+        if recommendation == Recommendation::Iterate && iteration < max {
+            continue;
+        }
+        let stop = stop(&repo, args.on_exhaust, &records, &evaluation, tip)?;
+        events.emit(&LoopEvent::Stopped {
+            outcome: stop.outcome,
+            exit_code: stop.exit_code,
+            iteration: number,
+            best_iteration: decision.best_iteration,
+            commit: stop.commit.to_string(),
+            summary: stop.summary.clone(),
+            budget_stop_report: decision.budget_stop_report.as_ref(),
+        });
+        if !events.json && !quiet {
+            eprint!("{}", stop.summary);
+        }
+        run_hooks(env, "on_stop", &env.config.agent_loop.on_stop, &report_json);
+        return match stop.exit_code {
+            0 => Ok(()),
+            code => Err(Failure::Decided(code)),
+        };
+    }
+    unreachable!("the last iteration always stops")
+}
+
+/// How the loop ended.
+struct Stop {
+    outcome: &'static str,
+    exit_code: u8,
+    /// Where the branch is left.
+    commit: Oid,
+    summary: String,
+}
+
+fn stop(
+    repo: &Repository,
+    on_exhaust: OnExhaust,
+    records: &[IterationRecord],
+    evaluation: &Evaluation,
+    tip: Oid,
+) -> Result<Stop, Failure> {
+    let decision = &evaluation.decision;
+    let best = decision
+        .best_iteration
+        .and_then(|i| records.iter().find(|r| r.iteration == i));
+    let (outcome, exit_code) = match decision.recommendation() {
+        Recommendation::Accept => ("accepted", 0),
+        _ if decision.budget_stop_report.is_some() => ("budget_exhausted", 20),
+        Recommendation::Abort => ("aborted", 20),
+        _ => ("escalated", 20),
+    };
+    let mut commit = tip;
+    let mut restored = None;
+    if outcome == "budget_exhausted" && on_exhaust == OnExhaust::Best {
+        if let Some(best) = best.filter(|b| b.commit.0 != tip.to_string()) {
+            let oid = Oid::from_str(&best.commit.0).map_err(anyhow::Error::from)?;
+            restore(repo, tip, oid)?;
+            commit = oid;
+            restored = Some(best.iteration);
+        }
+    }
+    let summary = hand_off(records, evaluation, outcome, restored, tip);
+    Ok(Stop {
+        outcome,
+        exit_code,
+        commit,
+        summary,
+    })
+}
+
+/// The branch back at the best iteration; the last one is kept under
+/// `refs/itergate/loop/last`, so nothing is lost.
+fn restore(repo: &Repository, last: Oid, best: Oid) -> Result<(), Failure> {
+    let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+    git::run_git(git::git_command(&dir).args([
+        "update-ref",
+        "refs/itergate/loop/last",
+        &last.to_string(),
+    ]))?;
+    git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &best.to_string()]))?;
+    Ok(())
+}
+
+/// What a person taking over needs: what was tried, the best iteration, what remains.
+fn hand_off(
+    records: &[IterationRecord],
+    evaluation: &Evaluation,
+    outcome: &str,
+    restored: Option<u32>,
+    tip: Oid,
+) -> String {
+    let decision = &evaluation.decision;
+    let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
+    if let Some(reason) = &decision.stopping_reason {
+        text.push_str(&format!(" ({})", reason.summary));
+    }
+    text.push_str(&format!(" after {} iteration(s)\n", records.len()));
+    for record in records {
+        let quality = record
+            .quality
+            .map_or_else(|| "unscored".to_string(), |q| format!("quality {q:.2}"));
+        let issues = record
+            .issues
+            .iter()
+            .filter(|i| i.severity != crate::model::Severity::Info)
+            .count();
+        let best = if decision.best_iteration == Some(record.iteration) {
+            "  <- best"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  iteration {}: {} {quality}, {issues} blocker/warning issue(s){best}\n",
+            record.iteration,
+            &record.commit.0[..record.commit.0.len().min(12)],
+        ));
+    }
+    if let Some(iteration) = restored {
+        text.push_str(&format!(
+            "The branch is back at iteration {iteration}, the best; the last ({}) is kept as refs/itergate/loop/last.\n",
+            short(tip)
+        ));
+    }
+    if outcome != "accepted" && !decision.next_steps.is_empty() {
+        text.push_str("What remains:\n");
+        for step in decision.next_steps.iter().take(5) {
+            text.push_str(&format!("  - {step}\n"));
+        }
+    }
+    text
+}
+
+/// Folds what the agent left into one commit on `before`: its commits and its uncommitted
+/// changes, with itergate's trailers last (the agent's own messages are kept above them,
+/// where they cannot pass for trailers). An agent that changed nothing still makes an
+/// iteration, an empty one, so that a stall is seen.
+fn commit_iteration(
+    root: &Path,
+    repo: &Repository,
+    before: Oid,
+    iteration: u32,
+    agent: &AgentCommand,
+    run: &AgentRun,
+) -> Result<Oid, Failure> {
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    let mut messages = Vec::new();
+    if head != before {
+        let mut walk = repo.revwalk().map_err(anyhow::Error::from)?;
+        walk.push(head).map_err(anyhow::Error::from)?;
+        walk.hide(before).map_err(anyhow::Error::from)?;
+        for oid in walk.flatten() {
+            if let Ok(commit) = repo.find_commit(oid) {
+                messages.push(commit.summary().unwrap_or_default().to_string());
+            }
+        }
+        messages.reverse();
+    }
+    git::run_git(git::git_command(root).args(["add", "--all"]))?;
+    if head != before {
+        git::run_git(git::git_command(root).args([
+            "reset",
+            "--soft",
+            "--quiet",
+            &before.to_string(),
+        ]))?;
+    }
+    let message = iteration_message(iteration, agent, run, &messages);
+    let file = run.stdout.with_file_name("commit-message.txt");
+    std::fs::write(&file, message).map_err(|e| Failure::Internal(e.into()))?;
+    let file = file.display().to_string();
+    git::run_git(git::git_command(root).args([
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "--allow-empty",
+        "--file",
+        &file,
+    ]))?;
+    git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))
+}
+
+fn iteration_message(
+    iteration: u32,
+    agent: &AgentCommand,
+    run: &AgentRun,
+    messages: &[String],
+) -> String {
+    let mut text = match messages.last() {
+        Some(subject) if !subject.trim().is_empty() => subject.clone(),
+        _ => format!("itergate loop: iteration {iteration} by {}", agent.name),
+    };
+    text.push_str("\n\n");
+    if messages.len() > 1 {
+        text.push_str("The agent's commits, folded into this one:\n");
+        for subject in messages {
+            text.push_str(&format!("- {subject}\n"));
+        }
+        text.push('\n');
+    }
+    let usage = &run.usage;
+    let mut trailers = vec![
+        ("Itergate-Iteration", iteration.to_string()),
+        ("Agent", agent.name.clone()),
+        ("Agent-Exit", exit_text(run.exit, run.elapsed)),
+    ];
+    if let Some(tokens) = usage.total_tokens {
+        trailers.push(("Tokens-Used", tokens.to_string()));
+    }
+    if let Some(tokens) = usage.output_tokens {
+        trailers.push(("Output-Tokens", tokens.to_string()));
+    }
+    if let Some(calls) = usage.tool_calls {
+        trailers.push(("Tool-Calls", calls.to_string()));
+    }
+    if let Some(cost) = usage.cost_usd {
+        trailers.push(("Cost-USD", format!("{cost:.4}")));
+    }
+    let source = match usage.cost_source {
+        CostSource::Reported => "reported by the agent",
+        CostSource::None => "none",
+    };
+    trailers.push(("Cost-Source", source.into()));
+    for (key, value) in trailers {
+        text.push_str(&format!("{key}: {value}\n"));
+    }
+    text
+}
+
+fn exit_text(exit: AgentExit, limit: Duration) -> String {
+    match exit {
+        AgentExit::Exited(code) => format!("exited {code}"),
+        AgentExit::TimedOut => format!("stopped at the wall clock ({})", minutes(limit)),
+        AgentExit::Interrupted(signal) => format!("interrupted by signal {signal}"),
+    }
+}
+
+fn minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// What is left of `budget_limits.wall_clock_minutes` since the loop started.
+fn total_remaining(env: &Env, started: Instant) -> Duration {
+    match env
+        .config
+        .stopping_criteria
+        .budget_limits
+        .wall_clock_minutes
+    {
+        Some(m) => Duration::from_secs(m.saturating_mul(60))
+            .saturating_sub(started.elapsed())
+            .max(Duration::from_secs(1)),
+        None => Duration::MAX,
+    }
+}
+
+fn task_text(args: &LoopArgs) -> Result<String, Failure> {
+    let text = match (&args.task, &args.task_file) {
+        (Some(text), None) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .map_err(|e| user(format!("reading the task from {}: {e}", file.display())))?,
+        _ => return Err(user("give the task: --task TEXT or --task-file FILE")),
+    };
+    if text.trim().is_empty() {
+        return Err(user("the task is empty; say what the agent should do"));
+    }
+    Ok(text)
+}
+
+fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
+    let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
+    let name = task
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(branch)
+        .trim()
+        .chars()
+        .take(80)
+        .collect::<String>();
+    Ok(env.renderer()?.render(
+        "loop-task.md.j2",
+        &serde_json::json!({
+            "task_name": name,
+            "task": task.trim_end(),
+            "branch": branch,
+            "checks": checks.join(", "),
+        }),
+    )?)
+}
+
+/// `--agent-args`: split on whitespace.
+fn split_args(args: Option<&str>) -> Vec<String> {
+    args.map(|a| a.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn require_clean(root: &Path) -> Result<(), Failure> {
+    let status = git::run_git(git::git_command(root).args(["status", "--porcelain"]))?;
+    if status.trim().is_empty() {
+        return Ok(());
+    }
+    Err(user(
+        "the working tree has uncommitted changes; commit or stash them first, so that what the agent changes is its own",
+    ))
+}
+
+/// Where the loop keeps each iteration's prompt, output and usage.
+fn loop_dir(repo: &Repository) -> PathBuf {
+    repo.path().join("itergate").join("loop")
+}
+
+fn short(oid: Oid) -> String {
+    oid.to_string()[..12].to_string()
+}
+
+/// Runs a hook's commands with the decision report on stdin; a failure is reported only.
+fn run_hooks(env: &Env, point: &str, commands: &[String], report: &[u8]) {
+    use std::io::Write as _;
+    for command in commands {
+        let child = std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&env.root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        let result = child.and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                let _ = stdin.write_all(report);
+            }
+            child.wait()
+        });
+        match result {
+            Ok(status) if status.success() => {}
+            Ok(status) => eprintln!("itergate: loop.{point} `{command}` failed ({status})"),
+            Err(e) => eprintln!("itergate: loop.{point} `{command}` could not run: {e}"),
+        }
+    }
+}
+
+/// The loop's output: JSON lines on stdout, or a phase line on a terminal's stderr.
+struct Events {
+    json: bool,
+    quiet: bool,
+    live: bool,
+}
+
+impl Events {
+    fn new(format: OutputFormat, quiet: bool) -> Events {
+        Events {
+            json: format == OutputFormat::Json,
+            quiet,
+            live: !quiet && format == OutputFormat::Text && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn emit(&self, event: &LoopEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(event) {
+                let _ = super::print(&(line + "\n"));
+            }
+            return;
+        }
+        match event {
+            LoopEvent::IterationStarted { iteration, .. } => {
+                self.phase(*iteration, "agent running")
+            }
+            LoopEvent::AgentFinished {
+                iteration,
+                exit,
+                seconds,
+                ..
+            } => {
+                self.clear_line();
+                if !self.quiet {
+                    eprintln!(
+                        "itergate loop: iteration {iteration}: agent {exit} after {seconds:.1}s"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn phase(&self, iteration: u32, what: &str) {
+        if self.live {
+            eprint!("\r\x1b[2Kitergate loop: iteration {iteration}: {what}…");
+        }
+    }
+
+    fn clear_line(&self) {
+        if self.live {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! `itergate loop` end to end: the real binary drives a scripted agent (a real process
+//! that reads its prompt and edits files by the plan its test gives it) on a real node:test
+//! project with the real `node`, and the decisions are the ones a reviewer would make:
+//! fixed on the second try is accepted; a test deleted to pass is not; an agent that never
+//! fixes it is escalated with a hand-off; one that hangs is stopped at the wall clock; one
+//! over its token budget is stopped with the best iteration restored; Ctrl-C exits 130.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+
+/// The scripted agent. Each run takes the next step of the plan in `$AGENT_PLAN` (the last
+/// step repeats): it saves the prompt it was given, writes and deletes files, may commit,
+/// print, sleep and exit with a status. `$AGENT_STATE` counts its runs.
+const AGENT: &str = r#"#!/usr/bin/env python3
+import json, os, subprocess, sys, time
+plan = json.load(open(os.environ["AGENT_PLAN"]))
+state = os.environ["AGENT_STATE"]
+n = int(open(state).read()) if os.path.exists(state) else 0
+open(state, "w").write(str(n + 1))
+given = len(sys.argv) > 1 and os.path.isfile(sys.argv[-1])
+prompt = open(sys.argv[-1]).read() if given else sys.stdin.read()
+open(f"{state}.prompt-{n + 1}", "w").write(prompt)
+step = plan[min(n, len(plan) - 1)]
+for path, text in step.get("write", {}).items():
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    open(path, "w").write(text)
+for path in step.get("delete", []):
+    os.remove(path)
+if "commit" in step:
+    subprocess.run(["git", "add", "--all"], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", step["commit"]], check=True)
+if "print" in step:
+    print(step["print"], flush=True)
+open(f"{state}.started", "w").write("yes")
+time.sleep(step.get("sleep", 0))
+sys.exit(step.get("exit", 0))
+"#;
+
+const MATH: &str = "export function add(a, b) {\n  return a + b;\n}\n";
+const TEST_ADD: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\nit('adds', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n";
+const MULTIPLY_WRONG: &str = "export function multiply(a, b) {\n  return a + b;\n}\n";
+const MULTIPLY_RIGHT: &str = "export function multiply(a, b) {\n  return a * b;\n}\n";
+const TEST_MULTIPLY: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { multiply } from '../lib/multiply.js';\n\nit('multiplies', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n";
+
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// A node:test project on `main` (`itergate init`'s configuration, at most `max`
+    /// iterations), and a branch `agent` for the loop.
+    fn new(max: u32) -> Project {
+        Project::with_stopping(max, "")
+    }
+
+    /// [`Project::new`], with `stopping` added to `stopping_criteria`.
+    fn with_stopping(max: u32, stopping: &str) -> Project {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = Project { dir };
+        let p = project.repo();
+        std::fs::create_dir_all(&p).unwrap();
+        git(&p, &["init", "-q", "-b", "main"]);
+        git(&p, &["config", "user.name", "Test User"]);
+        git(&p, &["config", "user.email", "user@example.com"]);
+        write(
+            &p,
+            "package.json",
+            r#"{"name":"fx","version":"1.0.0","type":"module","scripts":{"test":"node --test test/"}}"#,
+        );
+        write(&p, "lib/math.js", MATH);
+        write(&p, "test/math.test.js", TEST_ADD);
+        write(&p, ".gitignore", ".itergate-*\n");
+        let init = itergate(&p, &["init"], &[]);
+        assert!(
+            init.status.success(),
+            "{}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        let config = std::fs::read_to_string(p.join(".itergate.yml")).unwrap();
+        let limited = config.replace("max: 10 }", &format!("max: {max} }}\n{stopping}"));
+        assert!(
+            config != limited || (max == 10 && stopping.is_empty()),
+            "{config}"
+        );
+        write(&p, ".itergate.yml", &limited);
+        git(&p, &["add", "--all"]);
+        git(&p, &["commit", "-q", "-m", "base"]);
+        git(&p, &["checkout", "-q", "-b", "agent"]);
+        write_agent(&project.dir.path().join("agent.py"));
+        project
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("agent-state")
+    }
+
+    /// Runs `itergate loop` with the scripted agent following `plan`.
+    fn run(&self, plan: Value, args: &[&str]) -> (i32, Vec<Value>, String) {
+        let output = self.command(plan, args).output().expect("itergate runs");
+        let events = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        (
+            output.status.code().unwrap_or(-1),
+            events,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn command(&self, plan: Value, args: &[&str]) -> Command {
+        let agent = format!(
+            "python3 {} {{prompt_file}}",
+            self.dir.path().join("agent.py").display()
+        );
+        self.command_with(&agent, plan, args)
+    }
+
+    /// The loop with `--agent agent` (a preset's name, or a command).
+    fn command_with(&self, agent: &str, plan: Value, args: &[&str]) -> Command {
+        let plan_file = self.dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan.to_string()).unwrap();
+        let mut command = Command::new(BIN);
+        command
+            .args([
+                "loop",
+                "--agent",
+                agent,
+                "--task",
+                "Add multiply(a, b) in lib/multiply.js, with a test.",
+            ])
+            .args(["--format", "json"])
+            .args(args)
+            .current_dir(self.repo())
+            .env("NO_COLOR", "1")
+            .env("AGENT_PLAN", &plan_file)
+            .env("AGENT_STATE", self.state());
+        command
+    }
+
+    fn prompt(&self, run: u32) -> String {
+        std::fs::read_to_string(format!("{}.prompt-{run}", self.state().display())).unwrap()
+    }
+
+    fn runs(&self) -> u32 {
+        std::fs::read_to_string(self.state()).map_or(0, |s| s.parse().unwrap())
+    }
+
+    fn log(&self, args: &[&str]) -> String {
+        git_out(&self.repo(), args)
+    }
+}
+
+fn write_agent(path: &Path) {
+    std::fs::write(path, AGENT).unwrap();
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn write(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn itergate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .output()
+        .expect("itergate runs")
+}
+
+fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+fn wrong() -> Value {
+    json!({ "write": { "lib/multiply.js": MULTIPLY_WRONG, "test/multiply.test.js": TEST_MULTIPLY } })
+}
+
+fn right() -> Value {
+    json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT } })
+}
+
+#[test]
+fn fixed_on_the_second_try_is_accepted_and_each_run_is_one_commit_with_trailers() {
+    let project = Project::new(10);
+    // The first run leaves its work uncommitted; the second commits twice by itself.
+    let second = json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT, "notes.txt": "x\n" },
+                         "commit": "fix multiply" });
+    let (code, events, stderr) = project.run(json!([wrong(), second]), &[]);
+    assert_eq!(code, 0, "{stderr}\n{events:?}");
+    let judged = of(&events, "judged");
+    let decisions: Vec<&str> = judged
+        .iter()
+        .map(|j| j["recommendation"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["iterate", "accept"], "{stderr}");
+    assert_eq!(of(&events, "stopped")[0]["outcome"], "accepted");
+    assert_eq!(project.runs(), 2);
+    // The second run was given the revision prompt, naming the failing test.
+    assert!(
+        project.prompt(1).contains("Add multiply(a, b)"),
+        "{}",
+        project.prompt(1)
+    );
+    let revision = project.prompt(2);
+    assert!(revision.contains("multiplies"), "{revision}");
+    assert!(
+        revision.contains("expected: 12, actual: 7") || revision.contains("12"),
+        "{revision}"
+    );
+    // One commit per run, on top of main, with itergate's trailers last.
+    let subjects = project.log(&["log", "--format=%s", "main..agent"]);
+    assert_eq!(subjects.lines().count(), 2, "{subjects}");
+    let first = project.log(&["log", "-1", "--format=%B", "agent~1"]);
+    assert!(
+        first.contains("Itergate-Iteration: 1\nAgent: custom\nAgent-Exit: exited 0"),
+        "{first}"
+    );
+    assert!(first.contains("Cost-Source: none"), "{first}");
+    let status = project.log(&["status", "--porcelain"]);
+    assert_eq!(status, "", "the tree is left clean");
+}
+
+#[test]
+fn a_test_deleted_to_pass_is_caught_and_never_accepted() {
+    let project = Project::new(3);
+    let delete = json!({ "delete": ["test/multiply.test.js"] });
+    let (code, events, stderr) = project.run(json!([wrong(), delete]), &[]);
+    eprintln!("{events:#?}\n{stderr}");
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    let judged = of(&events, "judged");
+    assert!(
+        judged.iter().all(|j| j["recommendation"] != "accept"),
+        "{events:?}"
+    );
+    let stopped = &of(&events, "stopped")[0];
+    assert_ne!(stopped["outcome"], "accepted");
+    let prompt = project.prompt(3.min(project.runs()));
+    assert!(
+        prompt.contains("removed") || prompt.contains("deleted") || stderr.contains("integrity"),
+        "{prompt}\n{stderr}"
+    );
+}
+
+#[test]
+fn an_agent_that_never_fixes_it_is_escalated_with_a_hand_off() {
+    let project = Project::new(3);
+    let (code, events, stderr) = project.run(json!([wrong()]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "escalated", "{stopped}");
+    let summary = stopped["summary"].as_str().unwrap();
+    assert!(summary.contains("iteration 1:"), "{summary}");
+    assert!(summary.contains("<- best"), "{summary}");
+    assert!(
+        project.runs() <= 3,
+        "the iteration limit is itergate's: {}",
+        project.runs()
+    );
+}
+
+#[test]
+fn a_hanging_agent_is_stopped_at_the_wall_clock_and_its_work_judged() {
+    let project = Project::new(10);
+    let hang = json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT, "test/multiply.test.js": TEST_MULTIPLY }, "sleep": 600 });
+    let started = std::time::Instant::now();
+    let (_, events, stderr) = project.run(json!([hang, right()]), &["--iteration-timeout", "3s"]);
+    let finished = of(&events, "agent_finished");
+    assert!(
+        finished[0]["exit"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped at the wall clock"),
+        "{events:?}\n{stderr}"
+    );
+    assert!(
+        finished[0]["seconds"].as_f64().unwrap() < 10.0,
+        "{events:?}"
+    );
+    assert!(started.elapsed().as_secs() < 120);
+    let first = project.log(&["log", "--format=%B", "--reverse", "main..agent"]);
+    assert!(
+        first.contains("Agent-Exit: stopped at the wall clock (3s)"),
+        "{first}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_and_records_nothing_half_done() {
+    let project = Project::new(10);
+    let hang = json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT }, "sleep": 600 });
+    let mut child = project
+        .command(json!([hang]), &[])
+        .spawn()
+        .expect("itergate starts");
+    let started = PathBuf::from(format!("{}.started", project.state().display()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(
+        project.log(&["rev-list", "--count", "main..agent"]).trim(),
+        "0"
+    );
+}
+
+#[test]
+fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
+    let project = Project::with_stopping(10, "  budget_limits: { total_tokens: 1000 }\n");
+    // The scripted agent as the `claude` preset: on PATH as `claude`, printing Claude
+    // Code's `result` object with 600 tokens a run.
+    let bin = project.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(&claude, AGENT).unwrap();
+    std::fs::set_permissions(
+        &claude,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let result = json!({ "type": "result", "subtype": "success", "is_error": false,
+        "total_cost_usd": 0.01, "usage": { "input_tokens": 500, "output_tokens": 100 } })
+    .to_string();
+    // One test failing, then two: the first is the better.
+    let mut good = wrong();
+    good["print"] = json!(result);
+    let broken =
+        json!({ "write": { "lib/math.js": MATH.replace("a + b", "a - b") }, "print": result });
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let output = project
+        .command_with("claude", json!([good, broken]), &[])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(20), "{stderr}\n{events:#?}");
+    let finished = of(&events, "agent_finished");
+    assert_eq!(finished[0]["usage"]["total_tokens"], 600, "{events:#?}");
+    assert_eq!(finished[0]["usage"]["cost_source"], "reported");
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "budget_exhausted", "{stopped:#}");
+    assert_eq!(
+        stopped["budget_stop_report"]["stop_reason"], "total_tokens_exhausted",
+        "{stopped:#}"
+    );
+    assert_eq!(stopped["best_iteration"], 1, "{stopped:#}");
+    // The branch is back at the first iteration; the last is kept.
+    let first = project.log(&["rev-list", "--reverse", "main..refs/itergate/loop/last"]);
+    let first = first.lines().next().unwrap().to_string();
+    assert_eq!(project.log(&["rev-parse", "agent"]).trim(), first);
+    assert_eq!(
+        std::fs::read_to_string(project.repo().join("lib/math.js")).unwrap(),
+        MATH
+    );
+    let message = project.log(&["log", "-1", "--format=%B", &first]);
+    assert!(
+        message.contains("Tokens-Used: 600\nOutput-Tokens: 100"),
+        "{message}"
+    );
+    assert!(message.contains("Agent: claude"), "{message}");
+}
