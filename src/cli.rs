@@ -490,6 +490,15 @@ pub struct LoopArgs {
     /// The task, read from a file.
     #[arg(long, value_name = "FILE")]
     pub task_file: Option<PathBuf>,
+    /// The file or module the task starts from, named in the first prompt.
+    #[arg(long, value_name = "PATH")]
+    pub entry: Option<String>,
+    /// Where the task's specification or design is (a path the agent can read).
+    #[arg(long, value_name = "PATH")]
+    pub spec: Option<String>,
+    /// Start with the work: no round 0 asking the agent what it needs (CONTEXT_GAP_REPORT).
+    #[arg(long)]
+    pub skip_context: bool,
     /// When a budget runs out: leave the branch at the best iteration (the last is kept as
     /// refs/itergate/loop/last), or at the last.
     #[arg(long, value_enum, default_value_t = OnExhaust::Best)]

@@ -20,7 +20,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 /// Built-in templates: (name, source).
-pub const BUILTIN: [(&str, &str); 8] = [
+pub const BUILTIN: [(&str, &str); 9] = [
     (
         "decision.txt.j2",
         include_str!("../templates/decision.txt.j2"),
@@ -42,6 +42,10 @@ pub const BUILTIN: [(&str, &str); 8] = [
     (
         "context-delivery.md.j2",
         include_str!("../templates/context-delivery.md.j2"),
+    ),
+    (
+        "loop-seed.md.j2",
+        include_str!("../templates/loop-seed.md.j2"),
     ),
     (
         "loop-task.md.j2",

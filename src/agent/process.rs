@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt as _;
 
 use super::preset::{AgentCommand, PromptInput};
-use super::usage::{read_usage, Usage, UsageFormat};
+use super::usage::{read_text, read_usage, Usage, UsageFormat};
 
 /// How long an agent asked to stop may take before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
@@ -34,6 +34,8 @@ pub struct AgentRun {
     pub exit: AgentExit,
     pub elapsed: Duration,
     pub usage: Usage,
+    /// What it said in words (its final message, for the JSON formats).
+    pub text: String,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
 }
@@ -66,15 +68,18 @@ pub fn run_agent(
         limit,
     ))?;
     let elapsed = started.elapsed();
-    let source = match agent.usage {
-        UsageFormat::AiderAnalytics => &usage_file,
-        _ => &stdout,
+    let printed = read_prefix(&stdout).unwrap_or_default();
+    let usage = match agent.usage {
+        UsageFormat::AiderAnalytics => {
+            read_usage(agent.usage, &read_prefix(&usage_file).unwrap_or_default())
+        }
+        format => read_usage(format, &printed),
     };
-    let text = read_prefix(source).unwrap_or_default();
     Ok(AgentRun {
         exit,
         elapsed,
-        usage: read_usage(agent.usage, &text),
+        usage,
+        text: read_text(agent.usage, &printed),
         stdout,
         stderr,
     })

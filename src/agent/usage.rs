@@ -62,6 +62,61 @@ impl Usage {
     }
 }
 
+impl Usage {
+    /// This and `other` together (a figure known in either is known).
+    pub fn add(&mut self, other: &Usage) {
+        add(&mut self.input_tokens, other.input_tokens);
+        add(&mut self.output_tokens, other.output_tokens);
+        add(&mut self.total_tokens, other.total_tokens);
+        add(&mut self.tool_calls, other.tool_calls);
+        if let Some(cost) = other.cost_usd {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+            self.cost_source = CostSource::Reported;
+        }
+    }
+}
+
+/// What the agent said in words, from its stdout: the final message of a JSON format,
+/// else the output itself (where a CONTEXT_GAP_REPORT is looked for).
+pub fn read_text(format: UsageFormat, output: &str) -> String {
+    let texts: Vec<String> = match format {
+        UsageFormat::ClaudeJson => one_document(output)
+            .and_then(|d| d.get("result").and_then(Value::as_str).map(str::to_string))
+            .into_iter()
+            .collect(),
+        UsageFormat::GeminiJson => one_document(output)
+            .and_then(|d| {
+                d.get("response")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .into_iter()
+            .collect(),
+        UsageFormat::CodexJsonl => json_lines(output)
+            .filter(|e| e.pointer("/item/type").and_then(Value::as_str) == Some("agent_message"))
+            .filter_map(|e| {
+                e.pointer("/item/text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect(),
+        UsageFormat::OpencodeJsonl => json_lines(output)
+            .filter(|e| e.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|e| {
+                e.pointer("/part/text")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .collect(),
+        UsageFormat::None | UsageFormat::AiderAnalytics => Vec::new(),
+    };
+    if texts.is_empty() {
+        output.to_string()
+    } else {
+        texts.join("\n")
+    }
+}
+
 /// Reads `output` (the agent's stdout, or for aider its usage file) as `format` says.
 pub fn read_usage(format: UsageFormat, output: &str) -> Usage {
     match format {

@@ -87,7 +87,7 @@ pub fn answer(
         tree,
         config: &env.config,
         observation,
-        record: &latest,
+        record: Some(&latest),
         decision,
         commit,
         previous,
@@ -112,6 +112,46 @@ pub fn answer(
         reply,
         escalated,
     })
+}
+
+/// Answers `report` before any iteration, from `commit`'s tree (and its cached checks, if
+/// this clone ran them): the seed round of `itergate loop`. `answered` rounds came before.
+/// Nothing is recorded: no iteration exists yet to file the round under.
+pub fn answer_before_work(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    report: &GapReport,
+    answered: u32,
+) -> Result<Reply, Failure> {
+    let repo = store.repository();
+    let tree = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(anyhow::Error::from)?;
+    let observation = store.find_observation(tree.id(), &fingerprint(&env.config))?;
+    let mut holdout = Holdout::from_config(&env.config);
+    if let Some(observed) = &observation {
+        add_observed_holdout(observed, &mut holdout);
+    }
+    let policy = Policy::new(&env.config.context.deny, holdout).map_err(user)?;
+    let source = LocalSource {
+        repo,
+        tree,
+        config: &env.config,
+        observation,
+        record: None,
+        decision: None,
+        commit,
+        previous: None,
+    };
+    Ok(deliver(
+        report,
+        answered,
+        &source,
+        &policy,
+        &Limits::from_config(&env.config),
+    ))
 }
 
 /// Files the branch for a human, as `itergate escalate` would, naming the missing items.
@@ -179,7 +219,8 @@ struct LocalSource<'r> {
     tree: Tree<'r>,
     config: &'r Config,
     observation: Option<Observation>,
-    record: &'r IterationRecord,
+    /// None before any iteration (the seed round of `itergate loop`).
+    record: Option<&'r IterationRecord>,
     decision: Option<String>,
     commit: Oid,
     previous: Option<Oid>,
@@ -224,8 +265,8 @@ impl ItemSource for LocalSource<'_> {
         from_observation.or_else(|| {
             let findings: Vec<String> = self
                 .record
-                .issues
-                .iter()
+                .into_iter()
+                .flat_map(|r| r.issues.iter())
                 .filter(|i| i.dimension == name)
                 .map(|i| match &i.affected_field {
                     Some(at) => format!("{}: {} ({at})", i.severity.as_str(), i.finding),

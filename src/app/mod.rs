@@ -35,8 +35,10 @@ pub enum Failure {
     /// failure, not the work's. Nothing was recorded.
     #[error("{0}")]
     Check(String),
-    /// Ctrl-C or SIGTERM stopped the checks; nothing was recorded (exit 128 + signal).
-    #[error("interrupted: the checks were stopped and nothing was recorded")]
+    /// Ctrl-C or SIGTERM stopped the checks or an agent; nothing was recorded (exit 128 + signal).
+    #[error(
+        "interrupted: what was running (the checks, an agent) was stopped and nothing was recorded"
+    )]
     Interrupted(i32),
     /// Not an error: `--exit-code` asked for the recommendation as the exit status.
     #[error("")]

@@ -30,6 +30,15 @@ use super::{user, Env, Failure};
 #[derive(Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum LoopEvent<'a> {
+    /// A context round before the first iteration (seed 003): the agent was asked what it
+    /// needs (round 0), or given what it asked for.
+    ContextRound {
+        round: u32,
+        /// `ready`, `delivered` (items), `execute_now`, `escalated`, `worked` (it went
+        /// ahead and changed the code) or `no_report`.
+        outcome: &'static str,
+        items: usize,
+    },
     IterationStarted {
         iteration: u32,
         agent: &'a str,
@@ -79,12 +88,56 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     let max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
     let started = Instant::now();
     let mut previous_quality: Option<f64> = None;
+    let mut first_prompt = task_prompt(env, &branch, &task_text)?;
+    // What the context rounds cost, counted with the first iteration.
+    let mut carried = Usage::unknown();
+    // A context round in which the agent went ahead and changed the code: the first
+    // iteration's work.
+    let mut worked: Option<(Oid, AgentRun)> = None;
+    let fresh = {
+        let store = task::open_store(env, &repo)?;
+        let current = current_task(env, store.repository(), None)?;
+        current.history(env, &store)?.is_empty()
+    };
+    if fresh && !args.skip_context {
+        let seed = Seed {
+            agent: &agent,
+            branch: &branch,
+            task: &task_text,
+            entry: args.entry.as_deref(),
+            spec: args.spec.as_deref(),
+            limit,
+        };
+        match context_rounds(env, &repo, &seed, &events, &mut carried)? {
+            Seeded::Execute(prompt) => first_prompt = prompt,
+            Seeded::Worked(before, run) => worked = Some((before, *run)),
+            Seeded::Escalate(reason) => {
+                let summary =
+                    format!("\nitergate loop: escalated before any iteration: {reason}\n");
+                events.emit(&LoopEvent::Stopped {
+                    outcome: "escalated",
+                    exit_code: 20,
+                    iteration: 0,
+                    best_iteration: None,
+                    commit: git::resolve_commit(&repo, "HEAD")
+                        .map(|o| o.to_string())
+                        .unwrap_or_default(),
+                    summary: summary.clone(),
+                    budget_stop_report: None,
+                });
+                if !events.json && !quiet {
+                    eprint!("{summary}");
+                }
+                return Err(Failure::Decided(20));
+            }
+        }
+    }
     for iteration in 1..=max {
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
         let history = current.history(env, &store)?;
         let prompt = if history.is_empty() {
-            task_prompt(env, &branch, &task_text)?
+            first_prompt.clone()
         } else {
             let feedback = current.feedback(&store, &history)?;
             let base = task::stored_base(env, &store, &current)?;
@@ -102,9 +155,18 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             prompt_file: logs.join("prompt.md").display().to_string(),
         });
         let remaining = total_remaining(env, started);
-        let before = git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-        let run = run_agent(&agent, &prompt, &env.root, &logs, limit.min(remaining))
-            .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+        let (before, mut run) = match worked.take() {
+            Some(done) => done,
+            None => {
+                let before =
+                    git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+                let run = run_agent(&agent, &prompt, &env.root, &logs, limit.min(remaining))
+                    .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+                (before, run)
+            }
+        };
+        run.usage
+            .add(&std::mem::replace(&mut carried, Usage::unknown()));
         events.emit(&LoopEvent::AgentFinished {
             iteration: number,
             exit: exit_text(run.exit, limit),
@@ -201,6 +263,137 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         };
     }
     unreachable!("the last iteration always stops")
+}
+
+/// What the first agent is asked: the task, where it starts, and where its spec is.
+struct Seed<'a> {
+    agent: &'a AgentCommand,
+    branch: &'a str,
+    task: &'a str,
+    entry: Option<&'a str>,
+    spec: Option<&'a str>,
+    limit: Duration,
+}
+
+/// What the context rounds ended with.
+enum Seeded {
+    /// Execute with this prompt (the task, and what was delivered).
+    Execute(String),
+    /// The agent changed the code already: its run, and HEAD before it.
+    Worked(Oid, Box<AgentRun>),
+    /// An item marked `none — required` cannot be provided.
+    Escalate(String),
+}
+
+/// Seed 003's rounds before the first iteration: round 0 asks the agent what it needs
+/// (without doing the work); each CONTEXT_GAP_REPORT is answered with exactly the items it
+/// names (`itergate context`'s rules, from HEAD), until it is ready or the round cap says
+/// "execute with the context available". Each round is a fresh agent process, given the
+/// task again with the delivery.
+fn context_rounds(
+    env: &Env,
+    repo: &Repository,
+    seed: &Seed,
+    events: &Events,
+    spent: &mut Usage,
+) -> Result<Seeded, Failure> {
+    let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
+    let mut prompt = env.renderer()?.render(
+        "loop-seed.md.j2",
+        &serde_json::json!({
+            "task_name": task_name(seed.task, seed.branch),
+            "task": seed.task.trim_end(),
+            "entry": seed.entry,
+            "spec": seed.spec,
+            "branch": seed.branch,
+            "checks": checks.join(", "),
+        }),
+    )?;
+    let task = task_prompt(env, seed.branch, seed.task)?;
+    // Each round that does not end the rounds answers one report: `round` came before.
+    for round in 0..=env.config.context.max_rounds {
+        let before = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+        let logs = loop_dir(repo).join(format!("context-{round}"));
+        events.phase(0, &format!("context round {round}"));
+        let run = run_agent(seed.agent, &prompt, &env.root, &logs, seed.limit)
+            .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
+        if let AgentExit::Interrupted(signal) = run.exit {
+            events.clear_line();
+            return Err(Failure::Interrupted(signal));
+        }
+        let round_event = |outcome, items| {
+            events.emit(&LoopEvent::ContextRound {
+                round,
+                outcome,
+                items,
+            });
+        };
+        if changed(&env.root, repo, before)? {
+            round_event("worked", 0);
+            return Ok(Seeded::Worked(before, Box::new(run)));
+        }
+        spent.add(&run.usage);
+        let Some(report) = crate::context::parse_gap_report(&run.text) else {
+            round_event("no_report", 0);
+            return Ok(Seeded::Execute(task));
+        };
+        if report.is_ready() {
+            round_event("ready", 0);
+            return Ok(Seeded::Execute(task));
+        }
+        let store = task::open_store(env, repo)?;
+        let reply = crate::app::context::answer_before_work(env, &store, before, &report, round)?;
+        if reply.escalates() {
+            round_event("escalated", reply.items.len());
+            // The agent's words: without control characters, for a terminal.
+            let asked: Vec<String> = reply
+                .missing_required
+                .iter()
+                .filter_map(|n| report.items.get(n.wrapping_sub(1)))
+                .map(|item| {
+                    format!(
+                        "`{}`",
+                        item.needs
+                            .chars()
+                            .filter(|c| !c.is_control())
+                            .collect::<String>()
+                    )
+                })
+                .collect();
+            let reason = crate::context::escalation_reason(&reply, "itergate loop");
+            return Ok(Seeded::Escalate(format!("{reason}: {}", asked.join(", "))));
+        }
+        let view = crate::context::delivery_view(&reply, Some(&before.to_string()), false);
+        let delivery = env.renderer()?.render("context-delivery.md.j2", &view)?;
+        let execute = reply.kind != crate::context::deliver::ReplyKind::Delivery;
+        round_event(
+            if execute { "execute_now" } else { "delivered" },
+            reply.items.len(),
+        );
+        let next = format!("{task}\n{delivery}");
+        if execute {
+            return Ok(Seeded::Execute(next));
+        }
+        prompt = next;
+    }
+    Ok(Seeded::Execute(task))
+}
+
+/// Whether the agent moved HEAD or left changes in the work tree.
+fn changed(root: &Path, repo: &Repository, before: Oid) -> Result<bool, Failure> {
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    let status = git::run_git(git::git_command(root).args(["status", "--porcelain"]))?;
+    Ok(head != before || !status.trim().is_empty())
+}
+
+fn task_name(task: &str, branch: &str) -> String {
+    task.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(branch)
+        .trim()
+        .chars()
+        .take(80)
+        .collect()
 }
 
 /// How the loop ended.
@@ -453,18 +646,10 @@ fn task_text(args: &LoopArgs) -> Result<String, Failure> {
 
 fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
-    let name = task
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or(branch)
-        .trim()
-        .chars()
-        .take(80)
-        .collect::<String>();
     Ok(env.renderer()?.render(
         "loop-task.md.j2",
         &serde_json::json!({
-            "task_name": name,
+            "task_name": task_name(task, branch),
             "task": task.trim_end(),
             "branch": branch,
             "checks": checks.join(", "),

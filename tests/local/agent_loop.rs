@@ -411,3 +411,62 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     );
     assert!(message.contains("Agent: claude"), "{message}");
 }
+
+#[test]
+fn an_agent_that_asks_for_context_is_given_exactly_that_then_fixes_it() {
+    let project = Project::new(10);
+    let gap = "CONTEXT_GAP_REPORT\n------------------\nNEEDS: lib/math.js | REASON: the style of the existing functions | ALTERNATIVE: none — required\nREADY_TO_EXECUTE: false";
+    let ask = json!({ "print": gap });
+    let work = json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT, "test/multiply.test.js": TEST_MULTIPLY } });
+    let (code, events, stderr) = project.run(json!([ask, work]), &["--entry", "lib/math.js"]);
+    assert_eq!(code, 0, "{stderr}\n{events:#?}");
+    let rounds = of(&events, "context_round");
+    assert_eq!(rounds[0]["outcome"], "delivered", "{events:#?}");
+    assert_eq!(rounds[0]["items"], 1);
+    assert_eq!(rounds[1]["outcome"], "worked");
+    let seed = project.prompt(1);
+    assert!(
+        seed.contains("Do not implement yet") && seed.contains("Entry point: `lib/math.js`"),
+        "{seed}"
+    );
+    let delivery = project.prompt(2);
+    assert!(
+        delivery.contains("Add multiply(a, b)"),
+        "the task is given again: {delivery}"
+    );
+    assert!(
+        delivery.contains("CONTEXT_DELIVERY") && delivery.contains("return a + b;"),
+        "{delivery}"
+    );
+    assert!(
+        !delivery.contains("assert.strictEqual"),
+        "nothing that was not asked for: {delivery}"
+    );
+    // What the rounds cost is not lost: one commit, the work of the second run.
+    assert_eq!(
+        project.log(&["rev-list", "--count", "main..agent"]).trim(),
+        "1"
+    );
+}
+
+#[test]
+fn a_required_item_that_cannot_be_given_calls_a_person_before_any_work() {
+    let project = Project::new(10);
+    let gap = "CONTEXT_GAP_REPORT\n------------------\nNEEDS: docs/design.md | REASON: the design decides the API | ALTERNATIVE: none — required\nREADY_TO_EXECUTE: false";
+    let (code, events, stderr) = project.run(json!([{ "print": gap }]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "escalated");
+    assert!(
+        stopped["summary"]
+            .as_str()
+            .unwrap()
+            .contains("docs/design.md"),
+        "{stopped:#}"
+    );
+    assert_eq!(project.runs(), 1);
+    assert_eq!(
+        project.log(&["rev-list", "--count", "main..agent"]).trim(),
+        "0"
+    );
+}
