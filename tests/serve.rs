@@ -1597,3 +1597,53 @@ async fn a_signed_body_replayed_under_new_delivery_ids_is_stored_once() {
     assert_eq!(answers, [202, 200, 200]);
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
 }
+
+/// `github.handoff` from the App: CI's record of a failing head gives one `workflow_dispatch`
+/// of the agent's workflow, on the base branch; the run's completion delivered again under
+/// another id dispatches nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_hands_an_iterate_to_the_agents_workflow_once() {
+    let server = fake().await;
+    server.with(|m| {
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  handoff: { via: workflow_dispatch, workflow: agent.yml }\n".to_vec(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    // A failing test: a BLOCKER the agent must fix.
+    let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
+    failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
+        "finding": "test adds failed: expected 3, got -1", "affected_field": "src/math.py:12",
+        "suggested_fix": "make adds pass" }]);
+    upload(&server, 501, serde_json::to_vec(&failing).unwrap());
+    let mut run = workflow_run(501, &head, REPO);
+    assert_eq!(serve.deliver("workflow_run", "d-run", &run), 202);
+    eventually(&serve, 20, "the hand-off", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("Handed to the agent (1/5)"))
+    })
+    .await;
+    // GitHub's redelivery, or anyone's, under another id and a changed body.
+    run["workflow_run"]["updated_at"] = json!("2030-01-01T00:00:00Z");
+    assert_eq!(serve.deliver("workflow_run", "d-run-again", &run), 202);
+    eventually(&serve, 20, "the second job", || {
+        serve
+            .metric("itergate_jobs_total{outcome=\"done\"}")
+            .unwrap_or(0.0)
+            >= 2.0
+    })
+    .await;
+    let dispatches = server.with(|m| m.dispatches.clone());
+    assert_eq!(dispatches.len(), 1, "{dispatches:?}");
+    assert_eq!(dispatches[0]["workflow_id"], "agent.yml");
+    assert_eq!(dispatches[0]["inputs"]["pr"], PR.to_string());
+    assert_eq!(dispatches[0]["inputs"]["head_sha"], head);
+    assert!(dispatches[0]["ref"].is_string(), "{dispatches:?}");
+    server.assert_no_violations();
+}

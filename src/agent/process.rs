@@ -40,13 +40,15 @@ pub struct AgentRun {
     pub stderr: PathBuf,
 }
 
-/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit`.
+/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit`;
+/// `tick` is called every second with the time it has run.
 pub fn run_agent(
     agent: &AgentCommand,
     prompt: &str,
     dir: &Path,
     logs: &Path,
     limit: Duration,
+    tick: &dyn Fn(Duration),
 ) -> std::io::Result<AgentRun> {
     std::fs::create_dir_all(logs)?;
     let prompt_file = logs.join("prompt.md");
@@ -66,6 +68,7 @@ pub fn run_agent(
         dir,
         (&stdout, &stderr),
         limit,
+        tick,
     ))?;
     let elapsed = started.elapsed();
     let printed = read_prefix(&stdout).unwrap_or_default();
@@ -92,6 +95,7 @@ async fn spawn_and_wait(
     dir: &Path,
     (stdout, stderr): (&Path, &Path),
     limit: Duration,
+    tick: &dyn Fn(Duration),
 ) -> std::io::Result<AgentExit> {
     let (program, args) = argv
         .split_first()
@@ -118,10 +122,19 @@ async fn spawn_and_wait(
         let _ = stdin.write_all(prompt.as_bytes()).await;
         drop(stdin);
     }
+    let started = Instant::now();
+    let ticking = async {
+        let mut every = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            every.tick().await;
+            tick(started.elapsed());
+        }
+    };
     let ended = tokio::select! {
         status = child.wait() => return Ok(AgentExit::Exited(status?.code().unwrap_or(-1))),
         _ = tokio::time::sleep(limit) => AgentExit::TimedOut,
         signal = crate::signals::checks::interrupted() => AgentExit::Interrupted(signal),
+        () = ticking => unreachable!("the ticker never ends"),
     };
     signal_group(group, libc::SIGTERM);
     if tokio::time::timeout(GRACE, child.wait()).await.is_err() {

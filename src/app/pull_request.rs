@@ -35,7 +35,7 @@ pub use ledger::StateLedger;
 use chrono::{DateTime, Utc};
 
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
-use crate::config::{Config, Gate};
+use crate::config::{Config, Gate, HandoffVia};
 use crate::engine::{Decision, Feedback, Recommendation, Surface};
 use crate::github::checks::{
     Annotation, AnnotationLevel, CheckConclusion, CheckRunSpec, CheckState,
@@ -259,6 +259,91 @@ impl Handler<'_> {
         Ok(id)
     }
 
+    /// On ITERATE, hands the revision to the repository's agent (`github.handoff`): once per
+    /// head, at most `max_handoffs` per pull request and one per `min_interval_minutes`;
+    /// never after an integrity finding, an escalation or a person's accept. Returns what
+    /// was done, with the state updated.
+    async fn hand_off(
+        &self,
+        pr: PrNumber,
+        sticky: CommentId,
+        state: &mut StickyState,
+        decision: &Decision,
+    ) -> Result<Option<String>, ForgeError> {
+        let handoff = &self.config.github.handoff;
+        let Some(latest) = state.records.last() else {
+            return Ok(None);
+        };
+        let integrity = latest.issues.iter().any(|i| {
+            i.dimension == crate::signals::integrity::DIMENSION
+                && i.severity != crate::model::Severity::Info
+        });
+        let head = latest.commit.0.clone();
+        let spaced = state.last_handoff.as_ref().is_none_or(|last| {
+            last.head != head
+                && self.now - last.at
+                    >= chrono::Duration::minutes(
+                        i64::try_from(handoff.min_interval_minutes).unwrap_or(i64::MAX / 60_000),
+                    )
+        });
+        if handoff.via == HandoffVia::Off
+            || decision.recommendation() != Recommendation::Iterate
+            || integrity
+            || state.feedback.accepted
+            || state.handoffs >= handoff.max_handoffs
+            || !spaced
+        {
+            return Ok(None);
+        }
+        let iteration = latest.iteration;
+        let comment_url = format!(
+            "https://github.com/{}/pull/{}#issuecomment-{}",
+            self.repo, pr.0, sticky.0
+        );
+        match handoff.via {
+            HandoffVia::Off => return Ok(None),
+            HandoffVia::RepositoryDispatch => {
+                let payload = serde_json::json!({
+                    "pr": pr.0,
+                    "head_sha": head,
+                    "iteration": iteration,
+                    "comment_id": sticky.0,
+                    "comment_url": comment_url,
+                });
+                self.forge
+                    .repository_dispatch(&self.repo, &handoff.event_type, &payload)
+                    .await?;
+            }
+            HandoffVia::WorkflowDispatch => {
+                let Some(workflow) = handoff.workflow.as_deref() else {
+                    return Ok(Some(
+                        "no hand-off: github.handoff.workflow names no workflow".into(),
+                    ));
+                };
+                let pull = self.forge.pull_request(&self.repo, pr).await?;
+                let git_ref = handoff.git_ref.clone().unwrap_or(pull.base.ref_name);
+                let inputs = [
+                    ("pr", pr.0.to_string()),
+                    ("head_sha", head.clone()),
+                    ("iteration", iteration.to_string()),
+                    ("comment_url", comment_url),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                self.forge
+                    .dispatch_workflow(&self.repo, workflow, &git_ref, &inputs)
+                    .await?;
+            }
+        }
+        state.handoffs += 1;
+        state.last_handoff = Some(crate::github::sticky::LastHandoff { head, at: self.now });
+        Ok(Some(format!(
+            "handed to the agent ({}/{})",
+            state.handoffs, handoff.max_handoffs
+        )))
+    }
+
     /// Asks CI to score the PR's head again: a `repository_dispatch` (one of the few events a
     /// workflow's own token can trigger). Never for a fork: that would run its code with a
     /// token that can write.
@@ -446,10 +531,21 @@ impl Handler<'_> {
         if self_reported {
             visible = format!("{}\n\n{SELF_REPORTED_NOTE}\n", visible.trim_end());
         }
-        let sticky_id = self
-            .write_sticky(pr, comments, &visible, &mut state)
-            .await?;
+        let shown = with_handoffs(&visible, &state, self.config);
+        let sticky_id = self.write_sticky(pr, comments, &shown, &mut state).await?;
         actions.push(format!("decision: {}", decision.recommendation().as_str()));
+        if let Some(handed) = self.hand_off(pr, sticky_id, &mut state, decision).await? {
+            // Recorded in the state as the comment says it: a redelivered event finds this
+            // head handed already.
+            state.revision += 1;
+            let shown = with_handoffs(&visible, &state, self.config);
+            let body = sticky::render_body_keyed(&shown, &state, self.pull_key(pr).as_ref());
+            self.forge
+                .update_comment(&self.repo, sticky_id, &body)
+                .await?;
+            self.wrote(pr, &state).await?;
+            actions.push(handed);
+        }
         let label = &self.config.github.label;
         if escalate {
             self.forge
@@ -547,6 +643,24 @@ impl Handler<'_> {
 pub const SELF_REPORTED_NOTE: &str = "> **Self-reported:** this pull request comes from a fork; \
 its checks ran in a workflow the fork controls, so these scores are what that run reported, \
 not what itergate observed. A maintainer decides; an `accept` here never removes the label.";
+
+/// The comment with the hand-offs so far (`github.handoff`), if any.
+fn with_handoffs(visible: &str, state: &StickyState, config: &Config) -> String {
+    if state.handoffs == 0 {
+        return visible.to_string();
+    }
+    let max = config.github.handoff.max_handoffs;
+    let tail = if state.handoffs >= max {
+        " — the last: a person takes over from here"
+    } else {
+        ""
+    };
+    format!(
+        "{}\n\n🤖 Handed to the agent ({}/{max}){tail}.\n",
+        visible.trim_end(),
+        state.handoffs
+    )
+}
 
 /// The `repository_dispatch` event type `/iterate` sends to re-run the checks.
 pub const REEVALUATE_EVENT: &str = "itergate-reevaluate";

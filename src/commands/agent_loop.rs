@@ -160,8 +160,17 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             None => {
                 let before =
                     git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-                let run = run_agent(&agent, &prompt, &env.root, &logs, limit.min(remaining))
-                    .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+                let tick =
+                    |t: Duration| events.phase(number, &format!("agent running {}", minutes(t)));
+                let run = run_agent(
+                    &agent,
+                    &prompt,
+                    &env.root,
+                    &logs,
+                    limit.min(remaining),
+                    &tick,
+                )
+                .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
                 (before, run)
             }
         };
@@ -314,8 +323,13 @@ fn context_rounds(
     for round in 0..=env.config.context.max_rounds {
         let before = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
         let logs = loop_dir(repo).join(format!("context-{round}"));
-        events.phase(0, &format!("context round {round}"));
-        let run = run_agent(seed.agent, &prompt, &env.root, &logs, seed.limit)
+        let tick = |t: Duration| {
+            events.phase(
+                0,
+                &format!("context round {round}: agent running {}", minutes(t)),
+            );
+        };
+        let run = run_agent(seed.agent, &prompt, &env.root, &logs, seed.limit, &tick)
             .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
         if let AgentExit::Interrupted(signal) = run.exit {
             events.clear_line();
@@ -752,7 +766,11 @@ impl Events {
 
     fn phase(&self, iteration: u32, what: &str) {
         if self.live {
-            eprint!("\r\x1b[2Kitergate loop: iteration {iteration}: {what}…");
+            let place = match iteration {
+                0 => String::new(),
+                n => format!("iteration {n}: "),
+            };
+            eprint!("\r\x1b[2Kitergate loop: {place}{what}…");
         }
     }
 

@@ -699,6 +699,50 @@ pub struct Github {
     /// that target them, besides the default branch. Read from the default branch only: a
     /// pull request against any other base is judged by the default branch's rules.
     pub trusted_bases: Vec<String>,
+    /// On ITERATE, hand the revision to the repository's agent (off by default).
+    pub handoff: Handoff,
+}
+
+/// How a pull request's revision reaches the repository's agent: a `repository_dispatch`
+/// or a `workflow_dispatch` whose workflow runs the agent. It carries a pointer (the pull
+/// request, its head, the iteration, the sticky comment's URL), never the prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Handoff {
+    pub via: HandoffVia,
+    /// `repository_dispatch`'s `event_type`.
+    pub event_type: String,
+    /// `workflow_dispatch`: the workflow's file name (or id) ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// ... and the branch it runs from (default: the pull request's base).
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Hand-offs per pull request at most; then a person takes over.
+    pub max_handoffs: u32,
+    /// Minutes at least between two hand-offs of one pull request.
+    pub min_interval_minutes: u64,
+}
+
+impl Default for Handoff {
+    fn default() -> Self {
+        Handoff {
+            via: HandoffVia::Off,
+            event_type: "itergate-revision".into(),
+            workflow: None,
+            git_ref: None,
+            max_handoffs: 5,
+            min_interval_minutes: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandoffVia {
+    Off,
+    RepositoryDispatch,
+    WorkflowDispatch,
 }
 
 /// Reports inside a workflow artifact.
@@ -727,6 +771,7 @@ impl Default for Github {
             artifact: "itergate-record".into(),
             reports: Vec::new(),
             trusted_bases: Vec::new(),
+            handoff: Handoff::default(),
         }
     }
 }

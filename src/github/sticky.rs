@@ -103,6 +103,16 @@ pub struct StickyState {
     pub unprivileged_replies: BTreeMap<String, DateTime<Utc>>,
     /// Why an earlier state could not be read and was started afresh, shown in the comment.
     pub lost_state: Option<String>,
+    /// Revisions handed to the repository's agent (`github.handoff`), and the last one.
+    pub handoffs: u32,
+    pub last_handoff: Option<LastHandoff>,
+}
+
+/// The head whose revision was last handed to the agent, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastHandoff {
+    pub head: String,
+    pub at: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

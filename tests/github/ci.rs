@@ -1348,3 +1348,94 @@ fn the_action_hands_no_token_to_a_score_only_job() {
     let (lines, shell) = run("--publish-record r.json");
     assert_eq!(lines, ["1".to_string(), shell], "the publishing job has it");
 }
+
+/// `github.handoff`: each ITERATE of a new head sends one `repository_dispatch` to the
+/// repository's agent (a pointer, not the prompt); a redelivered event sends none, an
+/// escalation none, and the cap holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iterate_hands_the_revision_to_the_agent_once_per_head_within_its_cap() {
+    let server = FakeGithub::start().await;
+    let c = checkout(
+        "github: { handoff: { via: repository_dispatch, max_handoffs: 2, min_interval_minutes: 0 } }\n",
+    );
+    let handoffs = || {
+        server.with(|m| {
+            m.dispatches
+                .iter()
+                .filter(|d| d["event_type"] == "itergate-revision")
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    };
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    seed(&server, &c, &head, false);
+    let event = pull_request_event(&c, &head, false);
+    let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent = handoffs();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let payload = &sent[0]["client_payload"];
+    assert_eq!(payload["pr"], PR);
+    assert_eq!(payload["head_sha"], head.as_str());
+    assert_eq!(payload["iteration"], 1);
+    assert!(
+        payload["comment_url"]
+            .as_str()
+            .unwrap()
+            .contains("#issuecomment-"),
+        "{payload}"
+    );
+    assert!(payload.get("prompt").is_none(), "a pointer, not the prompt");
+    assert!(
+        sticky(&server).contains("Handed to the agent (1/2)"),
+        "{}",
+        sticky(&server)
+    );
+
+    // The same event delivered again: the head was handed already.
+    let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(handoffs().len(), 1);
+
+    // A maintainer escalates: nothing is handed.
+    grant(&server, "maintainer", "write", "write");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "issue_comment",
+        &comment_event(&server, "maintainer", "/iterate escalate"),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(sticky(&server).contains("escalate"), "{}", sticky(&server));
+    assert_eq!(handoffs().len(), 1);
+
+    // Two more failing heads: the second hand-off is the last.
+    for (n, results) in [(2, "3 1\n"), (3, "2 2\n")] {
+        c.repo.write("work.txt", &format!("attempt {n}\n"));
+        let head = c
+            .repo
+            .commit_file("results.txt", results, &format!("attempt {n}"));
+        fake_github::seed_pull(&server, PR, &[(&head, "head")]);
+        server.with(|m| {
+            if let Some(pull) = m.pulls.get_mut(&PR) {
+                pull.base_sha = c.base.clone();
+            }
+        });
+        let out = ci(
+            &server,
+            &c.repo.path,
+            "pull_request",
+            &pull_request_event(&c, &head, false),
+        )
+        .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    assert_eq!(handoffs().len(), 2, "the cap: {:?}", handoffs());
+    assert!(
+        sticky(&server).contains("Handed to the agent (2/2) — the last"),
+        "{}",
+        sticky(&server)
+    );
+    server.assert_no_violations();
+}
