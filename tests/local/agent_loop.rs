@@ -470,3 +470,57 @@ fn a_required_item_that_cannot_be_given_calls_a_person_before_any_work() {
         "0"
     );
 }
+
+/// Opt-in (`cargo test -- --ignored agents_help`, needs npm and the registry): each preset's
+/// CLI, installed as its users install it, still documents the flags its preset uses.
+#[test]
+#[ignore = "installs the agents' CLIs from npm"]
+fn agents_help_still_lists_the_flags_their_presets_use() {
+    let dir = tempfile::tempdir().unwrap();
+    // (npm package, binary, the subcommand whose help to read, flags the preset passes)
+    let agents: [(&str, &str, &[&str], &[&str]); 4] = [
+        (
+            "@anthropic-ai/claude-code",
+            "claude",
+            &[],
+            &["--print", "--output-format"],
+        ),
+        ("@openai/codex", "codex", &["exec"], &["--json"]),
+        (
+            "@google/gemini-cli",
+            "gemini",
+            &[],
+            &["--prompt", "--output-format"],
+        ),
+        ("opencode-ai", "opencode", &["run"], &["--format"]),
+    ];
+    for (package, bin, sub, flags) in agents {
+        let install = Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(dir.path())
+            .arg(package)
+            .output()
+            .expect("npm runs");
+        assert!(
+            install.status.success(),
+            "{package}: {}",
+            String::from_utf8_lossy(&install.stderr)
+        );
+        let help = Command::new(dir.path().join("node_modules/.bin").join(bin))
+            .args(sub)
+            .arg("--help")
+            .output()
+            .expect("the CLI runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&help.stdout),
+            String::from_utf8_lossy(&help.stderr)
+        );
+        for flag in flags {
+            assert!(
+                text.contains(flag),
+                "{package} {sub:?} --help lists no {flag}:\n{text}"
+            );
+        }
+    }
+}
