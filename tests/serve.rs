@@ -1647,3 +1647,49 @@ async fn the_app_hands_an_iterate_to_the_agents_workflow_once() {
     assert!(dispatches[0]["ref"].is_string(), "{dispatches:?}");
     server.assert_no_violations();
 }
+
+/// `github.handoff: { via: mention }`: the App's comment mentions the agent's handle (an
+/// App's comments start workflows, a workflow token's do not), once per head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_can_hand_an_iterate_to_an_agent_that_answers_mentions() {
+    let server = fake().await;
+    server.with(|m| {
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  handoff: { via: mention, handle: \"@claude\" }\n".to_vec(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
+    failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
+        "finding": "test adds failed", "affected_field": "src/math.py:12",
+        "suggested_fix": "make adds pass" }]);
+    upload(&server, 501, serde_json::to_vec(&failing).unwrap());
+    let mut run = workflow_run(501, &head, REPO);
+    assert_eq!(serve.deliver("workflow_run", "d-run", &run), 202);
+    let mentions = || {
+        server.with(|m| {
+            m.comments
+                .iter()
+                .filter(|c| c.body.contains("@claude itergate asks for a revision"))
+                .count()
+        })
+    };
+    eventually(&serve, 20, "the mention", || mentions() == 1).await;
+    run["workflow_run"]["updated_at"] = json!("2030-01-01T00:00:00Z");
+    assert_eq!(serve.deliver("workflow_run", "d-run-again", &run), 202);
+    eventually(&serve, 20, "the second job", || {
+        serve
+            .metric("itergate_jobs_total{outcome=\"done\"}")
+            .unwrap_or(0.0)
+            >= 2.0
+    })
+    .await;
+    assert_eq!(mentions(), 1);
+    assert!(sticky_comments(&server)[0].contains("Handed to the agent (1/5)"));
+    server.assert_no_violations();
+}

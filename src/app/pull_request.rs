@@ -302,6 +302,35 @@ impl Handler<'_> {
         );
         match handoff.via {
             HandoffVia::Off => return Ok(None),
+            HandoffVia::Mention => {
+                let handle = handoff.handle.as_deref().map(|h| h.trim_start_matches('@'));
+                let valid = handle.filter(|h| {
+                    !h.is_empty()
+                        && h.chars().all(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/' | '[' | ']')
+                        })
+                });
+                let Some(handle) = valid else {
+                    return Ok(Some(
+                        "no hand-off: github.handoff.handle names no valid handle".into(),
+                    ));
+                };
+                if self.rerun != Rerun::WorkflowRuns {
+                    // A comment made with a workflow's own token starts no workflow.
+                    return Ok(Some(
+                        "no hand-off: `mention` works from the App only; use repository_dispatch"
+                            .into(),
+                    ));
+                }
+                let text = format!(
+                    "@{handle} itergate asks for a revision of iteration {iteration} \
+                     ({}): the \"Revision prompt for agents\" in {comment_url}",
+                    short(&latest.commit)
+                );
+                let comments = self.forge.list_comments(&self.repo, pr).await?;
+                self.reply(pr, &comments, &format!("handoff-{head}"), &text)
+                    .await?;
+            }
             HandoffVia::RepositoryDispatch => {
                 let payload = serde_json::json!({
                     "pr": pr.0,

@@ -718,6 +718,10 @@ pub struct Handoff {
     /// ... and the branch it runs from (default: the pull request's base).
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub git_ref: Option<String>,
+    /// `mention` (the App only): the handle a comment mentions, for agents that answer
+    /// mentions (`@claude`); a workflow's own comments start no workflow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     /// Hand-offs per pull request at most; then a person takes over.
     pub max_handoffs: u32,
     /// Minutes at least between two hand-offs of one pull request.
@@ -731,6 +735,7 @@ impl Default for Handoff {
             event_type: "itergate-revision".into(),
             workflow: None,
             git_ref: None,
+            handle: None,
             max_handoffs: 5,
             min_interval_minutes: 2,
         }
@@ -743,6 +748,7 @@ pub enum HandoffVia {
     Off,
     RepositoryDispatch,
     WorkflowDispatch,
+    Mention,
 }
 
 /// Reports inside a workflow artifact.
