@@ -491,3 +491,12 @@ fn unique_temp_path() -> PathBuf {
         std::process::id()
     ))
 }
+
+/// Whether `ancestor` is `commit` or one of its ancestors.
+pub fn is_ancestor(repo: &Repository, ancestor: Oid, commit: Oid) -> Result<bool> {
+    if ancestor == commit {
+        return Ok(true);
+    }
+    repo.graph_descendant_of(commit, ancestor)
+        .context("walking the history")
+}

@@ -162,6 +162,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                     git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
                 let tick =
                     |t: Duration| events.phase(number, &format!("agent running {}", minutes(t)));
+                let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
                 let run = run_agent(
                     &agent,
                     &prompt,
@@ -171,6 +172,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                     &tick,
                 )
                 .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+                notes.restore(&repo)?;
                 (before, run)
             }
         };
@@ -193,6 +195,13 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         if git::head_branch(&repo)?.as_deref() != Some(branch.as_str()) {
             return Err(user(format!(
                 "the agent left the branch `{branch}`; itergate stops (switch back and run `itergate loop` again)"
+            )));
+        }
+        let head = git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+        if !git::is_ancestor(&repo, before, head)? {
+            return Err(user(format!(
+                "the agent rewrote the branch's history: HEAD no longer contains {}, where its run started; itergate stops (see `git reflog`)",
+                short(before)
             )));
         }
         let tip = commit_iteration(&env.root, &repo, before, number, &agent, &run)?;
@@ -329,8 +338,10 @@ fn context_rounds(
                 &format!("context round {round}: agent running {}", minutes(t)),
             );
         };
+        let notes = NotesGuard::take(repo, &env.config.hook.notes_ref);
         let run = run_agent(seed.agent, &prompt, &env.root, &logs, seed.limit, &tick)
             .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
+        notes.restore(repo)?;
         if let AgentExit::Interrupted(signal) = run.exit {
             events.clear_line();
             return Err(Failure::Interrupted(signal));
@@ -408,6 +419,47 @@ fn task_name(task: &str, branch: &str) -> String {
         .chars()
         .take(80)
         .collect()
+}
+
+/// itergate's notes as they were before an agent ran: whatever the agent wrote there
+/// (`itergate budget`, `accept`, `adjust`, a note by hand) is undone, since it runs as the
+/// same user and people's decisions must come from people.
+struct NotesGuard {
+    name: String,
+    target: Option<Oid>,
+}
+
+impl NotesGuard {
+    fn take(repo: &Repository, notes_ref: &str) -> NotesGuard {
+        let name = if notes_ref.starts_with("refs/") {
+            notes_ref.to_string()
+        } else {
+            format!("refs/notes/{notes_ref}")
+        };
+        let target = repo.find_reference(&name).ok().and_then(|r| r.target());
+        NotesGuard { name, target }
+    }
+
+    fn restore(&self, repo: &Repository) -> Result<(), Failure> {
+        let now = repo
+            .find_reference(&self.name)
+            .ok()
+            .and_then(|r| r.target());
+        if now == self.target {
+            return Ok(());
+        }
+        let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+        let undo = match self.target {
+            Some(oid) => vec!["update-ref".to_string(), self.name.clone(), oid.to_string()],
+            None => vec!["update-ref".into(), "-d".into(), self.name.clone()],
+        };
+        git::run_git(git::git_command(&dir).args(&undo))?;
+        eprintln!(
+            "itergate: the agent changed {}; undone (people's decisions come from people)",
+            self.name
+        );
+        Ok(())
+    }
 }
 
 /// How the loop ended.

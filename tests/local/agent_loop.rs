@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
 
 /// The scripted agent. Each run takes the next step of the plan in `$AGENT_PLAN` (the last
-/// step repeats): it saves the prompt it was given, writes and deletes files, may commit,
-/// print, sleep and exit with a status. `$AGENT_STATE` counts its runs.
+/// step repeats): it saves the prompt it was given, writes and deletes files, may run
+/// commands, commit, print, sleep and exit with a status. `$AGENT_STATE` counts its runs.
 const AGENT: &str = r#"#!/usr/bin/env python3
 import json, os, subprocess, sys, time
 plan = json.load(open(os.environ["AGENT_PLAN"]))
@@ -30,6 +30,8 @@ for path, text in step.get("write", {}).items():
     open(path, "w").write(text)
 for path in step.get("delete", []):
     os.remove(path)
+for command in step.get("run", []):
+    subprocess.run(command, shell=True)
 if "commit" in step:
     subprocess.run(["git", "add", "--all"], check=True)
     subprocess.run(["git", "commit", "-q", "-m", step["commit"]], check=True)
@@ -523,4 +525,23 @@ fn agents_help_still_lists_the_flags_their_presets_use() {
             );
         }
     }
+}
+
+#[test]
+fn an_agent_cannot_raise_its_own_budget_or_rewrite_the_branch() {
+    let project = Project::new(3);
+    // The agent gives itself 50 iterations, as a person would with `itergate budget`.
+    let mut sneaky = wrong();
+    sneaky["run"] = json!([format!("{BIN} budget 50")]);
+    let (code, events, stderr) = project.run(json!([sneaky]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    assert!(stderr.contains("the agent changed refs/notes/itergate; undone"), "{stderr}");
+    assert!(project.runs() <= 3, "the budget stayed itergate's: {} runs", project.runs());
+
+    // An agent that rewrites the history below its start is stopped.
+    let project = Project::new(10);
+    let rewrite = json!({ "run": ["git reset -q --hard main"] });
+    let (code, _, stderr) = project.run(json!([wrong(), rewrite]), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("the agent rewrote the branch's history"), "{stderr}");
 }
