@@ -554,6 +554,19 @@ fn hand_off(
             &record.commit.0[..record.commit.0.len().min(12)],
         ));
     }
+    if let Some(report) = &decision.budget_stop_report {
+        for name in &report.budgets.exhausted {
+            let of = |map: &std::collections::BTreeMap<String, serde_json::Value>| {
+                map.get(name)
+                    .map_or_else(|| "?".to_string(), |v| v.to_string())
+            };
+            text.push_str(&format!(
+                "Budget spent: {name} {} of {}\n",
+                of(&report.budgets.observed),
+                of(&report.budgets.limits)
+            ));
+        }
+    }
     if let Some(iteration) = restored {
         text.push_str(&format!(
             "The branch is back at iteration {iteration}, the best; the last ({}) is kept as refs/itergate/loop/last.\n",

@@ -61,6 +61,11 @@ impl Project {
 
     /// [`Project::new`], with `stopping` added to `stopping_criteria`.
     fn with_stopping(max: u32, stopping: &str) -> Project {
+        Project::with_config(max, stopping, "")
+    }
+
+    /// [`Project::with_stopping`], with `top` (whole sections) appended to the configuration.
+    fn with_config(max: u32, stopping: &str, top: &str) -> Project {
         let dir = tempfile::tempdir().expect("tempdir");
         let project = Project { dir };
         let p = project.repo();
@@ -88,7 +93,7 @@ impl Project {
             config != limited || (max == 10 && stopping.is_empty()),
             "{config}"
         );
-        write(&p, ".itergate.yml", &limited);
+        write(&p, ".itergate.yml", &format!("{limited}\n{top}"));
         git(&p, &["add", "--all"]);
         git(&p, &["commit", "-q", "-m", "base"]);
         git(&p, &["checkout", "-q", "-b", "agent"]);
@@ -356,7 +361,9 @@ fn ctrl_c_stops_the_agent_and_records_nothing_half_done() {
 
 #[test]
 fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
-    let project = Project::with_stopping(10, "  budget_limits: { total_tokens: 1000 }\n");
+    // The hooks append what they are given to files beside the repository.
+    let hooks = "loop:\n  on_iteration: [\"cat >> ../on_iteration.jsonl; echo >> ../on_iteration.jsonl\"]\n  on_stop: [\"cat > ../on_stop.json\"]\n  on_regression: [\"cat > ../on_regression.json\", \"exit 3\"]\n";
+    let project = Project::with_config(10, "  budget_limits: { total_tokens: 1000 }\n", hooks);
     // The scripted agent as the `claude` preset: on PATH as `claude`, printing Claude
     // Code's `result` object with 600 tokens a run.
     let bin = project.dir.path().join("bin");
@@ -412,6 +419,38 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
         "{message}"
     );
     assert!(message.contains("Agent: claude"), "{message}");
+    // The hooks: each judged iteration, the stop, and the second (worse) iteration.
+    let read =
+        |name: &str| std::fs::read_to_string(project.dir.path().join(name)).unwrap_or_default();
+    let iterations: Vec<Value> = read("on_iteration.jsonl")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(iterations.len(), 2, "{iterations:#?}");
+    assert!(
+        iterations[0]["iterationDecision"]["decision"].is_object(),
+        "{:#}",
+        iterations[0]
+    );
+    let stop: Value = serde_json::from_str(&read("on_stop.json")).unwrap();
+    assert!(
+        stop["iterationDecision"]["budgetStopReport"].is_object(),
+        "{stop:#}"
+    );
+    assert!(
+        !read("on_regression.json").is_empty(),
+        "the second iteration scored lower"
+    );
+    assert!(
+        stderr.contains("loop.on_regression `exit 3` failed"),
+        "a failing hook is reported: {stderr}"
+    );
+    let summary = stopped["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Budget spent: total_tokens 1200 of 1000"),
+        "the hand-off names the budget: {summary}"
+    );
 }
 
 #[test]
@@ -535,13 +574,23 @@ fn an_agent_cannot_raise_its_own_budget_or_rewrite_the_branch() {
     sneaky["run"] = json!([format!("{BIN} budget 50")]);
     let (code, events, stderr) = project.run(json!([sneaky]), &[]);
     assert_eq!(code, 20, "{stderr}\n{events:#?}");
-    assert!(stderr.contains("the agent changed refs/notes/itergate; undone"), "{stderr}");
-    assert!(project.runs() <= 3, "the budget stayed itergate's: {} runs", project.runs());
+    assert!(
+        stderr.contains("the agent changed refs/notes/itergate; undone"),
+        "{stderr}"
+    );
+    assert!(
+        project.runs() <= 3,
+        "the budget stayed itergate's: {} runs",
+        project.runs()
+    );
 
     // An agent that rewrites the history below its start is stopped.
     let project = Project::new(10);
     let rewrite = json!({ "run": ["git reset -q --hard main"] });
     let (code, _, stderr) = project.run(json!([wrong(), rewrite]), &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("the agent rewrote the branch's history"), "{stderr}");
+    assert!(
+        stderr.contains("the agent rewrote the branch's history"),
+        "{stderr}"
+    );
 }
