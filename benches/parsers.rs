@@ -116,5 +116,35 @@ fn bench_diagnostics(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parsers, bench_diagnostics);
+/// An agent's JSON-lines output as long as a long Codex session (`itergate loop` reads it
+/// once per run): 200,000 events, one in ten a `turn.completed` with usage.
+fn codex_events(events: usize) -> String {
+    let mut out = String::with_capacity(events * 160);
+    for n in 0..events {
+        if n % 10 == 9 {
+            out.push_str(&format!(
+                "{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{n},\"cached_input_tokens\":0,\"output_tokens\":12}}}}\n"
+            ));
+        } else {
+            out.push_str(&format!(
+                "{{\"type\":\"item.completed\",\"item\":{{\"id\":\"item_{n}\",\"type\":\"command_execution\",\"command\":\"ls\",\"exit_code\":0}}}}\n"
+            ));
+        }
+    }
+    out
+}
+
+fn bench_agent_usage(c: &mut Criterion) {
+    use itergate::agent::usage::{read_usage, UsageFormat};
+    let input = codex_events(200_000);
+    let mut group = c.benchmark_group("parse");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(input.len() as u64));
+    group.bench_function("agent_usage_codex_200k_events", |b| {
+        b.iter(|| black_box(read_usage(UsageFormat::CodexJsonl, black_box(&input))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, parsers, bench_diagnostics, bench_agent_usage);
 criterion_main!(benches);
