@@ -1439,3 +1439,29 @@ async fn an_iterate_hands_the_revision_to_the_agent_once_per_head_within_its_cap
     );
     server.assert_no_violations();
 }
+
+/// `github.handoff.min_interval_minutes` (2 by default): a new failing head right after a
+/// hand-off is not handed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_offs_of_one_pull_request_are_spaced() {
+    let server = FakeGithub::start().await;
+    let c = checkout("github: { handoff: { via: repository_dispatch } }\n");
+    for (n, results) in [(1, "3 1\n"), (2, "2 2\n")] {
+        c.repo.write("work.txt", &format!("attempt {n}\n"));
+        let head = c
+            .repo
+            .commit_file("results.txt", results, &format!("attempt {n}"));
+        seed(&server, &c, &head, false);
+        let event = pull_request_event(&c, &head, false);
+        let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let sent = server.with(|m| m.dispatches.len());
+    assert_eq!(sent, 1, "the second head came within two minutes");
+    assert!(
+        sticky(&server).contains("Handed to the agent (1/5)"),
+        "{}",
+        sticky(&server)
+    );
+    server.assert_no_violations();
+}
