@@ -84,8 +84,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     let limit = args.iteration_timeout.unwrap_or_else(|| {
         Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
     });
-    // A hard stop beside the engine's iteration limit, should a decision keep iterating.
-    let max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
+    // A hard stop beside the engine's iteration limit (which a person's `itergate budget`
+    // raises), should a decision keep iterating past it.
+    let mut max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
     let started = Instant::now();
     let mut previous_quality: Option<f64> = None;
     let mut first_prompt = task_prompt(env, &branch, &task_text)?;
@@ -132,7 +133,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             }
         }
     }
-    for iteration in 1..=max {
+    let mut iteration = 0;
+    loop {
+        iteration += 1;
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
         let history = current.history(env, &store)?;
@@ -258,6 +261,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             }
         }
         previous_quality = quality.or(previous_quality);
+        max = max.max(decision.budget.max_iterations.saturating_add(1));
         if recommendation == Recommendation::Iterate && iteration < max {
             continue;
         }
@@ -280,7 +284,6 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             code => Err(Failure::Decided(code)),
         };
     }
-    unreachable!("the last iteration always stops")
 }
 
 /// What the first agent is asked: the task, where it starts, and where its spec is.
