@@ -148,9 +148,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                 task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
             render_prompt(env, &history, &evaluation.decision)?
         };
-        let number = u32::try_from(history.len())
-            .unwrap_or(u32::MAX)
-            .saturating_add(1);
+        // The engine numbers iterations by their place on the branch: the commit this run
+        // makes comes after the branch's commits so far.
+        let number = next_position(env, &repo, &current);
         let logs = loop_dir(&repo).join(format!("iteration-{number}"));
         events.emit(&LoopEvent::IterationStarted {
             iteration: number,
@@ -232,6 +232,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         let latest = records.last();
         let decision = &evaluation.decision;
         let recommendation = decision.recommendation();
+        let number = latest.map_or(number, |r| r.iteration);
         events.emit(&LoopEvent::Judged {
             iteration: number,
             commit: tip.to_string(),
@@ -405,6 +406,18 @@ fn context_rounds(
         prompt = next;
     }
     Ok(Seeded::Execute(task))
+}
+
+/// The iteration number the engine will give the next commit: its place among the
+/// branch's commits since the base (a fresh branch has none yet).
+fn next_position(env: &Env, repo: &Repository, task: &crate::app::local::Task) -> u32 {
+    let base = git::default_base_branch(repo, env.config.hook.base.as_deref(), "origin")
+        .ok()
+        .and_then(|b| git::resolve_commit(repo, &b).ok());
+    let fresh =
+        base.is_some_and(|b| git::merge_base(repo, task.tip, b).ok().flatten() == Some(task.tip));
+    let so_far = if fresh { 0 } else { task.commits.len() };
+    u32::try_from(so_far).unwrap_or(u32::MAX).saturating_add(1)
 }
 
 /// Whether the agent moved HEAD or left changes in the work tree.

@@ -240,6 +240,16 @@ fn fixed_on_the_second_try_is_accepted_and_each_run_is_one_commit_with_trailers(
         .collect();
     assert_eq!(decisions, ["iterate", "accept"], "{stderr}");
     assert_eq!(of(&events, "stopped")[0]["outcome"], "accepted");
+    let numbers: Vec<&Value> = of(&events, "iteration_started")
+        .iter()
+        .chain(judged.iter())
+        .map(|e| &e["iteration"])
+        .collect();
+    assert_eq!(
+        numbers,
+        [&json!(1), &json!(2), &json!(1), &json!(2)],
+        "{events:#?}"
+    );
     assert_eq!(project.runs(), 2);
     // The second run was given the revision prompt, naming the failing test.
     assert!(
@@ -512,10 +522,10 @@ fn a_required_item_that_cannot_be_given_calls_a_person_before_any_work() {
     );
 }
 
-/// Opt-in (`cargo test -- --ignored agents_help`, needs npm and the registry): each preset's
+/// Opt-in (`cargo test -- --ignored agents_help`, needs npm, pip and their registries): each preset's
 /// CLI, installed as its users install it, still documents the flags its preset uses.
 #[test]
-#[ignore = "installs the agents' CLIs from npm"]
+#[ignore = "installs the agents' CLIs from npm and PyPI"]
 fn agents_help_still_lists_the_flags_their_presets_use() {
     let dir = tempfile::tempdir().unwrap();
     // (npm package, binary, the subcommand whose help to read, flags the preset passes)
@@ -563,6 +573,36 @@ fn agents_help_still_lists_the_flags_their_presets_use() {
                 "{package} {sub:?} --help lists no {flag}:\n{text}"
             );
         }
+    }
+    // aider installs from PyPI, into a virtual environment.
+    let venv = dir.path().join("venv");
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let install = Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "aider-chat"])
+        .output()
+        .expect("pip runs");
+    assert!(
+        install.status.success(),
+        "aider-chat: {}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let help = Command::new(venv.join("bin/aider"))
+        .arg("--help")
+        .output()
+        .expect("aider runs");
+    let text = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--message-file",
+        "--no-auto-commits",
+        "--analytics-log",
+        "--yes-always",
+    ] {
+        assert!(text.contains(flag), "aider --help lists no {flag}:\n{text}");
     }
 }
 
