@@ -183,7 +183,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             .add(&std::mem::replace(&mut carried, Usage::unknown()));
         events.emit(&LoopEvent::AgentFinished {
             iteration: number,
-            exit: exit_text(run.exit, limit),
+            exit: exit_text(&run, limit),
             seconds: run.elapsed.as_secs_f64(),
             usage: &run.usage,
         });
@@ -669,7 +669,7 @@ fn iteration_message(
     let mut trailers = vec![
         ("Itergate-Iteration", iteration.to_string()),
         ("Agent", agent.name.clone()),
-        ("Agent-Exit", exit_text(run.exit, run.elapsed)),
+        ("Agent-Exit", exit_text(run, run.elapsed)),
     ];
     if let Some(tokens) = usage.total_tokens {
         trailers.push(("Tokens-Used", tokens.to_string()));
@@ -694,11 +694,20 @@ fn iteration_message(
     text
 }
 
-fn exit_text(exit: AgentExit, limit: Duration) -> String {
-    match exit {
+/// How the run ended, with the agent's own word that it failed (an error result, a failed
+/// turn), without control characters.
+fn exit_text(run: &AgentRun, limit: Duration) -> String {
+    let ended = match run.exit {
         AgentExit::Exited(code) => format!("exited {code}"),
         AgentExit::TimedOut => format!("stopped at the wall clock ({})", minutes(limit)),
         AgentExit::Interrupted(signal) => format!("interrupted by signal {signal}"),
+    };
+    match &run.usage.failure {
+        Some(why) => {
+            let why: String = why.chars().filter(|c| !c.is_control()).take(120).collect();
+            format!("{ended}, reporting a failure: {why}")
+        }
+        None => ended,
     }
 }
 

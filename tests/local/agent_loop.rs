@@ -391,8 +391,12 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     // One test failing, then two: the first is the better.
     let mut good = wrong();
     good["print"] = json!(result);
+    // The second run also says it failed: Claude Code's turn cap.
+    let capped = json!({ "type": "result", "subtype": "error_max_turns", "is_error": true,
+        "total_cost_usd": 0.01, "usage": { "input_tokens": 500, "output_tokens": 100 } })
+    .to_string();
     let broken =
-        json!({ "write": { "lib/math.js": MATH.replace("a + b", "a - b") }, "print": result });
+        json!({ "write": { "lib/math.js": MATH.replace("a + b", "a - b") }, "print": capped });
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let output = project
         .command_with("claude", json!([good, broken]), &[])
@@ -422,6 +426,11 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     assert_eq!(
         std::fs::read_to_string(project.repo().join("lib/math.js")).unwrap(),
         MATH
+    );
+    let last = project.log(&["log", "-1", "--format=%B", "refs/itergate/loop/last"]);
+    assert!(
+        last.contains("Agent-Exit: exited 0, reporting a failure: error_max_turns"),
+        "{last}"
     );
     let message = project.log(&["log", "-1", "--format=%B", &first]);
     assert!(
