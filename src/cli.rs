@@ -110,6 +110,7 @@ pub enum Command {
     /// Examples:
     ///   itergate run              # check HEAD, decide, write the revision prompt
     ///   itergate run --rescore    # the environment changed: run the checks again
+    #[command(verbatim_doc_comment)]
     Run(RunArgs),
     /// Drive a coding agent on the current branch until its work is accepted, or a person
     /// is needed. Each iteration starts the agent afresh with the prompt (the task, then
@@ -124,6 +125,7 @@ pub enum Command {
     ///
     /// Presets: claude, codex, aider, gemini, opencode, goose. None is given a flag that
     /// lets it act without asking: add the one you want with --agent-args.
+    #[command(verbatim_doc_comment)]
     Loop(LoopArgs),
     /// The current branch's decision from its recorded history; runs nothing.
     Status(DecisionOutput),
