@@ -1598,31 +1598,40 @@ async fn a_signed_body_replayed_under_new_delivery_ids_is_stored_once() {
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 1);
 }
 
-/// `github.handoff` from the App: CI's record of a failing head gives one `workflow_dispatch`
-/// of the agent's workflow, on the base branch; the run's completion delivered again under
-/// another id dispatches nothing more.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_app_hands_an_iterate_to_the_agents_workflow_once() {
+/// The App with `config` on the base, and CI's record of a failing head (a BLOCKER the agent
+/// must fix) delivered as a completed run: the server, the database's directory, the App,
+/// the head and the run's payload.
+async fn app_with_a_failing_run(
+    config: &[u8],
+) -> (FakeGithub, tempfile::TempDir, Serve, String, Value) {
     let server = fake().await;
     server.with(|m| {
-        m.files.insert(
-            (BASE.into(), ".itergate.yml".into()),
-            b"github:\n  handoff: { via: workflow_dispatch, workflow: agent.yml }\n".to_vec(),
-        );
+        m.files
+            .insert((BASE.into(), ".itergate.yml".into()), config.to_vec());
     });
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let serve = Serve::start(&server.api_url(), dir.path().join("itergate.db"), &[]);
     let head = "a".repeat(40);
     seed_pr(&server, &head);
-    // A failing test: a BLOCKER the agent must fix.
     let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
     failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
         "finding": "test adds failed: expected 3, got -1", "affected_field": "src/math.py:12",
         "suggested_fix": "make adds pass" }]);
     upload(&server, 501, serde_json::to_vec(&failing).unwrap());
-    let mut run = workflow_run(501, &head, REPO);
+    let run = workflow_run(501, &head, REPO);
     assert_eq!(serve.deliver("workflow_run", "d-run", &run), 202);
+    (server, dir, serve, head, run)
+}
+
+/// `github.handoff` from the App: CI's record of a failing head gives one `workflow_dispatch`
+/// of the agent's workflow, on the base branch; the run's completion delivered again under
+/// another id dispatches nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_hands_an_iterate_to_the_agents_workflow_once() {
+    let (server, _dir, serve, head, mut run) = app_with_a_failing_run(
+        b"github:\n  handoff: { via: workflow_dispatch, workflow: agent.yml }\n",
+    )
+    .await;
     eventually(&serve, 20, "the hand-off", || {
         sticky_comments(&server)
             .first()
@@ -1652,25 +1661,9 @@ async fn the_app_hands_an_iterate_to_the_agents_workflow_once() {
 /// App's comments start workflows, a workflow token's do not), once per head.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_can_hand_an_iterate_to_an_agent_that_answers_mentions() {
-    let server = fake().await;
-    server.with(|m| {
-        m.files.insert(
-            (BASE.into(), ".itergate.yml".into()),
-            b"github:\n  handoff: { via: mention, handle: \"@claude\" }\n".to_vec(),
-        );
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("itergate.db");
-    let serve = Serve::start(&server.api_url(), &db, &[]);
-    let head = "a".repeat(40);
-    seed_pr(&server, &head);
-    let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
-    failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
-        "finding": "test adds failed", "affected_field": "src/math.py:12",
-        "suggested_fix": "make adds pass" }]);
-    upload(&server, 501, serde_json::to_vec(&failing).unwrap());
-    let mut run = workflow_run(501, &head, REPO);
-    assert_eq!(serve.deliver("workflow_run", "d-run", &run), 202);
+    let (server, _dir, serve, _, mut run) =
+        app_with_a_failing_run(b"github:\n  handoff: { via: mention, handle: \"@claude\" }\n")
+            .await;
     let mentions = || {
         server.with(|m| {
             m.comments

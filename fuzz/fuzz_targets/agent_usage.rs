@@ -7,13 +7,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    for format in [
-        UsageFormat::ClaudeJson,
-        UsageFormat::CodexJsonl,
-        UsageFormat::GeminiJson,
-        UsageFormat::OpencodeJsonl,
-        UsageFormat::AiderAnalytics,
-    ] {
+    for format in UsageFormat::READ {
         let _ = read_usage(format, &text);
     }
 });

@@ -24,6 +24,17 @@ pub enum UsageFormat {
     AiderAnalytics,
 }
 
+impl UsageFormat {
+    /// The formats that read something.
+    pub const READ: [UsageFormat; 5] = [
+        UsageFormat::ClaudeJson,
+        UsageFormat::CodexJsonl,
+        UsageFormat::GeminiJson,
+        UsageFormat::OpencodeJsonl,
+        UsageFormat::AiderAnalytics,
+    ];
+}
+
 /// Where a dollar figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

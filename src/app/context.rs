@@ -58,16 +58,7 @@ pub fn answer(
         )));
     };
     let commit = Oid::from_str(&latest.commit.0).map_err(anyhow::Error::from)?;
-    let tree = repo
-        .find_commit(commit)
-        .and_then(|c| c.tree())
-        .map_err(anyhow::Error::from)?;
-    let observation = store.find_observation(tree.id(), &fingerprint(&env.config))?;
-    let mut holdout = Holdout::from_config(&env.config);
-    if let Some(observed) = &observation {
-        add_observed_holdout(observed, &mut holdout);
-    }
-    let policy = Policy::new(&env.config.context.deny, holdout).map_err(user)?;
+    let (tree, observation, policy) = commit_context(env, store, commit)?;
     let log = store.read_context_rounds(commit)?;
     let answered = context_use(latest.iteration, &log).rounds;
     let feedback = task.feedback(store, &history)?;
@@ -114,6 +105,27 @@ pub fn answer(
     })
 }
 
+/// `commit`'s tree, its cached checks (if this clone ran them) and the delivery policy:
+/// the deny list, and the holdout with what the checks observed.
+fn commit_context<'r>(
+    env: &Env,
+    store: &NotesStore<'r>,
+    commit: Oid,
+) -> Result<(Tree<'r>, Option<Observation>, Policy), Failure> {
+    let tree = store
+        .repository()
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .map_err(anyhow::Error::from)?;
+    let observation = store.find_observation(tree.id(), &fingerprint(&env.config))?;
+    let mut holdout = Holdout::from_config(&env.config);
+    if let Some(observed) = &observation {
+        add_observed_holdout(observed, &mut holdout);
+    }
+    let policy = Policy::new(&env.config.context.deny, holdout).map_err(user)?;
+    Ok((tree, observation, policy))
+}
+
 /// Answers `report` before any iteration, from `commit`'s tree (and its cached checks, if
 /// this clone ran them): the seed round of `itergate loop`. `answered` rounds came before.
 /// Nothing is recorded: no iteration exists yet to file the round under.
@@ -125,16 +137,7 @@ pub fn answer_before_work(
     answered: u32,
 ) -> Result<Reply, Failure> {
     let repo = store.repository();
-    let tree = repo
-        .find_commit(commit)
-        .and_then(|c| c.tree())
-        .map_err(anyhow::Error::from)?;
-    let observation = store.find_observation(tree.id(), &fingerprint(&env.config))?;
-    let mut holdout = Holdout::from_config(&env.config);
-    if let Some(observed) = &observation {
-        add_observed_holdout(observed, &mut holdout);
-    }
-    let policy = Policy::new(&env.config.context.deny, holdout).map_err(user)?;
+    let (tree, observation, policy) = commit_context(env, store, commit)?;
     let source = LocalSource {
         repo,
         tree,

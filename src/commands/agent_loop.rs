@@ -423,8 +423,7 @@ fn next_position(env: &Env, repo: &Repository, task: &crate::app::local::Task) -
 /// Whether the agent moved HEAD or left changes in the work tree.
 fn changed(root: &Path, repo: &Repository, before: Oid) -> Result<bool, Failure> {
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-    let status = git::run_git(git::git_command(root).args(["status", "--porcelain"]))?;
-    Ok(head != before || !status.trim().is_empty())
+    Ok(head != before || !tree_is_clean(root)?)
 }
 
 fn task_name(task: &str, branch: &str) -> String {
@@ -768,13 +767,18 @@ fn split_args(args: Option<&str>) -> Vec<String> {
 }
 
 fn require_clean(root: &Path) -> Result<(), Failure> {
-    let status = git::run_git(git::git_command(root).args(["status", "--porcelain"]))?;
-    if status.trim().is_empty() {
+    if tree_is_clean(root)? {
         return Ok(());
     }
     Err(user(
         "the working tree has uncommitted changes; commit or stash them first, so that what the agent changes is its own",
     ))
+}
+
+/// Whether the work tree has no change, staged or not, and no untracked file.
+fn tree_is_clean(root: &Path) -> Result<bool, Failure> {
+    let status = git::run_git(git::git_command(root).args(["status", "--porcelain"]))?;
+    Ok(status.trim().is_empty())
 }
 
 /// Where the loop keeps each iteration's prompt, output and usage.

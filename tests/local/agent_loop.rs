@@ -171,16 +171,7 @@ fn write_agent(path: &Path) {
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    git_out(dir, args);
 }
 
 fn git_out(dir: &Path, args: &[&str]) -> String {

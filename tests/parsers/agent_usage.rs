@@ -87,13 +87,7 @@ fn opencode_and_aider_sum_their_steps_and_costs() {
 
 #[test]
 fn an_agent_that_printed_no_usage_is_unknown_not_zero() {
-    for format in [
-        UsageFormat::ClaudeJson,
-        UsageFormat::CodexJsonl,
-        UsageFormat::GeminiJson,
-        UsageFormat::OpencodeJsonl,
-        UsageFormat::AiderAnalytics,
-    ] {
+    for format in UsageFormat::READ {
         let usage = read_usage(format, "Error: not logged in\n");
         assert_eq!(usage.total_tokens, None, "{format:?}");
         assert_eq!(usage.cost_usd, None, "{format:?}");
@@ -104,8 +98,7 @@ proptest! {
     #[test]
     fn no_output_makes_a_reader_panic(text in ".{0,400}", big in any::<u64>()) {
         let lines = format!("{text}\n{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{big},\"output_tokens\":{big}}}}}\n{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{big}}}}}");
-        for format in [UsageFormat::ClaudeJson, UsageFormat::CodexJsonl, UsageFormat::GeminiJson,
-                       UsageFormat::OpencodeJsonl, UsageFormat::AiderAnalytics] {
+        for format in UsageFormat::READ {
             let _ = read_usage(format, &text);
             let _ = read_usage(format, &lines);
         }
