@@ -127,23 +127,42 @@ pub fn first_parent_commits(repo: &Repository, tip: Oid, base: Option<Oid>) -> R
         .with_context(|| format!("walking the first-parent history of {tip}"))
 }
 
-/// The revision a task is compared against. In order: the configured `hook.base`; the
-/// branch the remote's HEAD points at (`refs/remotes/<remote>/HEAD`, as set by `git clone`
-/// or `git remote set-head`), returned as its remote-tracking ref; a local `main`; a local
-/// `master`.
+/// The branch the work left, as a ref name. In order: the configured `hook.base`; the
+/// remote's default branch (`refs/remotes/<remote>/HEAD`, as set by `git clone` or `git
+/// remote set-head`), taken as the local branch of the same name when that contains the
+/// remote-tracking one (commits not yet pushed, such as a configuration committed on local
+/// `main`, are the user's base), and otherwise as whichever of the two is the nearer
+/// ancestor of `tip`; a local `main`; a local `master`.
 pub fn default_base_branch(
     repo: &Repository,
     configured: Option<&str>,
     remote: &str,
+    tip: Option<Oid>,
 ) -> Result<String> {
     if let Some(base) = configured.filter(|b| !b.trim().is_empty()) {
         return Ok(base.trim().to_owned());
     }
     let remote_head = format!("refs/remotes/{remote}/HEAD");
-    if let Ok(reference) = repo.find_reference(&remote_head) {
-        if let Some(target) = reference.symbolic_target() {
-            return Ok(target.to_owned());
-        }
+    if let Some(tracking) = repo
+        .find_reference(&remote_head)
+        .ok()
+        .and_then(|r| r.symbolic_target().map(str::to_owned))
+    {
+        let short = tracking
+            .strip_prefix(&format!("refs/remotes/{remote}/"))
+            .unwrap_or(&tracking);
+        let local = format!("refs/heads/{short}");
+        return Ok(match (resolve_commit(repo, &tracking), resolve_commit(repo, &local)) {
+            (Ok(remote_oid), Ok(local_oid)) => {
+                if nearer_base(repo, local_oid, remote_oid, tip) {
+                    local
+                } else {
+                    tracking
+                }
+            }
+            (Err(_), Ok(_)) => local,
+            _ => tracking,
+        });
     }
     for name in ["main", "master"] {
         if repo.find_branch(name, BranchType::Local).is_ok() {
@@ -154,6 +173,43 @@ pub fn default_base_branch(
         "cannot tell the base branch: `{remote_head}` is not set and there is no `main` or \
          `master` branch; set `hook.base` in .itergate.yml"
     )
+}
+
+/// Whether the local branch (`local`) rather than its remote-tracking one (`remote`) is
+/// the base: it contains the remote one, or its merge-base with `tip` is the newer.
+fn nearer_base(repo: &Repository, local: Oid, remote: Oid, tip: Option<Oid>) -> bool {
+    if local == remote || repo.graph_descendant_of(local, remote).unwrap_or(false) {
+        return true;
+    }
+    let Some(tip) = tip else {
+        return false;
+    };
+    match (
+        merge_base(repo, tip, local).ok().flatten(),
+        merge_base(repo, tip, remote).ok().flatten(),
+    ) {
+        (Some(l), Some(r)) => l != r && repo.graph_descendant_of(l, r).unwrap_or(false),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Where a task that ends at `tip` started: its merge-base with the base branch, or `None`
+/// when `tip` is on the base branch (or there is no base to branch from). With the ref
+/// name of the base branch when one was found.
+pub fn task_start(
+    repo: &Repository,
+    configured: Option<&str>,
+    tip: Oid,
+) -> (Option<String>, Option<Oid>) {
+    let Ok(branch) = default_base_branch(repo, configured, "origin", Some(tip)) else {
+        return (None, None);
+    };
+    let start = resolve_commit(repo, &branch)
+        .ok()
+        .and_then(|b| merge_base(repo, tip, b).ok().flatten())
+        .filter(|start| *start != tip);
+    (Some(branch), start)
 }
 
 /// The trailers (`Key: value` lines of the last paragraph) of a commit message, in order.

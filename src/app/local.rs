@@ -42,6 +42,8 @@ use super::{user, Env, Failure};
 pub struct Task {
     pub name: String,
     pub tip: Oid,
+    /// The branch the work left (a ref name), when one was found.
+    pub base_branch: Option<String>,
     /// What the iterations are compared with: the merge-base with the base branch, or the
     /// tip's parent when the tip is on the base branch.
     pub merge_base: Option<Oid>,
@@ -50,15 +52,8 @@ pub struct Task {
 
 impl Task {
     pub fn locate(env: &Env, repo: &Repository, name: &str, tip: Oid) -> Result<Task, Failure> {
-        let base = env.config.hook.base.as_deref();
-        let merge_base = match git::default_base_branch(repo, base, "origin") {
-            Ok(branch) => match git::resolve_commit(repo, &branch) {
-                Ok(base_oid) => git::merge_base(repo, tip, base_oid)?,
-                Err(_) => None,
-            },
-            Err(_) => None,
-        };
-        if merge_base.is_none() || merge_base == Some(tip) {
+        let (base_branch, start) = git::task_start(repo, env.config.hook.base.as_deref(), tip);
+        let Some(start) = start else {
             // On the base branch (or nothing to branch from): judge the last change.
             let parent = repo
                 .find_commit(tip)
@@ -68,15 +63,17 @@ impl Task {
             return Ok(Task {
                 name: name.to_string(),
                 tip,
+                base_branch,
                 merge_base: parent,
                 commits: vec![tip],
             });
-        }
-        let commits = git::first_parent_commits(repo, tip, merge_base)?;
+        };
+        let commits = git::first_parent_commits(repo, tip, Some(start))?;
         Ok(Task {
             name: name.to_string(),
             tip,
-            merge_base,
+            base_branch,
+            merge_base: Some(start),
             commits,
         })
     }
@@ -455,6 +452,7 @@ fn mark_flaky(
     let earlier = Task {
         name: task.name.clone(),
         tip: task.commits[index - 1],
+        base_branch: task.base_branch.clone(),
         merge_base: task.merge_base,
         commits: task.commits[..index].to_vec(),
     }

@@ -150,12 +150,7 @@ impl Env {
                 Some((config, _)) => config.hook.base.clone(),
                 None => self.config.hook.base.clone(),
             };
-            let Some(merge_base) =
-                crate::git::default_base_branch(&repo, hook_base.as_deref(), "origin")
-                    .ok()
-                    .and_then(|b| crate::git::resolve_commit(&repo, &b).ok())
-                    .and_then(|b| crate::git::merge_base(&repo, tip, b).ok().flatten())
-                    .filter(|mb| *mb != tip)
+            let Some(merge_base) = crate::git::task_start(&repo, hook_base.as_deref(), tip).1
             else {
                 break;
             };

@@ -411,11 +411,8 @@ fn context_rounds(
 /// The iteration number the engine will give the next commit: its place among the
 /// branch's commits since the base (a fresh branch has none yet).
 fn next_position(env: &Env, repo: &Repository, task: &crate::app::local::Task) -> u32 {
-    let base = git::default_base_branch(repo, env.config.hook.base.as_deref(), "origin")
-        .ok()
-        .and_then(|b| git::resolve_commit(repo, &b).ok());
-    let fresh =
-        base.is_some_and(|b| git::merge_base(repo, task.tip, b).ok().flatten() == Some(task.tip));
+    let (base, start) = git::task_start(repo, env.config.hook.base.as_deref(), task.tip);
+    let fresh = base.is_some() && start.is_none();
     let so_far = if fresh { 0 } else { task.commits.len() };
     u32::try_from(so_far).unwrap_or(u32::MAX).saturating_add(1)
 }

@@ -105,11 +105,11 @@ fn default_base_branch_prefers_config_then_remote_head_then_main_then_master() {
     let c = repo.commit_file("a.txt", "a\n", "first");
     let r = g::open(&repo.path).expect("open");
     assert_eq!(
-        g::default_base_branch(&r, Some("develop"), "origin").expect("base"),
+        g::default_base_branch(&r, Some("develop"), "origin", None).expect("base"),
         "develop"
     );
     assert_eq!(
-        g::default_base_branch(&r, None, "origin").expect("base"),
+        g::default_base_branch(&r, None, "origin", None).expect("base"),
         "refs/heads/main"
     );
 
@@ -119,19 +119,71 @@ fn default_base_branch_prefers_config_then_remote_head_then_main_then_master() {
         "refs/remotes/origin/HEAD",
         "refs/remotes/origin/trunk",
     ]);
-    let base = g::default_base_branch(&r, None, "origin").expect("base");
+    let base = g::default_base_branch(&r, None, "origin", None).expect("base");
     assert_eq!(base, "refs/remotes/origin/trunk");
     assert_eq!(g::resolve_commit(&r, &base).expect("resolves"), oid(&c));
 
     repo.git(&["symbolic-ref", "--delete", "refs/remotes/origin/HEAD"]);
     repo.git(&["branch", "-m", "main", "master"]);
     assert_eq!(
-        g::default_base_branch(&r, None, "origin").expect("base"),
+        g::default_base_branch(&r, None, "origin", None).expect("base"),
         "refs/heads/master"
     );
     repo.git(&["branch", "-m", "master", "work"]);
-    let error = g::default_base_branch(&r, None, "origin").expect_err("nothing to use");
+    let error = g::default_base_branch(&r, None, "origin", None).expect_err("nothing to use");
     assert!(error.to_string().contains("hook.base"), "{error}");
+}
+
+#[test]
+fn the_base_is_the_local_branch_when_it_holds_the_remote_one_else_the_nearer_ancestor() {
+    let repo = TestRepo::new();
+    let pushed = repo.commit_file("a.txt", "a\n", "first");
+    repo.git(&["update-ref", "refs/remotes/origin/main", &pushed]);
+    repo.git(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/main",
+    ]);
+    // A configuration committed on local `main`, not pushed, then a branch.
+    let config = repo.commit_file(".itergate.yml", "checks: {}\n", "adopt itergate");
+    repo.git(&["checkout", "-q", "-b", "work"]);
+    let work = repo.commit_file("b.txt", "b\n", "agent");
+    let r = g::open(&repo.path).expect("open");
+    assert_eq!(
+        g::default_base_branch(&r, None, "origin", Some(oid(&work))).expect("base"),
+        "refs/heads/main",
+        "local main holds origin/main and the unpushed configuration"
+    );
+    assert_eq!(
+        g::task_start(&r, None, oid(&work)),
+        (Some("refs/heads/main".to_string()), Some(oid(&config)))
+    );
+    assert_eq!(
+        g::first_parent_commits(&r, oid(&work), Some(oid(&config))).expect("walk"),
+        vec![oid(&work)],
+        "the configuration commit is the base's, not iteration 1"
+    );
+
+    // origin/main moved on and local main did not: a branch made from origin/main starts
+    // there, one made from the stale local main starts at local main.
+    repo.git(&["checkout", "-q", "--detach", &pushed]);
+    let upstream = repo.commit_file("c.txt", "c\n", "upstream");
+    repo.git(&["update-ref", "refs/remotes/origin/main", &upstream]);
+    repo.git(&["checkout", "-q", "-b", "from-remote"]);
+    let fresh = repo.commit_file("d.txt", "d\n", "agent");
+    assert_eq!(
+        g::task_start(&r, None, oid(&fresh)),
+        (Some("refs/remotes/origin/main".to_string()), Some(oid(&upstream)))
+    );
+    assert_eq!(
+        g::task_start(&r, None, oid(&work)),
+        (Some("refs/heads/main".to_string()), Some(oid(&config)))
+    );
+    // On the base branch itself there is no start: the last change is judged.
+    assert_eq!(
+        g::task_start(&r, None, oid(&config)),
+        (Some("refs/heads/main".to_string()), None)
+    );
 }
 
 #[test]
