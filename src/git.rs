@@ -152,17 +152,22 @@ pub fn default_base_branch(
             .strip_prefix(&format!("refs/remotes/{remote}/"))
             .unwrap_or(&tracking);
         let local = format!("refs/heads/{short}");
-        return Ok(match (resolve_commit(repo, &tracking), resolve_commit(repo, &local)) {
-            (Ok(remote_oid), Ok(local_oid)) => {
-                if nearer_base(repo, local_oid, remote_oid, tip) {
-                    local
-                } else {
-                    tracking
+        return Ok(
+            match (
+                resolve_commit(repo, &tracking),
+                resolve_commit(repo, &local),
+            ) {
+                (Ok(remote_oid), Ok(local_oid)) => {
+                    if nearer_base(repo, local_oid, remote_oid, tip) {
+                        local
+                    } else {
+                        tracking
+                    }
                 }
-            }
-            (Err(_), Ok(_)) => local,
-            _ => tracking,
-        });
+                (Err(_), Ok(_)) => local,
+                _ => tracking,
+            },
+        );
     }
     for name in ["main", "master"] {
         if repo.find_branch(name, BranchType::Local).is_ok() {

@@ -66,6 +66,7 @@ pub fn answer(
     let evaluation = task::evaluate_task(env, task, &history, &feedback, base.as_ref())?;
     let decision = serde_yaml::to_string(&DecisionReport {
         iteration_decision: evaluation.decision,
+        task: None,
     })
     .ok();
     let previous = history

@@ -138,6 +138,21 @@ impl Task {
         Ok(keys)
     }
 
+    /// Where this task started and what judges it, for `--format json`.
+    pub fn report(&self, env: &Env) -> crate::engine::TaskReport {
+        crate::engine::TaskReport {
+            name: self.name.clone(),
+            base: self.base_branch.clone(),
+            start: self.merge_base.map(|c| c.to_string()),
+            rules_locked: env.rules.locked(),
+            rules: match &env.rules {
+                super::Rules::Locked(origin) => Some(origin.clone()),
+                super::Rules::Named(path) => Some(path.display().to_string()),
+                super::Rules::Unlocked => None,
+            },
+        }
+    }
+
     pub fn iteration_of(&self, commit: Oid) -> u32 {
         let position = self
             .commits

@@ -94,6 +94,46 @@ pub struct Env {
     pub color_stderr: bool,
     /// What checks inherit: everything locally, an allow-list in `itergate ci`.
     pub check_env: crate::signals::checks::EnvPolicy,
+    /// Where the configuration that judges came from, and whether the work can change it.
+    pub rules: Rules,
+}
+
+/// Where the rules (the configuration) that judge a task come from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Rules {
+    /// The configuration committed at the task's start (`abc1234:.itergate.yml`), or on the
+    /// base branch at HEAD: the work cannot change what judges it.
+    Locked(String),
+    /// A file a person named with `--config`.
+    Named(PathBuf),
+    /// The work tree's configuration (or the built-in defaults) while the start has none
+    /// committed: a commit of the task could change its own judge.
+    #[default]
+    Unlocked,
+}
+
+impl Rules {
+    /// Whether the task's own commits cannot change its rules.
+    pub fn locked(&self) -> bool {
+        !matches!(self, Rules::Unlocked)
+    }
+
+    /// One line for a person: why the rules are not locked and how to lock them; `None`
+    /// when they are.
+    pub fn unlocked_notice(&self, base_branch: Option<&str>) -> Option<String> {
+        if self.locked() {
+            return None;
+        }
+        let base = base_branch
+            .map(|b| {
+                b.trim_start_matches("refs/heads/")
+                    .trim_start_matches("refs/remotes/")
+            })
+            .unwrap_or("the base branch");
+        Some(format!(
+            "the rules are not locked: where this task started there is no committed .itergate.yml, so the work tree's configuration (or the defaults) judges and a commit of this task could change it; commit .itergate.yml on {base} to lock them"
+        ))
+    }
 }
 
 impl Env {
@@ -105,9 +145,12 @@ impl Env {
         if !root.is_dir() {
             return Err(user(format!("-C {}: not a directory", root.display())));
         }
-        let config = match &global.config {
-            Some(path) => Config::load(&resolve(&root, path)).map_err(user)?,
-            None => Config::discover(&root).map_err(user)?.0,
+        let (config, rules) = match &global.config {
+            Some(path) => {
+                let path = resolve(&root, path);
+                (Config::load(&path).map_err(user)?, Rules::Named(path))
+            }
+            None => (Config::discover(&root).map_err(user)?.0, Rules::Unlocked),
         };
         let auto = |terminal: bool| terminal && std::env::var_os("NO_COLOR").is_none();
         let (color, color_stderr) = match global.color {
@@ -124,6 +167,7 @@ impl Env {
             color,
             color_stderr,
             check_env: crate::signals::checks::EnvPolicy::Inherit,
+            rules,
         })
     }
 
@@ -132,7 +176,9 @@ impl Env {
     /// `.itergate.yml` at its merge-base with the base branch, so a change cannot narrow
     /// its own judge. Kept as loaded when a person named the file (`--config`), on the base
     /// branch itself, outside a repository, or when the base has no configuration (a
-    /// branch that adopts itergate). Says so when the branch's configuration differs.
+    /// branch that adopts itergate: the rules are then [`Rules::Unlocked`]). On the base
+    /// branch the rules are locked when the work tree's configuration is HEAD's. Says so when
+    /// the branch's configuration differs.
     pub fn locked_to_base(mut self, global: &Settings, quiet: bool) -> Result<Env, Failure> {
         if global.config.is_some() {
             return Ok(self);
@@ -143,6 +189,18 @@ impl Env {
         let Ok(tip) = crate::git::resolve_commit(&repo, "HEAD") else {
             return Ok(self);
         };
+        if crate::git::task_start(&repo, self.config.hook.base.as_deref(), tip)
+            .1
+            .is_none()
+        {
+            // On the base branch: the committed configuration is the base's own.
+            if let Some((config, origin)) = config_at(&repo, tip)? {
+                if config == self.config {
+                    self.rules = Rules::Locked(origin);
+                }
+            }
+            return Ok(self);
+        }
         // The base branch is named by the branch's configuration, then by the base's own.
         let mut locked: Option<(Config, String)> = None;
         for _ in 0..2 {
@@ -178,6 +236,7 @@ impl Env {
                 );
             }
             self.config = config;
+            self.rules = Rules::Locked(origin);
         }
         Ok(self)
     }

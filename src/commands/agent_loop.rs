@@ -224,6 +224,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         report(
             env,
             store.repository(),
+            &current,
             &history,
             &evaluation,
             quiet || events.json,
@@ -242,6 +243,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         });
         let report_json = serde_json::to_vec(&crate::engine::DecisionReport {
             iteration_decision: decision.clone(),
+            task: Some(current.report(env)),
         })
         .map_err(|e| Failure::Internal(e.into()))?;
         run_hooks(

@@ -65,11 +65,13 @@ pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
         }
         DecideFormat::Yaml => serde_yaml::to_string(&DecisionReport {
             iteration_decision: loaded.evaluation.decision,
+            task: None,
         })
         .map_err(|e| Failure::Internal(e.into()))?,
         DecideFormat::Json => {
             let report = DecisionReport {
                 iteration_decision: loaded.evaluation.decision,
+                task: None,
             };
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Internal(e.into()))? + "\n"
         }

@@ -142,7 +142,7 @@ fn decide(
     };
     if checked_out {
         // The prompt file is the checked-out branch's: keep it in step with the decision.
-        report::report(env, repo, &history, &evaluation, quiet)?;
+        report::report(env, repo, &task, &history, &evaluation, quiet)?;
     } else if !quiet {
         let view = crate::summary::decision_view(&history, &evaluation);
         eprint!(

@@ -134,10 +134,11 @@ fn score_push(
         if !quiet {
             eprintln!();
         }
-        report::report(env, repo, &history, &evaluation, quiet)?;
+        report::report(env, repo, &task, &history, &evaluation, quiet)?;
         if output.format == OutputFormat::Json {
             let report = crate::engine::DecisionReport {
                 iteration_decision: decision.clone(),
+                task: Some(task.report(env)),
             };
             let line = serde_json::to_string(&report).map_err(|e| Failure::Internal(e.into()))?;
             super::print(&format!("{line}\n"))?;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use git2::Repository;
 
+use crate::app::local::Task;
 use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::model::IterationRecord;
 use crate::prompt::{changes_block, render_within_budget};
@@ -65,6 +66,7 @@ fn iteration_changes(
 pub fn report(
     env: &Env,
     repo: &Repository,
+    task: &Task,
     history: &[IterationRecord],
     evaluation: &Evaluation,
     quiet: bool,
@@ -74,6 +76,9 @@ pub fn report(
         let view = decision_view(history, evaluation);
         let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
         eprint!("{summary}");
+        if let Some(notice) = env.rules.unlocked_notice(task.base_branch.as_deref()) {
+            eprintln!("itergate: {notice}");
+        }
     }
     let path = prompt_path(repo);
     if decision.recommendation() != Recommendation::Iterate {

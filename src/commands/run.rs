@@ -64,15 +64,20 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
     let feedback = task.feedback(&store, &history)?;
     let base = task::stored_base(env, &store, &task)?;
     let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
-    report::report(env, store.repository(), &history, &evaluation, quiet)?;
-    deliver(&evaluation, &args.output)
+    report::report(env, store.repository(), &task, &history, &evaluation, quiet)?;
+    deliver(&evaluation, Some(task.report(env)), &args.output)
 }
 
 /// The machine-readable report and exit status a program asked for.
-pub fn deliver(evaluation: &Evaluation, output: &DecisionOutput) -> Result<(), Failure> {
+pub fn deliver(
+    evaluation: &Evaluation,
+    task: Option<crate::engine::TaskReport>,
+    output: &DecisionOutput,
+) -> Result<(), Failure> {
     if output.format == OutputFormat::Json {
         let report = DecisionReport {
             iteration_decision: evaluation.decision.clone(),
+            task,
         };
         print(
             &(serde_json::to_string_pretty(&report).map_err(|e| Failure::Internal(e.into()))?
@@ -100,7 +105,7 @@ pub fn exit_code(recommendation: Recommendation) -> u8 {
 }
 
 /// The current branch's recorded history and the decision on it; scores nothing.
-fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Evaluation), Failure> {
+fn recorded_decision(env: &Env) -> Result<(Task, Vec<IterationRecord>, Evaluation), Failure> {
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
     let task = current_task(env, store.repository(), None)?;
@@ -111,7 +116,22 @@ fn recorded_decision(env: &Env) -> Result<(Vec<IterationRecord>, Evaluation), Fa
     let feedback = task.feedback(&store, &history)?;
     let base = task::stored_base(env, &store, &task)?;
     let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
-    Ok((history.into_records(), evaluation))
+    Ok((task, history.into_records(), evaluation))
+}
+
+/// `status`: where the task started and what judges it.
+fn task_lines(env: &Env, task: &Task) -> String {
+    let base = task.base_branch.as_deref().unwrap_or("(none)");
+    let start = task.merge_base.map_or("(none)".to_string(), task::short);
+    let rules = match &env.rules {
+        crate::app::Rules::Locked(origin) => format!("locked to {origin}"),
+        crate::app::Rules::Named(path) => format!("{} (--config)", path.display()),
+        crate::app::Rules::Unlocked => env
+            .rules
+            .unlocked_notice(task.base_branch.as_deref())
+            .unwrap_or_default(),
+    };
+    format!("Base: {base}, started at {start}\nRules: {rules}\n")
 }
 
 pub(super) fn nothing_recorded(name: &str) -> Failure {
@@ -121,16 +141,17 @@ pub(super) fn nothing_recorded(name: &str) -> Failure {
 }
 
 pub fn status(env: &Env, output: &DecisionOutput) -> Result<(), Failure> {
-    let (history, evaluation) = recorded_decision(env)?;
+    let (task, history, evaluation) = recorded_decision(env)?;
     if output.format == OutputFormat::Text {
         let view = crate::summary::decision_view(&history, &evaluation);
         print(&env.renderer()?.render("decision.txt.j2", &view)?)?;
+        print(&task_lines(env, &task))?;
     }
-    deliver(&evaluation, output)
+    deliver(&evaluation, Some(task.report(env)), output)
 }
 
 pub fn prompt(env: &Env) -> Result<(), Failure> {
-    let (history, evaluation) = recorded_decision(env)?;
+    let (_, history, evaluation) = recorded_decision(env)?;
     print(&report::render_prompt(env, &history, &evaluation.decision)?)
 }
 

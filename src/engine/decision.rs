@@ -329,4 +329,24 @@ impl Decision {
 pub struct DecisionReport {
     #[serde(rename = "iterationDecision")]
     pub iteration_decision: Decision,
+    /// Where the task started and whether its rules are locked (local modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskReport>,
+}
+
+/// The task behind a decision: the branch it left, the commit it started at, and whether
+/// the configuration that judged it is one its own commits cannot change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskReport {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The start: the merge-base with the base, or HEAD's parent on the base branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
+    pub rules_locked: bool,
+    /// Where the rules came from (`abc1234:.itergate.yml`, a `--config` path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
 }

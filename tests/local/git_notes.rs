@@ -173,7 +173,10 @@ fn the_base_is_the_local_branch_when_it_holds_the_remote_one_else_the_nearer_anc
     let fresh = repo.commit_file("d.txt", "d\n", "agent");
     assert_eq!(
         g::task_start(&r, None, oid(&fresh)),
-        (Some("refs/remotes/origin/main".to_string()), Some(oid(&upstream)))
+        (
+            Some("refs/remotes/origin/main".to_string()),
+            Some(oid(&upstream))
+        )
     );
     assert_eq!(
         g::task_start(&r, None, oid(&work)),

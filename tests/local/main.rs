@@ -6,6 +6,7 @@
 mod gitrepo;
 
 mod action_install;
+mod adoption;
 mod agent_loop;
 mod check_scripts;
 mod cli;

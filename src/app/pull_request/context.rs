@@ -74,6 +74,7 @@ impl Handler<'_> {
             .and_then(|evaluation| {
                 serde_yaml::to_string(&DecisionReport {
                     iteration_decision: evaluation.decision,
+                    task: None,
                 })
                 .ok()
             });
