@@ -16,6 +16,7 @@ pub mod judge;
 pub mod local;
 pub mod observe;
 pub mod pull_request;
+pub mod scratch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

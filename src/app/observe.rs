@@ -33,7 +33,7 @@ use crate::signals::observation::{CheckOutcome, CheckResult, Observation, WORK_T
 use crate::signals::report::{self, ParseOptions, ReportFormat};
 use crate::signals::tree_file;
 
-use super::{user, Env, Failure};
+use super::{scratch, user, Env, Failure};
 
 /// Bumped when what an observation holds or means changes, so older cache entries miss.
 const OBSERVATION_SCHEMA: u32 = 6;
@@ -75,14 +75,17 @@ pub fn observe(
         (None, Some(dir)) => dir.to_path_buf(),
         (None, None) => return Err(user("a bare repository has no work tree to run checks in")),
     };
-    let scratch_env = match &worktree {
-        Some(_) => scratch_build_env(repo),
-        None => Vec::new(),
-    };
     let checks = checks_for(env, &root);
-    if let (Some(_), Some(workdir)) = (&worktree, repo.workdir()) {
-        prepare_dependencies(&root, workdir, request)?;
-    }
+    let scratch = match &worktree {
+        Some(_) => Some(scratch::prepare(
+            repo,
+            &root,
+            request.label,
+            request.progress,
+        )?),
+        None => None,
+    };
+    let scratch_env = scratch.as_ref().map(|s| s.env.clone()).unwrap_or_default();
     run_setup(&env.config.setup, &root, &scratch_env, request)?;
     let tracked_before = tracked_changes(&root);
     let started = Instant::now();
@@ -121,6 +124,9 @@ pub fn observe(
             "{place}{}\nNothing was recorded: fix the environment or the check, then run again.",
             errors.join("\n")
         )));
+    }
+    if let Some(scratch) = &scratch {
+        scratch.verify()?;
     }
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     if let Some(changed) = tracked_before.and_then(|before| rewritten_files(&root, &before)) {
@@ -196,130 +202,6 @@ fn rewritten_files(root: &Path, before: &BTreeMap<String, Option<Oid>>) -> Optio
     (!changed.is_empty()).then_some(changed)
 }
 
-/// The package.json keys that declare dependencies.
-const NODE_DEPENDENCY_KEYS: [&str; 4] = [
-    "dependencies",
-    "devDependencies",
-    "optionalDependencies",
-    "peerDependencies",
-];
-
-/// The lockfiles that pin a Node project's dependencies.
-const NODE_LOCKFILES: [&str; 5] = [
-    "package-lock.json",
-    "pnpm-lock.yaml",
-    "yarn.lock",
-    "bun.lock",
-    "bun.lockb",
-];
-
-/// Gives a scratch worktree the dependencies its checks need, as the work tree has them:
-/// a Node project whose lockfile equals the work tree's (or, with no lockfile on either
-/// side, whose package.json declares the same dependencies) shares its `node_modules` (a
-/// link); otherwise its dependencies are installed the way its users do (`npm ci`,
-/// `pnpm install --frozen-lockfile`, …). Cargo shares a target directory of its own
-/// already, and Go's module cache is per user.
-fn prepare_dependencies(
-    scratch: &Path,
-    workdir: &Path,
-    request: &ObserveRequest,
-) -> Result<(), Failure> {
-    if !scratch.join("package.json").is_file() || scratch.join("node_modules").exists() {
-        return Ok(());
-    }
-    let installed = workdir.join("node_modules");
-    if !installed.is_dir() {
-        return Ok(()); // the work tree has none either: the checks run as they do there
-    }
-    let lockfile = |root: &Path| {
-        NODE_LOCKFILES
-            .iter()
-            .find(|name| root.join(name).is_file())
-            .map(|name| (*name, std::fs::read(root.join(name)).ok()))
-    };
-    let manifest = |root: &Path| {
-        std::fs::read_to_string(root.join("package.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    };
-    let scratch_manifest = manifest(scratch);
-    let (locked, why) = match (lockfile(scratch), lockfile(workdir)) {
-        (Some(a), Some(b)) if a == b => (true, None),
-        (Some(_), _) => (true, Some("its lockfile differs from the work tree's")),
-        (None, Some(_)) => (false, Some("it has no lockfile, the work tree has one")),
-        (None, None) => {
-            let declared = |m: Option<&serde_json::Value>| {
-                NODE_DEPENDENCY_KEYS
-                    .map(|k| m.and_then(|m| m.get(k)).cloned())
-                    .to_vec()
-            };
-            if declared(scratch_manifest.as_ref()) == declared(manifest(workdir).as_ref()) {
-                (false, None)
-            } else {
-                (
-                    false,
-                    Some("it has no lockfile and its package.json declares other dependencies"),
-                )
-            }
-        }
-    };
-    let label = request.label.unwrap_or("commit");
-    let Some(why) = why else {
-        return std::os::unix::fs::symlink(&installed, scratch.join("node_modules")).map_err(|e| {
-            Failure::Check(format!(
-                "the scratch worktree of {label} ({}): cannot link the work tree's node_modules: {e}",
-                scratch.display()
-            ))
-        });
-    };
-    let manager = detect::node_package_manager(scratch, scratch_manifest.as_ref());
-    let command = if locked {
-        detect::node_install_command(manager)
-    } else {
-        detect::node_unlocked_install_command(manager)
-    };
-    if request.progress != Progress::Quiet {
-        eprintln!(
-            "itergate: {label}: {why}; installing its dependencies in the scratch worktree (`{command}`)"
-        );
-    }
-    let started = Instant::now();
-    if request.progress != Progress::Quiet {
-        eprintln!(
-            "itergate: {label}: its lockfile differs from the work tree's; installing its dependencies in the scratch worktree (`{command}`)"
-        );
-    }
-    let output = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(scratch)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| {
-            Failure::Check(format!(
-                "the scratch worktree of {label}: cannot start `{command}`: {e}"
-            ))
-        })?;
-    if !output.status.success() {
-        let text = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = text.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(Failure::Check(format!(
-            "the scratch worktree of {label} ({}): `{command}` failed ({}), so its checks cannot run:\n    {}\nNothing was recorded: fix the lockfile or install the package manager, then run again.",
-            scratch.display(),
-            output.status,
-            tail.join("\n    ")
-        )));
-    }
-    if request.progress != Progress::Quiet {
-        eprintln!(
-            "itergate: {label}: dependencies installed in {:.1}s",
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(())
-}
-
 /// Runs `setup` commands in the checkout, in order; the first that fails stops the checks.
 fn run_setup(
     commands: &[String],
@@ -353,15 +235,6 @@ fn run_setup(
         }
     }
     Ok(())
-}
-
-/// The environment of checks in a scratch worktree: build directories of their own.
-fn scratch_build_env(repo: &Repository) -> Vec<(String, String)> {
-    let target = repo.path().join("itergate").join("scratch-target");
-    vec![(
-        "CARGO_TARGET_DIR".to_string(),
-        target.to_string_lossy().into_owned(),
-    )]
 }
 
 /// The checks to run: configured, else detected (and said so).

@@ -19,5 +19,6 @@ mod init_detect;
 mod local_decisions;
 mod markers;
 mod score_e2e;
+mod scratch_isolation;
 mod terminal;
 mod work_tree;

@@ -37,6 +37,7 @@ fn run(name: &str, config: Config) -> (String, String, String) {
         .expect("analytics renders");
     let yaml = serde_yaml::to_string(&DecisionReport {
         iteration_decision: evaluation.decision,
+        task: None,
     })
     .expect("yaml");
     (yaml, text, chart)
