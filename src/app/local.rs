@@ -317,19 +317,7 @@ pub fn record_commit(
             }
         }
     }
-    let (observed, ran) = observation_of(env, store, commit, None, options)?;
-    let base_observed = match base.filter(|_| env.config.scoring.compare_base) {
-        Some(base) => {
-            // `rescore` re-runs the iteration's checks; the base's observation stands.
-            let label = format!("base {}", short(base));
-            let options = RecordOptions {
-                rescore: false,
-                ..options
-            };
-            Some(cached_observation(env, store, base, Some(&label), options)?)
-        }
-        None => None,
-    };
+    let (observed, ran, base_observed) = observe_with_base(env, store, commit, base, options)?;
     let earlier = task.earlier_observations(env, store, commit)?;
     let accepted = task.accepted_findings(store, commit)?;
     let mut record = judge(
@@ -363,6 +351,67 @@ pub fn record_commit(
     }
     store.write(&notes)?;
     Ok((record, ran))
+}
+
+/// The observations of `commit` (and whether its checks ran) and of the task's base. A
+/// base not observed yet is checked in its scratch worktree at the same time as the commit,
+/// when the machine has a core for it: the first decision on a branch costs about one run
+/// of the checks, not two. `rescore` re-runs the iteration's checks; the base's stand.
+fn observe_with_base(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    base: Option<Oid>,
+    options: RecordOptions,
+) -> Result<(Observation, bool, Option<Observation>), Failure> {
+    let Some(base) = base.filter(|_| env.config.scoring.compare_base) else {
+        let (observed, ran) = observation_of(env, store, commit, None, options)?;
+        return Ok((observed, ran, None));
+    };
+    let label = format!("base {}", short(base));
+    let base_options = RecordOptions {
+        rescore: false,
+        ..options
+    };
+    let fingerprint = fingerprint(&env.config);
+    let repo = store.repository();
+    let base_cached = store.find_observation(tree_of(repo, base)?, &fingerprint)?;
+    let head_cached = !options.rescore
+        && store
+            .find_observation(tree_of(repo, commit)?, &fingerprint)?
+            .is_some();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if base_cached.is_some() || head_cached || cores < 2 {
+        let (observed, ran) = observation_of(env, store, commit, None, options)?;
+        let base_observed = cached_observation(env, store, base, Some(&label), base_options)?;
+        return Ok((observed, ran, Some(base_observed)));
+    }
+    let (head, beside) = std::thread::scope(|scope| {
+        let beside = scope.spawn(|| {
+            let repo = open_repository(env)?;
+            let request = ObserveRequest {
+                commit: base,
+                in_place: false,
+                progress: base_options.progress,
+                label: Some(&label),
+            };
+            observe(env, &repo, &request)
+        });
+        let head = observation_of(env, store, commit, None, options);
+        let beside = beside
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the base's checks panicked").into()));
+        (head, beside)
+    });
+    // The base's observation is kept even when the commit's checks could not run.
+    let base_observed = beside?;
+    store.write(&[Note::Observation {
+        tree: tree_of(repo, base)?,
+        observation: &base_observed,
+        fingerprint: &fingerprint,
+    }])?;
+    let (observed, ran) = head?;
+    Ok((observed, ran, Some(base_observed)))
 }
 
 /// The observation of `commit`'s tree: cached, or made now (and cached by the caller).

@@ -279,8 +279,9 @@ mod node {
         let (locked, why) = match (lockfile(scratch), lockfile(workdir)) {
             (Some(a), Some(b)) if a == b => (true, None),
             (Some(_), _) => (true, Some("its lockfile differs from the work tree's")),
-            (None, Some(_)) => (false, Some("it has no lockfile, the work tree has one")),
-            (None, None) => {
+            // No lockfile in the commit (none, or the work tree's is not committed): the
+            // same declared dependencies are the same install.
+            (None, _) => {
                 let declared = |m: Option<&serde_json::Value>| {
                     NODE_DEPENDENCY_KEYS
                         .map(|k| m.and_then(|m| m.get(k)).cloned())
