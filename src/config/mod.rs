@@ -62,7 +62,7 @@ impl Config {
             return Ok(Config::default());
         }
         let mut first = match parse_once(text, file) {
-            Ok(config) => return Ok(config),
+            Ok(config) => return check_needs(&config, text, file).map(|()| config),
             Err(e) => e,
         };
         // serde stops at the first error. To report the others in one run, the entry the
@@ -117,6 +117,85 @@ impl Config {
         }
         Ok((Config::default(), None))
     }
+}
+
+/// `checks.<name>.needs` names other checks and never goes round in a circle.
+fn check_needs(config: &Config, text: &str, file: &Path) -> Result<(), ConfigError> {
+    let error = |name: &str, message: String| {
+        // The place of the check's `needs:` line, after the line that opens the check.
+        let lines: Vec<&str> = text.lines().collect();
+        let opens = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{name}:")));
+        let at = opens.and_then(|o| {
+            lines[o..]
+                .iter()
+                .position(|l| l.trim_start().starts_with("needs:"))
+                .map(|n| o + n)
+        });
+        ConfigError {
+            file: file.to_path_buf(),
+            line: at.map(|l| l + 1),
+            column: at.map(|l| lines[l].len() - lines[l].trim_start().len() + 1),
+            key: Some(format!("checks.{name}.needs")),
+            message,
+            more: Box::default(),
+        }
+    };
+    for (name, check) in &config.checks {
+        for need in &check.needs {
+            if need == name {
+                return Err(error(name, format!("`{name}` cannot need itself")));
+            }
+            if !config.checks.contains_key(need) {
+                let hint = did_you_mean(need, config.checks.keys().map(String::as_str))
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(error(
+                    name,
+                    format!(
+                        "no check is named `{need}`{hint}; expected one of the keys of `checks`"
+                    ),
+                ));
+            }
+        }
+    }
+    // A cycle: walk each check's needs depth-first, carrying the path.
+    fn walk<'a>(
+        checks: &'a std::collections::BTreeMap<String, schema::Check>,
+        name: &'a str,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<&'a str>> {
+        if let Some(at) = path.iter().position(|n| *n == name) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(name);
+            return Some(cycle);
+        }
+        path.push(name);
+        for need in checks
+            .get(name)
+            .map(|c| c.needs.as_slice())
+            .unwrap_or_default()
+        {
+            if let Some(cycle) = walk(checks, need, path) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    for name in config.checks.keys() {
+        if let Some(cycle) = walk(&config.checks, name, &mut Vec::new()) {
+            return Err(error(
+                name,
+                format!(
+                    "the checks need each other in a circle ({}); expected an order they can run in",
+                    cycle.join(" -> ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One parse: the first error, with its place.

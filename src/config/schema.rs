@@ -564,6 +564,10 @@ pub struct Check {
     /// paths, working directory and the paths its command names are protected anyway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// Checks whose commands must finish before this one starts (one reads a report
+    /// another writes); checks run concurrently otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
 }
 
 impl Check {

@@ -185,6 +185,23 @@ pub fn run_all(
     let display = Display::new(options.progress, options.label);
     let root = options.root;
     let groups = ProcessGroups::default();
+    // A stale report must never pass for this run's: every check's reports are removed
+    // before any check starts (a check that `needs` another may read what that one wrote).
+    // One outside the work tree is neither removed nor read.
+    for (_, check) in checks.iter().filter(|(_, c)| c.run.is_some()) {
+        for path in check
+            .report
+            .iter()
+            .filter_map(|r| report_path(root, check, r))
+        {
+            let _ = tree_file::remove_in_tree(root, &path);
+        }
+    }
+    // Each check says when its command finished; a check with `needs` waits for those.
+    let finished: BTreeMap<&str, tokio::sync::watch::Sender<bool>> = checks
+        .keys()
+        .map(|name| (name.as_str(), tokio::sync::watch::channel(false).0))
+        .collect();
     let outputs = runtime.block_on(async {
         let tasks: Vec<_> = checks
             .iter()
@@ -196,9 +213,21 @@ pub fn run_all(
                 let env = options.env.to_vec();
                 let policy = options.env_policy;
                 let groups = groups.clone();
+                let waits: Vec<_> = check
+                    .needs
+                    .iter()
+                    .filter_map(|n| finished.get(n.as_str()).map(|s| s.subscribe()))
+                    .collect();
+                let done = finished.get(name.as_str()).cloned();
                 tokio::spawn(async move {
+                    for mut wait in waits {
+                        let _ = wait.wait_for(|finished| *finished).await;
+                    }
                     let started = Instant::now();
                     let out = execute(&root, &check, policy, &env, &groups).await;
+                    if let Some(done) = done {
+                        done.send_replace(true);
+                    }
                     (name, check, out, started.elapsed(), bar)
                 })
             })
@@ -346,15 +375,6 @@ async fn execute(
     let Some(run) = &check.run else {
         return Execution::NotRun;
     };
-    for path in check
-        .report
-        .iter()
-        .filter_map(|r| report_path(root, check, r))
-    {
-        // A stale report must never pass for this run's; one outside the work tree is
-        // neither removed nor read.
-        let _ = tree_file::remove_in_tree(root, &path);
-    }
     let dir = match &check.workdir {
         Some(d) => root.join(d),
         None => root.to_path_buf(),
@@ -661,7 +681,7 @@ fn read_one(
                 .map_err(|e| ReadError::Unreadable(e.to_string()))
         }
         Some(path) => Err(ReadError::NotWritten(format!(
-            "the report {} was not written",
+            "the report {} was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)",
             path.display()
         ))),
         None => report::parse(source.format, stdout, "standard output", &opts)

@@ -42,6 +42,7 @@ fn check(run: &str, format: ReportFormat, path: Option<&str>) -> Check {
         visibility: Visibility::Full,
         void_on_violation: false,
         files: Vec::new(),
+        needs: Vec::new(),
     }
 }
 

@@ -82,3 +82,42 @@ fn setup_commands_run_in_every_checkout_before_the_checks() {
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(text.contains("setup `exit 4` failed"), "{text}");
 }
+
+/// A `coverage` check whose command turns the data the `tests` check writes into its
+/// report: without `needs` it starts before the tests wrote the data (the error says why
+/// and what to write); with `needs: [tests]` it starts after them.
+#[test]
+fn a_check_that_reads_anothers_report_waits_for_it_with_needs() {
+    let repo = TestRepo::new();
+    let tests = "#!/bin/sh\nsleep 1\nmkdir -p out\necho '<testsuite name=\"s\"><testcase classname=\"s\" name=\"t0\"/></testsuite>' > out/junit.xml\nprintf 'TN:\\nSF:lib.txt\\nDA:1,1\\nend_of_record\\n' > out/raw.info\n";
+    write_script(&repo.path.join("tests.sh"), tests);
+    let config = |needs: &str| {
+        format!(
+            "checks:\n  tests:\n    run: ./tests.sh\n    report: {{ format: junit, path: out/junit.xml }}\n  coverage:\n    run: \"cp out/raw.info out/lcov.info\"\n    report: {{ format: lcov, path: out/lcov.info }}\n{needs}hook:\n  base: main\n"
+        )
+    };
+    repo.write(".itergate.yml", &config(""));
+    repo.write(".gitignore", "out/\n");
+    repo.commit_file("lib.txt", "one\n", "base");
+    let run = |dir: &std::path::Path| {
+        std::process::Command::new(BIN)
+            .args(["run", "--exit-code"])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("itergate runs")
+    };
+    let out = run(&repo.path);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("checks run concurrently"), "{text}");
+    assert!(text.contains("needs: [that check]"), "{text}");
+
+    repo.write(".itergate.yml", &config("    needs: [tests]\n"));
+    repo.git(&["commit", "--quiet", "-am", "coverage needs the tests"]);
+    let out = run(&repo.path);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("was not written"), "{text}");
+    assert!(text.contains("check coverage: report read"), "{text}");
+}

@@ -235,3 +235,33 @@ fn every_error_of_a_file_is_reported_in_one_run() {
     assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.contains("did you mean `quality_threshold`?"), "{text}");
 }
+
+#[test]
+fn needs_names_other_checks_and_a_circle_is_refused_with_its_keys() {
+    let unknown = err(
+        "checks:\n  coverage:\n    run: \"true\"\n    needs: [test]\n  tests:\n    run: \"true\"\n",
+    );
+    assert_eq!(unknown.key.as_deref(), Some("checks.coverage.needs"));
+    assert_eq!((unknown.line, unknown.column), (Some(4), Some(5)));
+    assert!(unknown.message.contains("`test`"), "{unknown}");
+    assert!(
+        unknown.message.contains("did you mean `tests`"),
+        "{unknown}"
+    );
+
+    let circle = err(
+        "checks:\n  a:\n    run: \"true\"\n    needs: [b]\n  b:\n    run: \"true\"\n    needs: [a]\n",
+    );
+    assert_eq!(circle.key.as_deref(), Some("checks.a.needs"));
+    assert!(circle.message.contains("a -> b -> a"), "{circle}");
+
+    let itself = err("checks:\n  a:\n    run: \"true\"\n    needs: [a]\n");
+    assert!(itself.message.contains("cannot need itself"), "{itself}");
+
+    let fine = Config::from_yaml(
+        "checks:\n  coverage:\n    run: \"true\"\n    needs: [tests]\n  tests:\n    run: \"true\"\n",
+        Path::new("x.yml"),
+    )
+    .expect("valid");
+    assert_eq!(fine.checks["coverage"].needs, ["tests"]);
+}
