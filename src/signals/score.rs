@@ -161,6 +161,20 @@ struct Accumulator {
     triggers: Vec<Trigger>,
     debt: BaseDebt,
     void: bool,
+    /// A test file the change edited did not run at all (see `unrun_changed_tests`).
+    unmeasured_tests: bool,
+}
+
+/// The file an errored case that stands for a whole file stands for, when `changed`
+/// holds it: its own `file`, its id as a path (`tests/test_x.py`, Jest), or a Python module
+/// id (`tests.test_x` → `tests/test_x.py`, pytest's collection errors).
+fn unrun_file(case: &super::report::TestCase, changed: &dyn Fn(&str) -> bool) -> Option<String> {
+    let module = (!case.id.contains("::") && !case.id.contains(' '))
+        .then(|| format!("{}.py", case.id.replace('.', "/")));
+    [case.file.clone(), Some(case.id.clone()), module]
+        .into_iter()
+        .flatten()
+        .find(|path| changed(path))
 }
 
 /// The dimension of a note that says what an iteration could not measure.
@@ -289,6 +303,9 @@ impl Accumulator {
                             _ => None,
                         };
                         self.add_tests(check, t, base_tests, holdout);
+                        if !holdout {
+                            self.unrun_changed_tests(input, t, base_tests);
+                        }
                     }
                     Report::Lint(l) => {
                         let base_lint = match base_report {
@@ -385,6 +402,57 @@ impl Accumulator {
                 if new.len() == 1 { "" } else { "s" }
             ),
         ));
+    }
+
+    /// A test file the change edited whose tests never ran, here or on the base (a
+    /// collection or import error: one errored case named after the file or module): the
+    /// base's failure hides nothing the change did, yet none of the change's tests in it
+    /// ran. Unmeasured, and said so; never a pass.
+    fn unrun_changed_tests(
+        &mut self,
+        input: &ScoreInput,
+        t: &TestSummary,
+        base: Option<&TestSummary>,
+    ) {
+        let (Some(changed), Some(base)) = (input.changed, base) else {
+            return;
+        };
+        let errored_on_base: BTreeSet<&str> = base
+            .problems
+            .iter()
+            .filter(|c| matches!(c.outcome, super::report::TestOutcome::Errored))
+            .map(|c| c.id.as_str())
+            .collect();
+        for case in &t.problems {
+            if !matches!(case.outcome, super::report::TestOutcome::Errored)
+                || !errored_on_base.contains(case.id.as_str())
+            {
+                continue;
+            }
+            let Some(file) = unrun_file(case, &|path| changed.files.contains_key(path)) else {
+                continue;
+            };
+            self.unmeasured_tests = true;
+            let why = case
+                .message
+                .as_deref()
+                .map(|m| format!(" ({})", m.lines().next().unwrap_or(m)))
+                .unwrap_or_default();
+            self.issues.push(issue(
+                "tests",
+                Severity::Warning,
+                format!(
+                    "the tests in `{file}`, which the change edited, did not run{why}, on the base nor here: the change's tests there are unmeasured, not passed; make the file import and collect"
+                ),
+                Some(file.clone()),
+            ));
+            self.triggers.push(trigger(
+                TriggerType::IncompleteOutput,
+                "tests",
+                0.6,
+                format!("the tests in {file} did not run (unmeasured)"),
+            ));
+        }
     }
 
     fn add_tests(
@@ -781,6 +849,8 @@ impl Accumulator {
             };
             record.scores.tests_passing = if self.build_broken {
                 Some(0.0)
+            } else if self.unmeasured_tests && counted == 0 {
+                None
             } else if by_change {
                 ratio(self.executed.saturating_sub(counted), self.executed)
             } else {

@@ -528,3 +528,53 @@ checks:
         r["issues"]
     );
 }
+
+/// A test file that cannot be imported on the base nor after the change (a missing test
+/// dependency), and the change edits that very file: its tests never ran, so the change is
+/// unmeasured there and says so — never "Tests Passing: 100%" over "the base's failures".
+#[test]
+fn a_changed_test_file_that_never_runs_is_unmeasured_not_passed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    let write = |file: &str, text: &str| {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write("calc.py", "def add(a, b):\n    return a + b\n");
+    write(
+        "tests/test_calc.py",
+        "import not_installed_anywhere\nfrom calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    write(
+        "tests/test_other.py",
+        "def test_other():\n    assert True\n",
+    );
+    write(
+        "pyproject.toml",
+        "[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+    );
+    write(".gitignore", ".itergate-*\n__pycache__/\n");
+    write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: python -m pytest -q -p no:cacheprovider --junitxml=.itergate-pytest.xml\n    report: { format: junit, path: .itergate-pytest.xml }\n",
+    );
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", "base"]);
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        "tests/test_calc.py",
+        "import not_installed_anywhere\nfrom calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_add_zero():\n    assert add(0, 0) == 1\n",
+    );
+    git(p, &["commit", "-q", "-am", "agent: a test that would fail"]);
+    let out = itergate(p, &["run", "--exit-code"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("Tests Passing: 100%"), "{text}");
+    assert!(
+        text.contains("tests/test_calc.py") && text.contains("did not run"),
+        "{text}"
+    );
+    assert!(text.contains("unmeasured"), "{text}");
+    assert_eq!(out.status.code(), Some(10), "{text}");
+}
