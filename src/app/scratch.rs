@@ -2,7 +2,8 @@
 //! base, a dirty HEAD) run in a temporary checkout of exactly that commit, and everything
 //! that could lead them back to the user's work tree is pointed at the checkout instead:
 //!
-//! - Cargo builds into a target directory of its own (`CARGO_TARGET_DIR` is common);
+//! - Cargo builds into a target directory of its own (`CARGO_TARGET_DIR` is common), the
+//!   base's apart from other commits', as the two may build at once;
 //! - Python: an editable install (`pip install -e .`: a `.pth` path entry, or an import
 //!   finder) maps the package to the work tree's sources; the checkout's import roots
 //!   (`src/` and its root) go first on `PYTHONPATH`, ahead of both;
@@ -46,7 +47,15 @@ pub fn prepare(
     progress: Progress,
 ) -> Result<Scratch, Failure> {
     let label = label.unwrap_or("commit").to_string();
-    let target = repo.path().join("itergate").join("scratch-target");
+    // The base's checkout may build while HEAD's does (`local::observe_with_base`): each
+    // has a target directory of its own, since cargo would take one checkout's fresh
+    // artifacts (its dep-info naming files that still exist) for the other's.
+    let target_dir = if label.starts_with("base ") {
+        "scratch-target-base"
+    } else {
+        "scratch-target"
+    };
+    let target = repo.path().join("itergate").join(target_dir);
     let mut env = vec![(
         "CARGO_TARGET_DIR".to_string(),
         target.to_string_lossy().into_owned(),
