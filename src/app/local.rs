@@ -403,14 +403,14 @@ fn observe_with_base(
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the base's checks panicked").into()));
         (head, beside)
     });
-    // The base's observation is kept even when the commit's checks could not run.
+    // Nothing is recorded when either could not run ("Nothing was recorded" means it).
+    let (observed, ran) = head?;
     let base_observed = beside?;
     store.write(&[Note::Observation {
         tree: tree_of(repo, base)?,
         observation: &base_observed,
         fingerprint: &fingerprint,
     }])?;
-    let (observed, ran) = head?;
     Ok((observed, ran, Some(base_observed)))
 }
 

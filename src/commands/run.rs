@@ -121,7 +121,10 @@ fn recorded_decision(env: &Env) -> Result<(Task, Vec<IterationRecord>, Evaluatio
 
 /// `status`: where the task started and what judges it.
 fn task_lines(env: &Env, task: &Task) -> String {
-    let base = task.base_branch.as_deref().unwrap_or("(none)");
+    let base = task
+        .base_branch
+        .as_deref()
+        .map_or("(no base branch)", |b| b.trim_start_matches("refs/heads/"));
     let start = task.merge_base.map_or("(none)".to_string(), task::short);
     let rules = match &env.rules {
         crate::app::Rules::Locked(origin) => format!("locked to {origin}"),
@@ -131,7 +134,7 @@ fn task_lines(env: &Env, task: &Task) -> String {
             .unlocked_notice(task.base_branch.as_deref())
             .unwrap_or_default(),
     };
-    format!("Base: {base}, started at {start}\nRules: {rules}\n")
+    format!("Start: {start}, where this task left {base}\nRules: {rules}\n")
 }
 
 pub(super) fn nothing_recorded(name: &str) -> Failure {

@@ -74,8 +74,11 @@ fn iteration(repo: &TestRepo, n: u32, results: &str) -> String {
     ok(&repo.path, &["run"])
 }
 
+/// `itergate status`, with the start's commit id (different on every run) redacted.
 fn status(repo: &TestRepo) -> String {
-    ok(&repo.path, &["status"])
+    let text = ok(&repo.path, &["status"]);
+    let start = repo.git(&["merge-base", "HEAD", "main"]);
+    text.replace(&start[..7], "<start>")
 }
 
 fn decision_json(dir: &Path) -> serde_json::Value {
