@@ -31,6 +31,8 @@ pub struct Judgement<'a> {
     pub earlier: &'a [(Oid, Observation)],
     /// Integrity findings a person accepted on an earlier iteration.
     pub accepted: &'a [String],
+    /// The commit's code under the task's start's tests and harness (`app::trusted`).
+    pub trusted: Option<&'a integrity::Trusted<'a>>,
 }
 
 /// The iteration record of `judgement.commit`.
@@ -88,6 +90,7 @@ pub fn judge(
             earlier: &earlier,
             head_source: &head_source,
             accepted: judgement.accepted,
+            trusted: judgement.trusted,
         },
         &mut record,
     );
@@ -179,6 +182,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             earlier: &integrity::Earlier::NONE,
             head_source: &|_| None,
             accepted: &[],
+            trusted: None,
         },
         &mut record,
     );

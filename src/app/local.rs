@@ -243,6 +243,15 @@ impl Task {
             },
             None => None,
         };
+        let trusted_run = match self.merge_base {
+            Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
+                Some(None) => return Ok(None), // needed, not cached
+                Some(found) => found,
+                None => None,
+            },
+            None => None,
+        };
+        let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
         let earlier = self.earlier_observations(env, store, commit)?;
         let accepted = self.accepted_findings(store, commit)?;
         let record = judge(
@@ -256,6 +265,7 @@ impl Task {
                 base_observed: base_observed.as_ref(),
                 earlier: &earlier,
                 accepted: &accepted,
+                trusted: trusted.as_ref(),
             },
         )?;
         Ok(Some(record))
@@ -318,6 +328,11 @@ pub fn record_commit(
         }
     }
     let (observed, ran, base_observed) = observe_with_base(env, store, commit, base, options)?;
+    let trusted_run = match base {
+        Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
+        None => None,
+    };
+    let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
     let earlier = task.earlier_observations(env, store, commit)?;
     let accepted = task.accepted_findings(store, commit)?;
     let mut record = judge(
@@ -331,6 +346,7 @@ pub fn record_commit(
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
             accepted: &accepted,
+            trusted: trusted.as_ref(),
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;

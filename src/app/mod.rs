@@ -17,6 +17,7 @@ pub mod local;
 pub mod observe;
 pub mod pull_request;
 pub mod scratch;
+pub mod trusted;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

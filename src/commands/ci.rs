@@ -530,6 +530,7 @@ fn score_head(
             base_observed: base_observed.as_ref().map(|(_, o)| o),
             earlier: &earlier,
             accepted: &[],
+            trusted: None,
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

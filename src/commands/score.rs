@@ -73,6 +73,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
             accepted: &accepted,
+            trusted: None,
         },
     )?;
     let text = match args.format {

@@ -269,6 +269,25 @@ pub struct Detection {
 #[serde(default, deny_unknown_fields)]
 pub struct Integrity {
     pub on_violation: OnViolation,
+    /// What a test that passed at the task's start, fails under the start's version of
+    /// itself, and passes as the change rewrote it, is: the change altered an expectation
+    /// together with the code.
+    pub expectation_changes: ExpectationChanges,
+    /// Test-harness files beyond `detection.tests` and the built-in names (globs from the
+    /// repository root): the trusted harness run takes them from the task's start.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub harness: Vec<String>,
+}
+
+/// `integrity.expectation_changes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectationChanges {
+    /// An INFO note for the reviewer ("expectation changed: confirm the behaviour change").
+    #[default]
+    Note,
+    /// A WARNING: the iteration is sent back, or a person accepts the change.
+    Warn,
 }
 
 /// `integrity.on_violation`.

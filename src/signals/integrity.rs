@@ -29,7 +29,11 @@
 //! `// eslint-disable…`, `@ts-ignore` …), each a WARNING naming the rule silenced, and
 //! edits that loosen a tool's own configuration. Holdout checks are never inventoried.
 
+mod trusted;
+
 use std::collections::{BTreeMap, BTreeSet};
+
+pub use trusted::Trusted;
 
 use crate::config::Visibility;
 use crate::model::{ChangedLines, CheckerIssue, RemovedLine, Severity, Trigger, TriggerType};
@@ -85,6 +89,9 @@ pub struct Input<'a> {
     pub check_commands: &'a [Option<String>],
     /// The judged tree's version of a file: what an added line sits inside.
     pub head_source: &'a dyn Fn(&str) -> Option<String>,
+    /// The iteration's code under the start's tests and harness, when the change touched
+    /// them.
+    pub trusted: Option<&'a Trusted<'a>>,
 }
 
 /// The files a check's command runs, from its words: relative paths to scripts
@@ -135,7 +142,7 @@ pub struct Finding {
 pub fn acceptance_key(issue: &CheckerIssue) -> String {
     let text = issue.finding.as_str();
     if let Some(rest) = text.strip_prefix("test ") {
-        let end = [" was ", " is ", " ran "]
+        let end = [" was ", " is ", " ran ", " had "]
             .iter()
             .filter_map(|verb| rest.find(verb))
             .min();
@@ -267,6 +274,16 @@ fn failed(outcome: TestOutcome) -> bool {
 /// Every finding of the change.
 pub fn check(input: &Input) -> Vec<Finding> {
     let mut findings = tests(input);
+    if let Some(trusted) = input.trusted {
+        // The line-based detections say where; the trusted run adds what they missed.
+        let named: BTreeSet<String> = findings.iter().map(|f| acceptance_key(&f.issue)).collect();
+        let earlier = input.earlier.observations;
+        findings.extend(
+            trusted::findings(trusted, input.head, input.base, earlier)
+                .into_iter()
+                .filter(|f| !named.contains(&acceptance_key(&f.issue))),
+        );
+    }
     let reported = reported_findings(input);
     let silences_a_check = |tool: &str| tool_may_run(tool, input.check_commands);
     findings.extend(suppressions(

@@ -6,6 +6,7 @@ pub mod classify;
 pub mod detect;
 pub mod diagnostics;
 pub mod flaky;
+pub mod harness;
 pub mod integrity;
 pub mod markers;
 pub mod observation;

@@ -55,6 +55,9 @@ pub struct ScoreInput<'a> {
     /// Integrity findings a person accepted earlier in the task
     /// ([`integrity::acceptance_key`]).
     pub accepted: &'a [String],
+    /// The iteration's code under the task's start's tests and harness, when the change
+    /// touched them.
+    pub trusted: Option<&'a integrity::Trusted<'a>>,
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -109,6 +112,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
                 .map(|c| c.run.clone())
                 .collect::<Vec<_>>(),
             head_source: input.head_source,
+            trusted: input.trusted,
         });
         let suppressions = findings
             .iter()

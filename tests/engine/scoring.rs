@@ -70,6 +70,7 @@ fn scored_with(
             earlier: &itergate::signals::integrity::Earlier::NONE,
             head_source: &|_| None,
             accepted: &[],
+            trusted: None,
         },
         &mut r,
     );

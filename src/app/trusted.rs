@@ -1,0 +1,254 @@
+//! The trusted harness run: the code is judged by the tests as they were when the task
+//! started (seed 002's locked harness). When the change since the task's start touches test
+//! or harness files ([`crate::signals::harness`]), the checks that report tests run once
+//! more on a tree made of the commit's files with exactly the start's test and harness
+//! files: those the change edited or deleted are the start's, those it added are left out
+//! (a new test file can patch the code under test at import as well as a `conftest.py`
+//! can; the tests it holds are judged by the commit's own run). Files that mix build and
+//! test settings keep the commit's build settings and the start's test settings.
+//!
+//! That tree is an ordinary git tree (with a commit object no ref names), so its
+//! observation is made in a scratch worktree and cached by tree like any other: judging
+//! the same commit again runs nothing.
+
+use git2::{Oid, Repository};
+
+use crate::config::Config;
+use crate::signals::harness::{self, Part};
+use crate::signals::integrity::{files_run_by, Trusted};
+use crate::signals::observation::{CheckResult, Observation};
+use crate::signals::report::Report;
+
+use super::judge::PathMatcher;
+use super::local::{cached_observation, RecordOptions};
+use super::observe::fingerprint;
+use crate::history::notes::NotesStore;
+
+use super::{Env, Failure};
+
+/// What the trusted run of one commit needs: the tree to check and the environment whose
+/// checks run there.
+pub struct Plan {
+    /// A commit (named by no ref) of the trusted tree.
+    pub commit: Oid,
+    pub tree: Oid,
+    /// The environment whose checks run there (the task's own).
+    pub env: Env,
+    /// The test and harness files the change edited, added or deleted since the start.
+    pub edited: Vec<String>,
+}
+
+/// The trusted run's observation of `commit` against the task's `start`, when the change
+/// touched tests: cached, or made now. `observed` is the commit's own observation (which
+/// checks report tests).
+pub fn observe(
+    env: &Env,
+    store: &NotesStore,
+    start: Oid,
+    commit: Oid,
+    observed: &Observation,
+    options: RecordOptions,
+) -> Result<Option<(Observation, Vec<String>)>, Failure> {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
+        return Ok(None);
+    };
+    let options = RecordOptions {
+        rescore: false,
+        ..options
+    };
+    let observation = cached_observation(
+        &plan.env,
+        store,
+        plan.commit,
+        Some("the start's tests"),
+        options,
+    )?;
+    Ok(Some((observation, plan.edited)))
+}
+
+/// The trusted run's observation when it is cached (judging again from the cache runs
+/// nothing): `None` when no trusted run is needed, `Some(None)` when it is needed and not
+/// cached.
+pub fn cached(
+    env: &Env,
+    store: &NotesStore,
+    start: Oid,
+    commit: Oid,
+    observed: &Observation,
+) -> Result<Option<Option<(Observation, Vec<String>)>>, Failure> {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
+        return Ok(None);
+    };
+    let found = store.find_observation(plan.tree, &fingerprint(&plan.env.config))?;
+    Ok(Some(found.map(|o| (o, plan.edited))))
+}
+
+/// The verdict's input, borrowing a trusted observation.
+pub fn verdict<'a>(
+    config: &Config,
+    run: Option<&'a (Observation, Vec<String>)>,
+) -> Option<Trusted<'a>> {
+    run.map(|(observation, edited)| Trusted {
+        observation,
+        edited,
+        expectation_changes: config.integrity.expectation_changes,
+    })
+}
+
+/// The trusted tree of `commit` against `start`, or `None` when the change touched no
+/// test or harness file (or no check reports tests).
+pub fn plan(
+    env: &Env,
+    repo: &Repository,
+    start: Oid,
+    commit: Oid,
+    observed: &Observation,
+) -> Result<Option<Plan>, Failure> {
+    let config = &env.config;
+    let test_checks: Vec<&str> = observed
+        .checks
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.result,
+                CheckResult::Report {
+                    report: Report::Tests(_),
+                    ..
+                }
+            )
+        })
+        .map(|c| c.name.split('.').next().unwrap_or(&c.name))
+        .collect();
+    if test_checks.is_empty() {
+        return Ok(None);
+    }
+    let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
+    let extra = PathMatcher::new(
+        "integrity.harness",
+        &crate::config::PathFilter {
+            include: config.integrity.harness.clone(),
+            exclude: Vec::new(),
+        },
+    )?;
+    let run_files: Vec<String> = config
+        .checks
+        .values()
+        .filter_map(|c| c.run.as_deref())
+        .flat_map(files_run_by)
+        .filter(|f| f != "package.json")
+        .collect();
+    let is_harness = |path: &str| {
+        tests.matches(path) || extra.matches(path) || run_files.iter().any(|f| f == path)
+    };
+
+    let start_tree = repo
+        .find_commit(start)
+        .and_then(|c| c.tree())
+        .map_err(anyhow::Error::from)?;
+    let head_commit = repo.find_commit(commit).map_err(anyhow::Error::from)?;
+    let head_tree = head_commit.tree().map_err(anyhow::Error::from)?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&start_tree), Some(&head_tree), None)
+        .map_err(anyhow::Error::from)?;
+    let mut edited = Vec::new();
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for delta in diff.deltas() {
+        let paths = [delta.old_file().path(), delta.new_file().path()];
+        let mut seen = Vec::new();
+        for path in paths.into_iter().flatten() {
+            let Some(path) = path.to_str().map(str::to_string) else {
+                continue;
+            };
+            if seen.contains(&path) {
+                continue;
+            }
+            seen.push(path.clone());
+            let Some(part) = harness::part(&path, &is_harness) else {
+                continue;
+            };
+            let start_entry = start_tree.get_path(std::path::Path::new(&path)).ok();
+            let head_entry = head_tree.get_path(std::path::Path::new(&path)).ok();
+            let text = |entry: &Option<git2::TreeEntry>| {
+                entry
+                    .as_ref()
+                    .and_then(|e| repo.find_blob(e.id()).ok())
+                    .map(|b| String::from_utf8_lossy(b.content()).into_owned())
+            };
+            let merged = match part {
+                Part::Whole => None,
+                _ => harness::merge(part, text(&head_entry).as_deref(), text(&start_entry).as_deref()),
+            };
+            let target = match (part, merged, &start_entry) {
+                (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
+                (Part::Whole, _, None) => None,
+                (_, Some(text), _) => {
+                    if text == self::text(repo, head_entry.as_ref()).unwrap_or_default() {
+                        continue; // its test settings did not change
+                    }
+                    let mode = head_entry
+                        .as_ref()
+                        .or(start_entry.as_ref())
+                        .map_or(0o100_644, git2::TreeEntry::filemode);
+                    let blob = repo.blob(text.as_bytes()).map_err(anyhow::Error::from)?;
+                    Some((blob, mode))
+                }
+                (_, None, _) => None,
+            };
+            match target {
+                Some((oid, mode)) => {
+                    let mode = if mode == 0o100_755 {
+                        git2::FileMode::BlobExecutable
+                    } else if mode == 0o120_000 {
+                        git2::FileMode::Link
+                    } else {
+                        git2::FileMode::Blob
+                    };
+                    update.upsert(&path, oid, mode);
+                }
+                None => {
+                    update.remove(&path);
+                }
+            }
+            edited.push(path);
+        }
+    }
+    if edited.is_empty() {
+        return Ok(None);
+    }
+    let tree = update
+        .create_updated(repo, &head_tree)
+        .map_err(anyhow::Error::from)?;
+    if tree == head_tree.id() {
+        return Ok(None);
+    }
+    let tree_object = repo.find_tree(tree).map_err(anyhow::Error::from)?;
+    // A fixed signature and time: the same trees make the same commit.
+    let signature = git2::Signature::new("itergate", "itergate@localhost", &git2::Time::new(0, 0))
+        .map_err(anyhow::Error::from)?;
+    let trusted_commit = repo
+        .commit(
+            None,
+            &signature,
+            &signature,
+            "itergate: the commit's code with the task's start's tests and harness",
+            &tree_object,
+            &[&head_commit],
+        )
+        .map_err(anyhow::Error::from)?;
+    edited.sort();
+    edited.dedup();
+    // The same checks as every observation: a tree's note holds one observation, and the
+    // trusted tree is often a tree the task has already (the iteration before the test edit).
+    let env = env.clone();
+    Ok(Some(Plan {
+        commit: trusted_commit,
+        tree,
+        env,
+        edited,
+    }))
+}
+
+fn text(repo: &Repository, entry: Option<&git2::TreeEntry>) -> Option<String> {
+    let blob = repo.find_blob(entry?.id()).ok()?;
+    Some(String::from_utf8_lossy(blob.content()).into_owned())
+}

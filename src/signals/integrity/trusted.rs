@@ -1,0 +1,148 @@
+//! The verdict of the trusted harness run: the iteration's code tested with the task's
+//! start's tests and harness (`app::trusted` makes that run). A test that fails there,
+//! while the iteration's own run reports it passing, skipped, expected to fail or absent,
+//! was changed to pass:
+//!
+//! - a violation when it failed at the start or in an earlier iteration of the task (the
+//!   target was hidden, not met);
+//! - when it passed at the start, the change altered an expectation together with the code:
+//!   `integrity.expectation_changes` says whether that is a note for the reviewer or a
+//!   WARNING.
+//!
+//! The line-based detections of the parent module name *where* (the edited table row, the
+//! removed test); a test they already name is not named twice. The tests of one
+//! parametrised or table-driven test are one finding with a count.
+
+use std::collections::BTreeMap;
+
+use crate::config::ExpectationChanges;
+use crate::model::Severity;
+use crate::signals::observation::{CheckResult, Observation};
+use crate::signals::report::{Report, TestOutcome};
+
+use super::{at, failed, finding, inventory, restore, Finding, Inventory};
+
+/// The trusted run of one iteration.
+pub struct Trusted<'a> {
+    pub observation: &'a Observation,
+    /// The test and harness files the change edited, added or deleted since the start.
+    pub edited: &'a [String],
+    pub expectation_changes: ExpectationChanges,
+}
+
+/// The findings of the trusted run, given the iteration's own observation, the start's and
+/// the earlier iterations'.
+pub fn findings(
+    trusted: &Trusted,
+    head: &Observation,
+    start: Option<&Observation>,
+    earlier: &[&Observation],
+) -> Vec<Finding> {
+    let under_start = inventory(trusted.observation);
+    let own = inventory(head);
+    let start = start.map(inventory).unwrap_or_default();
+    let earlier: Vec<Inventory> = earlier.iter().map(|o| inventory(o)).collect();
+    let messages = failure_messages(trusted.observation);
+    // Grouped by test (a parametrised test's cases, a table's rows) and kind.
+    let mut groups: BTreeMap<(String, bool), Vec<(String, String)>> = BTreeMap::new();
+    for ((check, id), entry) in &under_start {
+        if !failed(entry.outcome) {
+            continue;
+        }
+        let key = (check.clone(), id.clone());
+        let now = match own.get(&key) {
+            Some(e) if failed(e.outcome) => continue, // its own run fails it too: counted
+            Some(e) if e.outcome == TestOutcome::Skipped => "skipped",
+            Some(_) => "passing",
+            None => "absent",
+        };
+        let was_failing = start.get(&key).is_some_and(|e| failed(e.outcome))
+            || earlier
+                .iter()
+                .any(|inv| inv.get(&key).is_some_and(|e| failed(e.outcome)));
+        let place = at(entry.file.as_deref(), entry.line, id);
+        groups
+            .entry((group_of(id).to_string(), was_failing))
+            .or_default()
+            .push((id.clone(), format!("{now}|{place}")));
+    }
+    let edited = edited_list(trusted.edited);
+    let mut out = Vec::new();
+    for ((group, was_failing), cases) in groups {
+        let (first, detail) = &cases[0];
+        let (now, place) = detail.split_once('|').unwrap_or(("absent", ""));
+        let message = messages
+            .get(first)
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        let count = if cases.len() > 1 {
+            format!(" and {} more case(s) of `{group}`", cases.len() - 1)
+        } else {
+            String::new()
+        };
+        if was_failing {
+            out.push(finding(
+                Severity::Blocker,
+                format!(
+                    "test {first} was changed to pass: under the task's start's tests and harness it still fails on this code{message}, while this iteration's own run reports it {now}{count}; the change edited {edited}"
+                ),
+                place.to_string(),
+                restore(first),
+            ));
+        } else {
+            let severity = match trusted.expectation_changes {
+                ExpectationChanges::Note => Severity::Info,
+                ExpectationChanges::Warn => Severity::Warning,
+            };
+            out.push(finding(
+                severity,
+                format!(
+                    "test {first} had its expectation changed: it passed at the task's start and fails on this code under the start's version of it{message}, while the change's version reports it {now}{count}; the change edited {edited}: confirm the behaviour change"
+                ),
+                place.to_string(),
+                format!(
+                    "if the new behaviour is intended, a person accepts it (`itergate accept`); otherwise restore `{first}` and fix the code"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The test a case belongs to: a parametrised case's function (`test_x[a-b]` →
+/// `test_x`), a Go subtest's parent (`TestX/#14` → `TestX`).
+fn group_of(id: &str) -> &str {
+    let cut = id.find(['[', '/']).unwrap_or(id.len());
+    &id[..cut]
+}
+
+fn edited_list(files: &[String]) -> String {
+    let shown: Vec<String> = files.iter().take(5).map(|f| format!("`{f}`")).collect();
+    let more = files.len().saturating_sub(shown.len());
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// The first line of each failing test's message in `observation`.
+fn failure_messages(observation: &Observation) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for check in &observation.checks {
+        let CheckResult::Report {
+            report: Report::Tests(tests),
+            ..
+        } = &check.result
+        else {
+            continue;
+        };
+        for case in &tests.problems {
+            if let Some(message) = case.message.as_deref().and_then(|m| m.lines().next()) {
+                let short: String = message.chars().take(160).collect();
+                out.insert(case.id.clone(), short);
+            }
+        }
+    }
+    out
+}
