@@ -50,6 +50,7 @@ fuzz_target!(|data: &[u8]| {
         check_commands: &[None],
         // Every file reads as the whole input: attribute lists opened anywhere.
         head_source: &|_| Some(text.to_string()),
+        trusted: None,
     });
     let paths = markers::Paths {
         is_source: &|_| true,

@@ -176,7 +176,11 @@ pub fn plan(
             };
             let merged = match part {
                 Part::Whole => None,
-                _ => harness::merge(part, text(&head_entry).as_deref(), text(&start_entry).as_deref()),
+                _ => harness::merge(
+                    part,
+                    text(&head_entry).as_deref(),
+                    text(&start_entry).as_deref(),
+                ),
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),

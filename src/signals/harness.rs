@@ -112,7 +112,11 @@ fn sections(text: &str) -> Vec<(String, String)> {
 }
 
 /// `head`'s sections without those `is_test` names, then `start`'s sections it names.
-fn merge_sections(head: Option<&str>, start: Option<&str>, is_test: &dyn Fn(&str) -> bool) -> String {
+fn merge_sections(
+    head: Option<&str>,
+    start: Option<&str>,
+    is_test: &dyn Fn(&str) -> bool,
+) -> String {
     let is_test = |header: &str| {
         // `[[tool.pytest…]]` arrays of tables count with their table.
         let bare = header.trim_start_matches('[').trim_end_matches(']');
@@ -140,7 +144,9 @@ const PACKAGE_TEST_KEYS: [&str; 6] = ["scripts", "jest", "mocha", "ava", "c8", "
 
 fn merge_package(head: Option<&str>, start: Option<&str>) -> Option<String> {
     let parse = |text: Option<&str>| {
-        text.and_then(|t| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok())
+        text.and_then(|t| {
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(t).ok()
+        })
     };
     let (Some(mut merged), start) = (parse(head), parse(start)) else {
         // Not JSON on the iteration's side: the start's file as it was.

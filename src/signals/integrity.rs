@@ -275,14 +275,29 @@ fn failed(outcome: TestOutcome) -> bool {
 pub fn check(input: &Input) -> Vec<Finding> {
     let mut findings = tests(input);
     if let Some(trusted) = input.trusted {
-        // The line-based detections say where; the trusted run adds what they missed.
-        let named: BTreeSet<String> = findings.iter().map(|f| acceptance_key(&f.issue)).collect();
+        // The verdict is the trusted run's; a line-based finding about the same test stays
+        // when it says as much (it names the edited line), and gives way when it says less.
+        let rank = |s: Severity| match s {
+            Severity::Blocker => 2,
+            Severity::Warning => 1,
+            Severity::Info => 0,
+        };
         let earlier = input.earlier.observations;
-        findings.extend(
-            trusted::findings(trusted, input.head, input.base, earlier)
-                .into_iter()
-                .filter(|f| !named.contains(&acceptance_key(&f.issue))),
-        );
+        for verdict in trusted::findings(trusted, input.head, input.base, earlier) {
+            let key = acceptance_key(&verdict.issue);
+            let said = findings
+                .iter()
+                .filter(|f| acceptance_key(&f.issue) == key)
+                .map(|f| rank(f.issue.severity))
+                .max();
+            match said {
+                Some(said) if said >= rank(verdict.issue.severity) => {}
+                _ => {
+                    findings.retain(|f| acceptance_key(&f.issue) != key);
+                    findings.push(verdict);
+                }
+            }
+        }
     }
     let reported = reported_findings(input);
     let silences_a_check = |tool: &str| tool_may_run(tool, input.check_commands);

@@ -288,6 +288,7 @@ proptest! {
             // Every file reads as all the lines: line numbers past its end, lists opened
             // anywhere.
             head_source: &|_| Some(lines.join("\n")),
+            trusted: None,
         });
         for f in &found {
             prop_assert_eq!(&f.issue.dimension, integrity::DIMENSION);

@@ -17,6 +17,7 @@ mod hook_install;
 mod hook_push;
 mod init_detect;
 mod local_decisions;
+mod locked_harness;
 mod markers;
 mod score_e2e;
 mod scratch_isolation;

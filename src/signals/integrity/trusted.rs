@@ -20,7 +20,7 @@ use crate::model::Severity;
 use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::{Report, TestOutcome};
 
-use super::{at, failed, finding, inventory, restore, Finding, Inventory};
+use super::{at, failed, finding, inventory, is_module_level, restore, Finding, Inventory};
 
 /// The trusted run of one iteration.
 pub struct Trusted<'a> {
@@ -43,6 +43,13 @@ pub fn findings(
     let start = start.map(inventory).unwrap_or_default();
     let earlier: Vec<Inventory> = earlier.iter().map(|o| inventory(o)).collect();
     let messages = failure_messages(trusted.observation);
+    // A check whose own run could not import, build or collect something ran only part of
+    // its tests (pytest stops at a collection error): its absences are that error's.
+    let cut_short: Vec<&str> = own
+        .iter()
+        .filter(|((_, id), e)| e.outcome == TestOutcome::Errored && is_module_level(id))
+        .map(|((check, _), _)| check.as_str())
+        .collect();
     // Grouped by test (a parametrised test's cases, a table's rows) and kind.
     let mut groups: BTreeMap<(String, bool), Vec<(String, String)>> = BTreeMap::new();
     for ((check, id), entry) in &under_start {
@@ -54,6 +61,7 @@ pub fn findings(
             Some(e) if failed(e.outcome) => continue, // its own run fails it too: counted
             Some(e) if e.outcome == TestOutcome::Skipped => "skipped",
             Some(_) => "passing",
+            None if cut_short.contains(&check.as_str()) => continue,
             None => "absent",
         };
         let was_failing = start.get(&key).is_some_and(|e| failed(e.outcome))
