@@ -245,9 +245,9 @@ impl Task {
         };
         let trusted_run = match self.merge_base {
             Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
-                Some(None) => return Ok(None), // needed, not cached
-                Some(found) => found,
-                None => None,
+                super::trusted::Cached::Missing => return Ok(None),
+                super::trusted::Cached::Found(run) => Some(run),
+                super::trusted::Cached::NotNeeded => None,
             },
             None => None,
         };

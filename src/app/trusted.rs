@@ -38,9 +38,24 @@ pub struct Plan {
     pub edited: Vec<String>,
 }
 
-/// The trusted run's observation of `commit` against the task's `start`, when the change
-/// touched tests: cached, or made now. `observed` is the commit's own observation (which
-/// checks report tests).
+/// A trusted run: what it observed and the test and harness files the change edited.
+pub struct Run {
+    pub observation: Observation,
+    pub edited: Vec<String>,
+}
+
+/// A trusted run as the cache has it.
+pub enum Cached {
+    /// The change touched no test or harness file.
+    NotNeeded,
+    /// Needed, and not observed yet.
+    Missing,
+    Found(Run),
+}
+
+/// The trusted run of `commit` against the task's `start`, when the change touched tests:
+/// cached, or made now. `observed` is the commit's own observation (which checks report
+/// tests).
 pub fn observe(
     env: &Env,
     store: &NotesStore,
@@ -48,7 +63,7 @@ pub fn observe(
     commit: Oid,
     observed: &Observation,
     options: RecordOptions,
-) -> Result<Option<(Observation, Vec<String>)>, Failure> {
+) -> Result<Option<Run>, Failure> {
     let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(None);
     };
@@ -63,34 +78,39 @@ pub fn observe(
         Some("the start's tests"),
         options,
     )?;
-    Ok(Some((observation, plan.edited)))
+    Ok(Some(Run {
+        observation,
+        edited: plan.edited,
+    }))
 }
 
-/// The trusted run's observation when it is cached (judging again from the cache runs
-/// nothing): `None` when no trusted run is needed, `Some(None)` when it is needed and not
-/// cached.
+/// The trusted run of `commit` from the cache only (judging again runs nothing).
 pub fn cached(
     env: &Env,
     store: &NotesStore,
     start: Oid,
     commit: Oid,
     observed: &Observation,
-) -> Result<Option<Option<(Observation, Vec<String>)>>, Failure> {
+) -> Result<Cached, Failure> {
     let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
-        return Ok(None);
+        return Ok(Cached::NotNeeded);
     };
-    let found = store.find_observation(plan.tree, &fingerprint(&plan.env.config))?;
-    Ok(Some(found.map(|o| (o, plan.edited))))
+    Ok(
+        match store.find_observation(plan.tree, &fingerprint(&plan.env.config))? {
+            Some(observation) => Cached::Found(Run {
+                observation,
+                edited: plan.edited,
+            }),
+            None => Cached::Missing,
+        },
+    )
 }
 
-/// The verdict's input, borrowing a trusted observation.
-pub fn verdict<'a>(
-    config: &Config,
-    run: Option<&'a (Observation, Vec<String>)>,
-) -> Option<Trusted<'a>> {
-    run.map(|(observation, edited)| Trusted {
-        observation,
-        edited,
+/// The verdict's input, borrowing a trusted run.
+pub fn verdict<'a>(config: &Config, run: Option<&'a Run>) -> Option<Trusted<'a>> {
+    run.map(|run| Trusted {
+        observation: &run.observation,
+        edited: &run.edited,
         expectation_changes: config.integrity.expectation_changes,
     })
 }

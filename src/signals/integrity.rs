@@ -1641,6 +1641,7 @@ mod scenario_tests {
             check_files: &[],
             check_commands: &[None],
             head_source: &no_source,
+            trusted: None,
         });
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].issue.severity, Severity::Info);
@@ -1708,6 +1709,7 @@ mod scenario_tests {
             check_files: &[],
             check_commands: &[None],
             head_source: &no_source,
+            trusted: None,
         });
         assert_eq!(found.len(), 1, "{found:?}");
         found[0].issue.severity
@@ -1806,6 +1808,7 @@ mod scenario_tests {
                 check_files: &[],
                 check_commands: &[None],
                 head_source: &source_of,
+                trusted: None,
             })
             .into_iter()
             .map(|f| (f.issue.severity, f.issue.finding))
