@@ -482,8 +482,9 @@ pub struct LoopArgs {
     /// `sh -c`: `{prompt_file}` in it names the prompt's file, else the prompt is on stdin.
     #[arg(long, value_name = "PRESET|COMMAND")]
     pub agent: String,
-    /// Flags added to a preset's command line (split on spaces), such as the permission
-    /// flag it needs to edit files unattended.
+    /// Flags added to a preset's command line, as shell words (`--allowedTools "Edit
+    /// Bash(npm test:*)"` is two), such as the permission flag it needs to edit files
+    /// unattended.
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     pub agent_args: Option<String>,
     /// What the agent should do.
@@ -512,6 +513,20 @@ pub struct LoopArgs {
     /// judged, stopped).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+    /// The tests failing where the loop starts are debt unrelated to the task, not its
+    /// targets (by default the task is not done while one of them fails).
+    #[arg(long)]
+    pub ignore_start_failures: bool,
+    /// At most this many iterations (only tightens the base's `iteration_limits.max`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_iterations: Option<u32>,
+    /// At most this many dollars of the agent's reported spend (only tightens the base's
+    /// `budget.max_cost_usd`).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// At most this many tokens (only tightens the base's `budget.max_tokens`).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
 }
 
 /// `90s`, `20m`, `1h`: a whole number and its unit.

@@ -65,6 +65,10 @@ pub const PRESETS: &[Preset] = &[
             "--message-file",
             "{prompt_file}",
             "--no-auto-commits",
+            // aider would add its own files to .gitignore (committed into the iteration)
+            // and may ask to send telemetry; its local analytics log is still written.
+            "--no-gitignore",
+            "--no-analytics",
             "--analytics-log",
             "{usage_file}",
         ],
@@ -237,6 +241,8 @@ mod tests {
                 "--message-file",
                 "/t/prompt.md",
                 "--no-auto-commits",
+                "--no-gitignore",
+                "--no-analytics",
                 "--analytics-log",
                 "/t/usage.jsonl"
             ]

@@ -33,6 +33,8 @@ pub struct Judgement<'a> {
     pub accepted: &'a [String],
     /// The commit's code under the task's start's tests and harness (`app::trusted`).
     pub trusted: Option<&'a integrity::Trusted<'a>>,
+    /// The tests the task set out to make pass (`itergate loop`'s start).
+    pub targets: &'a [String],
 }
 
 /// The iteration record of `judgement.commit`.
@@ -91,6 +93,7 @@ pub fn judge(
             head_source: &head_source,
             accepted: judgement.accepted,
             trusted: judgement.trusted,
+            targets: judgement.targets,
         },
         &mut record,
     );
@@ -183,6 +186,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             head_source: &|_| None,
             accepted: &[],
             trusted: None,
+            targets: &[],
         },
         &mut record,
     );

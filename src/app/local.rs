@@ -48,11 +48,32 @@ pub struct Task {
     /// tip's parent when the tip is on the base branch.
     pub merge_base: Option<Oid>,
     pub commits: Vec<Oid>,
+    /// The tests the task set out to make pass (failing where `itergate loop` started it):
+    /// never the base's debt, and never accepted while one fails or is missing.
+    pub targets: Vec<String>,
 }
 
 impl Task {
     pub fn locate(env: &Env, repo: &Repository, name: &str, tip: Oid) -> Result<Task, Failure> {
         let (base_branch, start) = git::task_start(repo, env.config.hook.base.as_deref(), tip);
+        // A task `itergate loop` drives (its start recorded before the first agent ran):
+        // the start's failing tests are its targets, and on the base branch its iterations
+        // count from that start.
+        let recorded = open_store(env, repo)?
+            .read_task_start(name)?
+            .filter(|s| !s.ended)
+            .and_then(|s| Some((Oid::from_str(&s.commit).ok()?, s.targets)))
+            .filter(|(commit, _)| {
+                *commit == tip || git::is_ancestor(repo, *commit, tip).unwrap_or(false)
+            });
+        let targets = recorded
+            .as_ref()
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default();
+        let start = match (start, &recorded) {
+            (None, Some((loop_start, _))) if *loop_start != tip => Some(*loop_start),
+            (start, _) => start,
+        };
         let Some(start) = start else {
             // On the base branch (or nothing to branch from): judge the last change.
             let parent = repo
@@ -66,6 +87,7 @@ impl Task {
                 base_branch,
                 merge_base: parent,
                 commits: vec![tip],
+                targets,
             });
         };
         let commits = git::first_parent_commits(repo, tip, Some(start))?;
@@ -75,6 +97,7 @@ impl Task {
             base_branch,
             merge_base: Some(start),
             commits,
+            targets,
         })
     }
 
@@ -266,6 +289,7 @@ impl Task {
                 earlier: &earlier,
                 accepted: &accepted,
                 trusted: trusted.as_ref(),
+                targets: &self.targets,
             },
         )?;
         Ok(Some(record))
@@ -347,6 +371,7 @@ pub fn record_commit(
             earlier: &earlier,
             accepted: &accepted,
             trusted: trusted.as_ref(),
+            targets: &task.targets,
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;
@@ -535,6 +560,7 @@ fn mark_flaky(
         base_branch: task.base_branch.clone(),
         merge_base: task.merge_base,
         commits: task.commits[..index].to_vec(),
+        targets: task.targets.clone(),
     }
     .history(env, store)?;
     let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;

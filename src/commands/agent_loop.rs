@@ -71,7 +71,8 @@ pub enum LoopEvent<'a> {
 
 pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure> {
     let agent =
-        AgentCommand::parse(&args.agent, &split_args(args.agent_args.as_deref())).map_err(user)?;
+        AgentCommand::parse(&args.agent, &split_args(args.agent_args.as_deref())?).map_err(user)?;
+    let env = &tighten(env, args)?;
     let task_text = task_text(args)?;
     let repo = task::open_repository(env)?;
     let branch = git::head_branch(&repo)?.ok_or_else(|| {
@@ -81,6 +82,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     })?;
     require_clean(&env.root)?;
     let events = Events::new(args.format, quiet);
+    // Before anything is paid for: the start observed (every check must run on it), and its
+    // failing tests recorded as the task's targets.
+    record_start(env, &repo, &branch, &task_text, args, &events)?;
     let limit = args.iteration_timeout.unwrap_or_else(|| {
         Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
     });
@@ -146,7 +150,12 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             let base = task::stored_base(env, &store, &current)?;
             let evaluation =
                 task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
-            render_prompt(env, &history, &evaluation.decision)?
+            // The task comes first in every prompt; then what to revise.
+            format!(
+                "{}\n{}",
+                task_prompt(env, &branch, &task_text)?,
+                render_prompt(env, &history, &evaluation.decision)?
+            )
         };
         // The engine numbers iterations by their place on the branch: the commit this run
         // makes comes after the branch's commits so far.
@@ -282,6 +291,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             eprint!("{}", stop.summary);
         }
         run_hooks(env, "on_stop", &env.config.agent_loop.on_stop, &report_json);
+        if stop.exit_code == 0 {
+            end_task(env, &repo, &branch)?;
+        }
         return match stop.exit_code {
             0 => Ok(()),
             code => Err(Failure::Decided(code)),
@@ -413,8 +425,18 @@ fn context_rounds(
 /// The iteration number the engine will give the next commit: its place among the
 /// branch's commits since the base (a fresh branch has none yet).
 fn next_position(env: &Env, repo: &Repository, task: &crate::app::local::Task) -> u32 {
-    let (base, start) = git::task_start(repo, env.config.hook.base.as_deref(), task.tip);
-    let fresh = base.is_some() && start.is_none();
+    let recorded = task::open_store(env, repo)
+        .ok()
+        .and_then(|store| store.read_task_start(&task.name).ok().flatten())
+        .filter(|s| !s.ended);
+    let fresh = match recorded {
+        // The loop's start is recorded: the tip is that start, or iterations follow it.
+        Some(start) => start.commit == task.tip.to_string(),
+        None => {
+            let (base, start) = git::task_start(repo, env.config.hook.base.as_deref(), task.tip);
+            base.is_some() && start.is_none()
+        }
+    };
     let so_far = if fresh { 0 } else { task.commits.len() };
     u32::try_from(so_far).unwrap_or(u32::MAX).saturating_add(1)
 }
@@ -748,6 +770,12 @@ fn task_text(args: &LoopArgs) -> Result<String, Failure> {
 
 fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
+    let repo = task::open_repository(env)?;
+    let targets = task::open_store(env, &repo)?
+        .read_task_start(branch)?
+        .filter(|s| !s.ended)
+        .map(|s| s.targets)
+        .unwrap_or_default();
     Ok(env.renderer()?.render(
         "loop-task.md.j2",
         &serde_json::json!({
@@ -755,14 +783,122 @@ fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
             "task": task.trim_end(),
             "branch": branch,
             "checks": checks.join(", "),
+            "targets": targets,
         }),
     )?)
 }
 
-/// `--agent-args`: split on whitespace.
-fn split_args(args: Option<&str>) -> Vec<String> {
-    args.map(|a| a.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default()
+/// `--agent-args` as shell words: quotes keep `--allowedTools "Edit Bash(npm test:*)"` one
+/// argument.
+fn split_args(args: Option<&str>) -> Result<Vec<String>, Failure> {
+    match args {
+        Some(text) => shell_words::split(text).map_err(|e| {
+            user(format!(
+                "--agent-args `{text}`: {e} (quote as a shell would)"
+            ))
+        }),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The base's budgets, tightened by `--max-iterations`, `--max-cost` and `--max-tokens`
+/// (a flag never loosens what the base's configuration sets).
+fn tighten(env: &Env, args: &LoopArgs) -> Result<Env, Failure> {
+    let mut env = env.clone();
+    let criteria = &mut env.config.stopping_criteria;
+    if let Some(n) = args.max_iterations {
+        let limits = &mut criteria.iteration_limits;
+        limits.max = limits.max.min(n);
+        limits.min = limits.min.min(limits.max);
+    }
+    let budget = &mut criteria.budget_limits;
+    if let Some(usd) = args.max_cost {
+        let usd = crate::config::NonNegative::try_from(usd)
+            .map_err(|e| user(format!("--max-cost: {e}")))?;
+        budget.spend_usd = Some(match budget.spend_usd {
+            Some(base) if base.get() < usd.get() => base,
+            _ => usd,
+        });
+    }
+    if let Some(tokens) = args.max_tokens {
+        budget.total_tokens = Some(budget.total_tokens.map_or(tokens, |b| b.min(tokens)));
+    }
+    Ok(env)
+}
+
+/// Records where this task starts, unless a task started on this branch is in progress
+/// (its start still below HEAD): HEAD is observed — every check must run there, so a
+/// missing tool stops the loop before an agent is paid for — and its failing tests become
+/// the task's targets (`--ignore-start-failures`: none).
+fn record_start(
+    env: &Env,
+    repo: &Repository,
+    branch: &str,
+    task_text: &str,
+    args: &LoopArgs,
+    events: &Events,
+) -> Result<(), Failure> {
+    let store = task::open_store(env, repo)?;
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    if let Some(start) = store.read_task_start(branch)?.filter(|s| !s.ended) {
+        let below = Oid::from_str(&start.commit)
+            .ok()
+            .is_some_and(|c| c == head || git::is_ancestor(repo, c, head).unwrap_or(false));
+        if below {
+            {
+                eprintln!(
+                    "itergate loop: continuing the task started at {} ({} target test(s))",
+                    short(Oid::from_str(&start.commit).unwrap_or(head)),
+                    start.targets.len()
+                );
+            }
+            return Ok(());
+        }
+    }
+    events.phase(0, "checking the start");
+    let options = RecordOptions {
+        progress: Progress::from_quiet(events.json),
+        rescore: false,
+    };
+    let observed = task::cached_observation(env, &store, head, Some("start"), options)?;
+    events.clear_line();
+    let targets = if args.ignore_start_failures {
+        Vec::new()
+    } else {
+        observed.failing_test_ids()
+    };
+    if !targets.is_empty() {
+        eprintln!(
+            "itergate loop: {} test(s) fail where the task starts; they are its targets (`--ignore-start-failures` makes them debt): {}",
+            targets.len(),
+            targets
+                .iter()
+                .take(5)
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let start = crate::history::notes::TaskStart {
+        branch: branch.to_string(),
+        commit: head.to_string(),
+        targets,
+        task: task_name(task_text, branch),
+        ended: false,
+        at: chrono::Utc::now(),
+    };
+    store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;
+    Ok(())
+}
+
+/// Marks the branch's task as ended (accepted): a later loop starts a new task.
+fn end_task(env: &Env, repo: &Repository, branch: &str) -> Result<(), Failure> {
+    let store = task::open_store(env, repo)?;
+    if let Some(mut start) = store.read_task_start(branch)? {
+        start.ended = true;
+        store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;
+    }
+    Ok(())
 }
 
 fn require_clean(root: &Path) -> Result<(), Failure> {
@@ -871,5 +1007,20 @@ impl Events {
         if self.live {
             eprint!("\r\x1b[2K");
         }
+    }
+}
+
+#[cfg(test)]
+mod args_tests {
+    use super::split_args;
+
+    #[test]
+    fn agent_args_are_shell_words() {
+        assert_eq!(
+            split_args(Some(r#"--allowedTools "Edit Bash(npm test:*)" --model x"#)).unwrap(),
+            ["--allowedTools", "Edit Bash(npm test:*)", "--model", "x"]
+        );
+        assert!(split_args(Some(r#"--flag "unclosed"#)).is_err());
+        assert!(split_args(None).unwrap().is_empty());
     }
 }

@@ -531,6 +531,7 @@ fn score_head(
             earlier: &earlier,
             accepted: &[],
             trusted: None,
+            targets: &[],
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

@@ -74,6 +74,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             earlier: &earlier,
             accepted: &accepted,
             trusted: None,
+            targets: &[],
         },
     )?;
     let text = match args.format {

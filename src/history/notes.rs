@@ -70,6 +70,7 @@ use crate::git::{git_command, run_git};
 
 mod context;
 mod decisions;
+mod start;
 
 use crate::model::IterationRecord;
 use crate::signals::observation::Observation;
@@ -78,6 +79,7 @@ pub use decisions::{
     decisions_key, parse_decisions, union as union_decisions, HumanAction, HumanDecision,
     DECISIONS_KIND,
 };
+pub use start::{start_key, TaskStart, START_KIND};
 
 /// Where records live unless configured otherwise.
 pub const DEFAULT_NOTES_REF: &str = "refs/notes/itergate";
@@ -149,6 +151,9 @@ pub enum Note<'a> {
         commit: Oid,
         rounds: &'a [ContextRound],
     },
+    /// Where the task `itergate loop` drives on a branch started, filed under
+    /// [`start_key`]`(branch)` (see `start`).
+    TaskStart { start: &'a TaskStart },
 }
 
 impl Note<'_> {
@@ -191,6 +196,9 @@ impl Note<'_> {
             )),
             Note::ContextRounds { commit, rounds } => {
                 Ok((context_key(commit), context::envelope_json(commit, rounds)?))
+            }
+            Note::TaskStart { start } => {
+                Ok((start_key(&start.branch), start::envelope_json(start)?))
             }
         }
     }
@@ -585,6 +593,27 @@ impl<'r> NotesStore<'r> {
                     );
                 }
                 Ok(Vec::new())
+            }
+        }
+    }
+
+    /// The start `itergate loop` recorded for `branch`, when this clone wrote it (a fetched
+    /// or hand-written note never sets a task's targets); unreadable ones are skipped.
+    pub fn read_task_start(&self, branch: &str) -> Result<Option<TaskStart>> {
+        let object = start_key(branch);
+        let Some(blob) = self.note_blob(object)? else {
+            return Ok(None);
+        };
+        let content = self.repo.find_blob(blob)?;
+        if !self.written_here(object, content.content()) {
+            tracing::debug!(%object, "a start note this clone did not write; ignored");
+            return Ok(None);
+        }
+        match start::parse_keyed(object, content.content()) {
+            Ok(start) => Ok(Some(start)),
+            Err(error) => {
+                tracing::warn!(%object, %error, "unreadable start note");
+                Ok(None)
             }
         }
     }

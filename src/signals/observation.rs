@@ -54,6 +54,27 @@ impl Observation {
             .collect()
     }
 
+    /// The ids of the failing or errored tests of the checks whose details may be shown
+    /// (holdout checks' never are), sorted and without repeats.
+    pub fn failing_test_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .checks
+            .iter()
+            .filter(|c| c.visibility != crate::config::Visibility::AggregateOnly)
+            .filter_map(|c| match &c.result {
+                CheckResult::Report {
+                    report: Report::Tests(t),
+                    ..
+                } => Some(t.failures().map(|f| f.id.clone()).collect::<Vec<_>>()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Marks as flaky the tests whose outcome differs between `earlier` (an observation
     /// of the same tree with the same checks) and this one, keeping earlier marks.
     pub fn mark_flaky_against(&mut self, earlier: &Observation) {

@@ -58,6 +58,9 @@ pub struct ScoreInput<'a> {
     /// The iteration's code under the task's start's tests and harness, when the change
     /// touched them.
     pub trusted: Option<&'a integrity::Trusted<'a>>,
+    /// The tests the task set out to make pass (failing where `itergate loop` started it):
+    /// a failing target is never the base's debt, and a missing one is a BLOCKER.
+    pub targets: &'a [String],
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -139,7 +142,53 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             acc.triggers.extend(f.trigger);
         }
     }
+    missing_targets(input, &mut acc);
     acc.finish(input, by_change && input.base.is_some(), record);
+}
+
+/// The task's targets that no test check of this iteration ran: the task is not done.
+fn missing_targets(input: &ScoreInput, acc: &mut Accumulator) {
+    if input.targets.is_empty() {
+        return;
+    }
+    let ran: BTreeSet<&str> = input
+        .head
+        .checks
+        .iter()
+        .filter(|c| c.visibility != Visibility::AggregateOnly)
+        .filter_map(|c| match &c.result {
+            CheckResult::Report {
+                report: Report::Tests(t),
+                ..
+            } => Some(t),
+            _ => None,
+        })
+        .flat_map(|t| {
+            t.passing
+                .iter()
+                .map(|r| r.id.as_str())
+                .chain(t.problems.iter().map(|c| c.id.as_str()))
+        })
+        .collect();
+    for target in input.targets {
+        if ran.contains(target.as_str()) {
+            continue;
+        }
+        acc.issues.push(issue(
+            "tests",
+            Severity::Blocker,
+            format!(
+                "target test {target} did not run: it failed where the task started, and the task is done when it passes"
+            ),
+            Some(target.clone()),
+        ));
+        acc.triggers.push(trigger(
+            TriggerType::RequirementUnmet,
+            "tests",
+            0.9,
+            format!("target test {target} did not run"),
+        ));
+    }
 }
 
 #[derive(Default)]
@@ -306,7 +355,7 @@ impl Accumulator {
                             Some(Report::Tests(b)) => Some(b),
                             _ => None,
                         };
-                        self.add_tests(check, t, base_tests, holdout);
+                        self.add_tests(check, t, base_tests, holdout, input.targets);
                         if !holdout {
                             self.unrun_changed_tests(input, t, base_tests);
                         }
@@ -465,6 +514,7 @@ impl Accumulator {
         t: &TestSummary,
         base: Option<&TestSummary>,
         holdout: bool,
+        targets: &[String],
     ) {
         self.tests_seen = true;
         self.executed = self.executed.saturating_add(t.executed());
@@ -493,8 +543,11 @@ impl Accumulator {
             }
         }
         let failing_on_base: BTreeSet<&str> = base
-            .map(|b| b.failures().map(|c| c.id.as_str()).collect())
-            .unwrap_or_default();
+            .map(|b| b.failures().map(|c| c.id.as_str()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|id| !targets.iter().any(|t| t == id))
+            .collect();
         let mut new = Vec::new();
         for case in &t.problems {
             let failed = !matches!(case.outcome, super::report::TestOutcome::Skipped);

@@ -71,6 +71,7 @@ fn scored_with(
             head_source: &|_| None,
             accepted: &[],
             trusted: None,
+            targets: &[],
         },
         &mut r,
     );

@@ -599,6 +599,8 @@ fn agents_help_still_lists_the_flags_their_presets_use() {
     for flag in [
         "--message-file",
         "--no-auto-commits",
+        "--no-gitignore",
+        "--no-analytics",
         "--analytics-log",
         "--yes-always",
     ] {
@@ -632,5 +634,177 @@ fn an_agent_cannot_raise_its_own_budget_or_rewrite_the_branch() {
     assert!(
         stderr.contains("the agent rewrote the branch's history"),
         "{stderr}"
+    );
+}
+
+const ADD_BROKEN: &str = "export function add(a, b) {\n  return a - b;\n}\n";
+
+impl Project {
+    /// Breaks `add` on the current branch (its test fails): the state a loop starts from.
+    fn commit_broken_add(&self) {
+        let p = self.repo();
+        write(&p, "lib/math.js", ADD_BROKEN);
+        git(&p, &["commit", "-q", "-am", "add: a regression"]);
+    }
+
+    /// The loop on the scripted agent, told to make the failing test pass.
+    fn fix_add(&self, plan: Value, args: &[&str]) -> (i32, Vec<Value>, String) {
+        let plan_file = self.dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan.to_string()).unwrap();
+        let agent = format!(
+            "python3 {} {{prompt_file}}",
+            self.dir.path().join("agent.py").display()
+        );
+        let output = Command::new(BIN)
+            .args([
+                "loop",
+                "--agent",
+                &agent,
+                "--task",
+                "Make the math tests pass.",
+            ])
+            .args(["--format", "json", "--skip-context"])
+            .args(args)
+            .current_dir(self.repo())
+            .env("NO_COLOR", "1")
+            .env("AGENT_PLAN", &plan_file)
+            .env("AGENT_STATE", self.state())
+            .output()
+            .expect("itergate runs");
+        let events = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        (
+            output.status.code().unwrap_or(-1),
+            events,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+fn never_accepted(code: i32, events: &[Value], stderr: &str) {
+    assert_ne!(code, 0, "{stderr}\n{events:?}");
+    assert!(
+        of(events, "judged")
+            .iter()
+            .all(|j| j["recommendation"] != "accept"),
+        "{events:?}"
+    );
+}
+
+/// The README's own example: the task is on the base branch, its failing test the target.
+/// A README-only edit, an agent that crashes, and a rewritten assertion never end it.
+#[test]
+fn on_the_base_branch_the_starts_failing_tests_are_the_target() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let readme = json!({ "write": { "README.md": "# fx\n\nMath helpers.\n" } });
+    let (code, events, stderr) = project.fix_add(json!([readme]), &["--max-iterations", "2"]);
+    never_accepted(code, &events, &stderr);
+    assert!(stderr.contains("they are its targets"), "{stderr}");
+    let prompt = project.prompt(1);
+    assert!(
+        prompt.contains("The task is done when these tests"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("adds"), "the target is named: {prompt}");
+    // Iterations count from the loop's start, not one commit at a time.
+    let numbers: Vec<&Value> = of(&events, "judged")
+        .iter()
+        .map(|j| &j["iteration"])
+        .collect();
+    assert_eq!(numbers, [&json!(1), &json!(2)], "{events:?}");
+    // Every prompt after the first carries the task first.
+    let second = project.prompt(2);
+    assert!(
+        second.starts_with("# Task: Make the math tests pass."),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_crashing_agent_or_a_rewritten_assertion_never_finishes_a_task_with_a_target() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let crash = json!({ "exit": 1 });
+    let (code, events, stderr) = project.fix_add(json!([crash]), &["--max-iterations", "1"]);
+    never_accepted(code, &events, &stderr);
+
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let rewrite = json!({ "write": { "test/math.test.js": TEST_ADD.replace("3);", "-1);") } });
+    let (code, events, stderr) = project.fix_add(json!([rewrite]), &["--max-iterations", "2"]);
+    never_accepted(code, &events, &stderr);
+}
+
+/// The failing test was committed on the branch before the loop: deleting it is never
+/// accepted, on the next iteration either.
+#[test]
+fn a_target_deleted_on_the_branch_is_never_accepted() {
+    let project = Project::new(10);
+    project.commit_broken_add();
+    let delete = json!({ "delete": ["test/math.test.js"] });
+    let docs = json!({ "write": { "NOTES.md": "done\n" } });
+    let (code, events, stderr) = project.fix_add(json!([delete, docs]), &["--max-iterations", "2"]);
+    never_accepted(code, &events, &stderr);
+    assert!(stderr.contains("did not run") || format!("{events:?}").contains("stopped"));
+}
+
+#[test]
+fn the_honest_fix_of_the_target_is_accepted_and_ends_the_task() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let fix = json!({ "write": { "lib/math.js": MATH } });
+    let (code, events, stderr) = project.fix_add(json!([fix]), &[]);
+    assert_eq!(code, 0, "{stderr}\n{events:?}");
+    // A new loop on the same branch starts a new task from where this one ended.
+    let (_, _, stderr) = project.fix_add(
+        json!([{ "write": { "NOTES.md": "x\n" } }]),
+        &["--max-iterations", "1"],
+    );
+    assert!(!stderr.contains("continuing the task"), "{stderr}");
+}
+
+#[test]
+fn a_check_that_cannot_run_stops_the_loop_before_an_agent_is_paid_for() {
+    let project = Project::with_config(10, "", "");
+    let p = project.repo();
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).unwrap();
+    let broken = config.replace(
+        "checks:\n",
+        "checks:\n  lint:\n    run: no-such-linter-anywhere --json\n",
+    );
+    assert_ne!(broken, config);
+    git(&p, &["checkout", "-q", "main"]);
+    write(&p, ".itergate.yml", &broken);
+    git(&p, &["commit", "-q", "-am", "a lint check"]);
+    let (code, _, stderr) = project.fix_add(json!([{ "write": { "x.txt": "x" } }]), &[]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("no-such-linter-anywhere"), "{stderr}");
+    assert_eq!(project.runs(), 0, "no agent ran");
+}
+
+#[test]
+fn max_iterations_only_tightens_the_bases_limit() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let readme = json!({ "write": { "README.md": "x\n" } });
+    let (code, events, stderr) = project.fix_add(json!([readme]), &["--max-iterations", "1"]);
+    assert_eq!(code, 20, "{stderr}");
+    assert_eq!(project.runs(), 1, "{events:?}");
+    let project = Project::new(2);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let (_, events, stderr) = project.fix_add(json!([readme]), &["--max-iterations", "5"]);
+    assert_eq!(
+        project.runs(),
+        2,
+        "the base's limit of 2 stands: {stderr}\n{events:?}"
     );
 }
