@@ -85,6 +85,8 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     // Before anything is paid for: the start observed (every check must run on it), and its
     // failing tests recorded as the task's targets.
     record_start(env, &repo, &branch, &task_text, args, &events)?;
+    // What the checks left in the work tree (`.coverage`, caches): never the agent's work.
+    let mut leftovers = untracked(&env.root)?;
     let limit = args.iteration_timeout.unwrap_or_else(|| {
         Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
     });
@@ -113,7 +115,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             spec: args.spec.as_deref(),
             limit,
         };
-        match context_rounds(env, &repo, &seed, &events, &mut carried)? {
+        match context_rounds(env, &repo, &seed, &events, &mut carried, &leftovers)? {
             Seeded::Execute(prompt) => first_prompt = prompt,
             Seeded::Worked(before, run) => worked = Some((before, *run)),
             Seeded::Escalate(reason) => {
@@ -216,7 +218,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                 short(before)
             )));
         }
-        let tip = commit_iteration(&env.root, &repo, before, number, &agent, &run)?;
+        let tip = commit_iteration(&env.root, &repo, before, number, &agent, &run, &leftovers)?;
         events.phase(number, "checks");
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
@@ -225,6 +227,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             rescore: false,
         };
         task::record_commit(env, &store, &current, tip, options)?;
+        leftovers = untracked(&env.root)?;
         let history = current.history(env, &store)?;
         let feedback = current.feedback(&store, &history)?;
         let base = task::stored_base(env, &store, &current)?;
@@ -332,6 +335,7 @@ fn context_rounds(
     seed: &Seed,
     events: &Events,
     spent: &mut Usage,
+    leftovers: &Leftovers,
 ) -> Result<Seeded, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
     let mut prompt = env.renderer()?.render(
@@ -371,7 +375,7 @@ fn context_rounds(
                 items,
             });
         };
-        if changed(&env.root, repo, before)? {
+        if changed(&env.root, repo, before, leftovers)? {
             round_event("worked", 0);
             return Ok(Seeded::Worked(before, Box::new(run)));
         }
@@ -442,9 +446,42 @@ fn next_position(env: &Env, repo: &Repository, task: &crate::app::local::Task) -
 }
 
 /// Whether the agent moved HEAD or left changes in the work tree.
-fn changed(root: &Path, repo: &Repository, before: Oid) -> Result<bool, Failure> {
+fn changed(
+    root: &Path,
+    repo: &Repository,
+    before: Oid,
+    leftovers: &Leftovers,
+) -> Result<bool, Failure> {
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-    Ok(head != before || !tree_is_clean(root)?)
+    if head != before {
+        return Ok(true);
+    }
+    let tracked = git::run_git(git::git_command(root).args([
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+    ]))?;
+    Ok(!tracked.trim().is_empty() || untracked(root)? != *leftovers)
+}
+
+/// Untracked files git would add (ignored ones left out), with their content's id.
+type Leftovers = std::collections::BTreeMap<String, Option<Oid>>;
+
+fn untracked(root: &Path) -> Result<Leftovers, Failure> {
+    let out = git::run_git(git::git_command(root).args([
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+    ]))?;
+    Ok(out
+        .split('\0')
+        .filter_map(|entry| entry.strip_prefix("?? "))
+        .map(|path| {
+            let hash = Oid::hash_file(git2::ObjectType::Blob, root.join(path)).ok();
+            (path.to_string(), hash)
+        })
+        .collect())
 }
 
 fn task_name(task: &str, branch: &str) -> String {
@@ -629,6 +666,7 @@ fn commit_iteration(
     iteration: u32,
     agent: &AgentCommand,
     run: &AgentRun,
+    leftovers: &Leftovers,
 ) -> Result<Oid, Failure> {
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
     let mut messages = Vec::new();
@@ -644,6 +682,24 @@ fn commit_iteration(
         messages.reverse();
     }
     git::run_git(git::git_command(root).args(["add", "--all"]))?;
+    // What the checks left, unchanged by the agent, stays out of its iteration.
+    let now = untracked(root)?;
+    let left: Vec<&String> = leftovers
+        .iter()
+        .filter(|(path, hash)| {
+            now.get(*path).is_none() && root.join(path).exists() && {
+                Oid::hash_file(git2::ObjectType::Blob, root.join(path)).ok() == **hash
+            }
+        })
+        .map(|(path, _)| path)
+        .collect();
+    for chunk in left.chunks(200) {
+        let mut reset = git::git_command(root);
+        reset
+            .args(["reset", "--quiet", "--"])
+            .args(chunk.iter().map(|p| p.as_str()));
+        git::run_git(&mut reset)?;
+    }
     if head != before {
         git::run_git(git::git_command(root).args([
             "reset",

@@ -808,3 +808,27 @@ fn max_iterations_only_tightens_the_bases_limit() {
         "the base's limit of 2 stands: {stderr}\n{events:?}"
     );
 }
+
+/// A check that leaves a file in the work tree (a coverage data file): the next
+/// iteration's commit holds what the agent changed, never what the checks left.
+#[test]
+fn what_the_checks_leave_in_the_work_tree_is_not_the_agents_iteration() {
+    let project = Project::new(10);
+    let p = project.repo();
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).unwrap();
+    let with_leftover = config.replace(
+        "checks:\n",
+        "checks:\n  data:\n    run: date +%N > check-output.dat\n",
+    );
+    assert_ne!(with_leftover, config);
+    git(&p, &["checkout", "-q", "main"]);
+    write(&p, ".itergate.yml", &with_leftover);
+    git(&p, &["commit", "-q", "-am", "a check that leaves a file"]);
+    git(&p, &["checkout", "-q", "agent"]);
+    git(&p, &["rebase", "-q", "main"]);
+    let (code, events, stderr) = project.run(json!([wrong(), right()]), &["--skip-context"]);
+    assert_eq!(code, 0, "{stderr}\n{events:?}");
+    let files = project.log(&["log", "--name-only", "--format=", "main..HEAD"]);
+    assert!(!files.contains("check-output.dat"), "{files}");
+    assert!(files.contains("lib/multiply.js"), "{files}");
+}
