@@ -687,7 +687,7 @@ fn commit_iteration(
     let left: Vec<&String> = leftovers
         .iter()
         .filter(|(path, hash)| {
-            now.get(*path).is_none() && root.join(path).exists() && {
+            !now.contains_key(*path) && root.join(path).exists() && {
                 Oid::hash_file(git2::ObjectType::Blob, root.join(path)).ok() == **hash
             }
         })
