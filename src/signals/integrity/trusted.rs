@@ -117,11 +117,35 @@ pub fn findings(
     out
 }
 
-/// The test a case belongs to: a parametrised case's function (`test_x[a-b]` →
-/// `test_x`), a Go subtest's parent (`TestX/#14` → `TestX`).
+/// The test a case belongs to: a parametrised case's function (`m::test_x[a-b]` →
+/// `m::test_x`), a Go subtest's parent (`pkg::TestX/#14` → `pkg::TestX`), a table's
+/// `describe` (`file::parse > /a/b,true` → `file::parse > `). The file or package before
+/// the last `::` is kept whole.
 fn group_of(id: &str) -> &str {
-    let cut = id.find(['[', '/']).unwrap_or(id.len());
+    let name_at = id.rfind("::").map_or(0, |at| at + 2);
+    let cut = id[name_at..]
+        .find(['[', '/'])
+        .map_or(id.len(), |at| name_at + at);
     &id[..cut]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_of;
+
+    #[test]
+    fn cases_group_under_their_test_and_never_under_their_file_path() {
+        assert_eq!(
+            group_of("tests.test_a::test_x[1-2]"),
+            "tests.test_a::test_x"
+        );
+        assert_eq!(group_of("example.com/m::TestX/#14"), "example.com/m::TestX");
+        assert_eq!(
+            group_of("test/parse.test.ts::parse > /a/b,true"),
+            "test/parse.test.ts::parse > "
+        );
+        assert_eq!(group_of("test/a.test.js::adds"), "test/a.test.js::adds");
+    }
 }
 
 fn edited_list(files: &[String]) -> String {
