@@ -1686,3 +1686,89 @@ async fn the_app_can_hand_an_iterate_to_an_agent_that_answers_mentions() {
     assert!(sticky_comments(&server)[0].contains("Handed to the agent (1/5)"));
     server.assert_no_violations();
 }
+
+/// F3: a pull request against a branch nobody trusts (`stale-agent-branch`) must not pick
+/// the ref the agent's workflow runs from, with the repository's secrets: without
+/// `github.handoff.ref`, the dispatch runs the workflow of the default branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_workflow_runs_from_the_default_branch_never_an_untrusted_base() {
+    let server = fake().await;
+    let config = b"github:\n  handoff: { via: workflow_dispatch, workflow: agent.yml }\n";
+    server.with(|m| {
+        for at in [BASE, "main"] {
+            m.files
+                .insert((at.into(), ".itergate.yml".into()), config.to_vec());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&server.api_url(), dir.path().join("itergate.db"), &[]);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    server.with(|m| {
+        if let Some(pull) = m.pulls.get_mut(&PR) {
+            pull.base_ref = "stale-agent-branch".into();
+        }
+    });
+    let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
+    failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
+        "finding": "test adds failed: expected 3, got -1", "affected_field": "src/math.py:12",
+        "suggested_fix": "make adds pass" }]);
+    upload(&server, 501, serde_json::to_vec(&failing).unwrap());
+    let run = workflow_run(501, &head, REPO);
+    assert_eq!(serve.deliver("workflow_run", "d-run", &run), 202);
+    eventually(&serve, 20, "the hand-off", || {
+        server.with(|m| !m.dispatches.is_empty())
+    })
+    .await;
+    let dispatches = server.with(|m| m.dispatches.clone());
+    assert_eq!(dispatches.len(), 1, "{dispatches:?}");
+    assert_eq!(dispatches[0]["ref"], "main", "{dispatches:?}");
+    server.assert_no_violations();
+}
+
+/// F6: a fork's self-reported ITERATE is never handed to the repository's agent unless
+/// `github.handoff.forks` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forks_pull_request_is_never_handed_to_the_agent() {
+    let server = fake().await;
+    server.with(|m| {
+        m.files.insert(
+            (BASE.into(), ".itergate.yml".into()),
+            b"github:\n  handoff: { via: repository_dispatch }\n".to_vec(),
+        );
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(&server.api_url(), dir.path().join("itergate.db"), &[]);
+    let head = "9".repeat(40);
+    let fork = "mallory/widgets";
+    seed_pr(&server, &head);
+    server.with(|m| m.pulls.get_mut(&PR).unwrap().head_repo = fork.into());
+    let mut failing: Value = serde_json::from_slice(&record(&head, 0.5)).unwrap();
+    failing["record"]["issues"] = json!([{ "dimension": "tests", "severity": "BLOCKER",
+        "finding": "test adds failed: expected 3, got -1", "affected_field": "src/math.py:12",
+        "suggested_fix": "make adds pass" }]);
+    failing["head_repo"] = json!(fork);
+    upload(&server, 701, serde_json::to_vec(&failing).unwrap());
+    let mut run = workflow_run(701, &head, fork);
+    run["workflow_run"]["pull_requests"] = json!([]);
+    assert_eq!(serve.deliver("workflow_run", "d-fork-run", &run), 202);
+    eventually(&serve, 30, "the record published", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("teration 1"))
+    })
+    .await;
+    let comment = sticky_comments(&server)
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!comment.contains("Handed to the agent"), "{comment}");
+    let handed = server.with(|m| {
+        m.dispatches
+            .iter()
+            .filter(|d| d["event_type"] == "itergate-revision")
+            .count()
+    });
+    assert_eq!(handed, 0);
+    server.assert_no_violations();
+}

@@ -295,6 +295,14 @@ impl Handler<'_> {
         {
             return Ok(None);
         }
+        let pull = self.forge.pull_request(&self.repo, pr).await?;
+        if pull.is_fork() && !handoff.forks {
+            // A fork's record is self-reported, and its code is not the repository's.
+            return Ok(Some(
+                "no hand-off: this pull request comes from a fork (github.handoff.forks is off)"
+                    .into(),
+            ));
+        }
         let iteration = latest.iteration;
         let comment_url = format!(
             "https://github.com/{}/pull/{}#issuecomment-{}",
@@ -349,8 +357,25 @@ impl Handler<'_> {
                         "no hand-off: github.handoff.workflow names no workflow".into(),
                     ));
                 };
-                let pull = self.forge.pull_request(&self.repo, pr).await?;
-                let git_ref = handoff.git_ref.clone().unwrap_or(pull.base.ref_name);
+                // The workflow runs with the repository's secrets from the ref it is given:
+                // the default branch (or a base `github.trusted_bases` names), never a base
+                // the pull request chose.
+                let git_ref = match (&handoff.git_ref, &pull.default_branch) {
+                    (Some(configured), _) => configured.clone(),
+                    _ if crate::app::forge_flow::trusts(
+                        &self.config.github.trusted_bases,
+                        &pull.base.ref_name,
+                    ) =>
+                    {
+                        pull.base.ref_name.clone()
+                    }
+                    (None, Some(default)) => default.clone(),
+                    (None, None) => {
+                        return Ok(Some(
+                            "no hand-off: GitHub did not say the default branch, and github.handoff.ref names none".into(),
+                        ))
+                    }
+                };
                 let inputs = [
                     ("pr", pr.0.to_string()),
                     ("head_sha", head.clone()),

@@ -738,7 +738,8 @@ pub struct Handoff {
     /// `workflow_dispatch`: the workflow's file name (or id) ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow: Option<String>,
-    /// ... and the branch it runs from (default: the pull request's base).
+    /// ... and the branch it runs from (default: the repository's default branch, or the
+    /// pull request's base when `trusted_bases` names it; never an untrusted base).
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub git_ref: Option<String>,
     /// `mention` (the App only): the handle a comment mentions, for agents that answer
@@ -749,6 +750,10 @@ pub struct Handoff {
     pub max_handoffs: u32,
     /// Minutes at least between two hand-offs of one pull request.
     pub min_interval_minutes: u64,
+    /// Hand off forks' pull requests too (off by default). Their records are self-reported
+    /// by a workflow the fork controls, and the agent would then work on code and
+    /// instructions from outside the repository, with the secrets its workflow is given.
+    pub forks: bool,
 }
 
 impl Default for Handoff {
@@ -761,6 +766,7 @@ impl Default for Handoff {
             handle: None,
             max_handoffs: 5,
             min_interval_minutes: 2,
+            forks: false,
         }
     }
 }

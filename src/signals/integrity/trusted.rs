@@ -129,25 +129,6 @@ fn group_of(id: &str) -> &str {
     &id[..cut]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::group_of;
-
-    #[test]
-    fn cases_group_under_their_test_and_never_under_their_file_path() {
-        assert_eq!(
-            group_of("tests.test_a::test_x[1-2]"),
-            "tests.test_a::test_x"
-        );
-        assert_eq!(group_of("example.com/m::TestX/#14"), "example.com/m::TestX");
-        assert_eq!(
-            group_of("test/parse.test.ts::parse > /a/b,true"),
-            "test/parse.test.ts::parse > "
-        );
-        assert_eq!(group_of("test/a.test.js::adds"), "test/a.test.js::adds");
-    }
-}
-
 fn edited_list(files: &[String]) -> String {
     let shown: Vec<String> = files.iter().take(5).map(|f| format!("`{f}`")).collect();
     let more = files.len().saturating_sub(shown.len());
@@ -177,4 +158,23 @@ fn failure_messages(observation: &Observation) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_of;
+
+    #[test]
+    fn cases_group_under_their_test_and_never_under_their_file_path() {
+        assert_eq!(
+            group_of("tests.test_a::test_x[1-2]"),
+            "tests.test_a::test_x"
+        );
+        assert_eq!(group_of("example.com/m::TestX/#14"), "example.com/m::TestX");
+        assert_eq!(
+            group_of("test/parse.test.ts::parse > /a/b,true"),
+            "test/parse.test.ts::parse > "
+        );
+        assert_eq!(group_of("test/a.test.js::adds"), "test/a.test.js::adds");
+    }
 }
