@@ -1465,3 +1465,33 @@ async fn hand_offs_of_one_pull_request_are_spaced() {
     );
     server.assert_no_violations();
 }
+
+/// F4: GitHub carried the dispatch out and the answer was lost (a 502): the hand-off is not
+/// sent again, by a retry or by the event delivered once more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_whose_answer_was_lost_is_not_sent_twice() {
+    let server = FakeGithub::start().await;
+    let c =
+        checkout("github: { handoff: { via: repository_dispatch, min_interval_minutes: 0 } }\n");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "failing");
+    seed(&server, &c, &head, false);
+    server.fail_next(
+        "repos/create-dispatch-event",
+        Fault::Lost(Box::new(Fault::BadGateway)),
+        1,
+    );
+    let event = pull_request_event(&c, &head, false);
+    let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+    let handed = || {
+        server.with(|m| {
+            m.dispatches
+                .iter()
+                .filter(|d| d["event_type"] == "itergate-revision")
+                .count()
+        })
+    };
+    assert_eq!(handed(), 1, "{}", stderr(&out));
+    let out = ci(&server, &c.repo.path, "pull_request", &event).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(handed(), 1);
+}

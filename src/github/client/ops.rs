@@ -843,9 +843,8 @@ impl Forge for OctocrabForge {
         } else {
             json!({ "ref": git_ref, "inputs": inputs })
         };
-        self.send(call("dispatch workflow", Method::POST, path, Some(&body)))
-            .await?;
-        Ok(())
+        self.dispatch(call("dispatch workflow", Method::POST, path, Some(&body)))
+            .await
     }
 
     async fn repository_dispatch(
@@ -856,8 +855,17 @@ impl Forge for OctocrabForge {
     ) -> Result<(), ForgeError> {
         let path = format!("{}/dispatches", repo_path(repo));
         let body = json!({ "event_type": event_type, "client_payload": client_payload });
-        self.send(call("repository dispatch", Method::POST, path, Some(&body)))
-            .await?;
+        self.dispatch(call("repository dispatch", Method::POST, path, Some(&body)))
+            .await
+    }
+}
+
+impl OctocrabForge {
+    /// Sends a dispatch at most once. A dispatch leaves nothing to look up, so after an
+    /// answer that leaves open whether GitHub acted (a 5xx, a timeout) it counts as sent:
+    /// a workflow started twice costs more than one a person restarts.
+    async fn dispatch(&self, call: crate::github::client::Call<'_>) -> Result<(), ForgeError> {
+        self.create(call, || async { Ok(Some(())) }).await?;
         Ok(())
     }
 }
