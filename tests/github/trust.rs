@@ -662,3 +662,61 @@ async fn the_later_of_accept_and_escalate_wins() {
     assert!(!labelled(&server), "and an accept after it counts again");
     server.assert_no_violations();
 }
+
+/// F5: someone without the permission costs the installation no write beyond the
+/// rate-limited reply: ten refused commands in a row give one reply and one record of it,
+/// never a rewritten state or a check run per comment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_commands_past_the_reply_limit_write_nothing() {
+    let server = FakeGithub::start().await;
+    let config = handler_config();
+    let t0: DateTime<Utc> = "2026-03-01T10:00:00Z".parse().expect("time");
+    let first = Input::Iteration {
+        pr: PrNumber(PR),
+        record: Box::new(record(1, &"a".repeat(40), t0)),
+        base: None,
+        self_reported: false,
+    };
+    handle(&server, &config, t0, first)
+        .await
+        .expect("iteration");
+    grant(&server, "stranger", "read", "read");
+    let writes = || {
+        [
+            "issues/create-comment",
+            "issues/update-comment",
+            "checks/create",
+            "checks/update",
+            "reactions/create-for-issue-comment",
+            "repos/create-dispatch-event",
+        ]
+        .iter()
+        .map(|op| server.count(op))
+        .sum::<usize>()
+    };
+    let before = writes();
+    for (n, body) in [
+        "/iterate accept",
+        "/iterate reevaluate",
+        "/iterate budget 50",
+        "/iterate adjust do it my way",
+        "/iterate escalate",
+    ]
+    .iter()
+    .cycle()
+    .take(10)
+    .enumerate()
+    {
+        let input = comment(&server, "stranger", body);
+        handle(&server, &config, t0 + Duration::seconds(n as i64), input)
+            .await
+            .expect("comment");
+    }
+    let spent = writes() - before;
+    assert!(
+        spent <= 3,
+        "one reply, its reaction and the state that records it; {spent} writes"
+    );
+    assert_eq!(replies(&server).len(), 1);
+    server.assert_no_violations();
+}

@@ -132,7 +132,8 @@ impl Handler<'_> {
                 Command::Reevaluate if commenter.privileged => {
                     actions.push(self.rerun(event.pr).await?)
                 }
-                Command::Reevaluate => actions.push("re-posted the current decision".into()),
+                // Without the permission: nothing is re-run, and nothing is written for it.
+                Command::Reevaluate => reply.refused_permission.push(command.name()),
                 command if !commenter.privileged => {
                     reply.refused_permission.push(command.name());
                 }
@@ -160,8 +161,14 @@ impl Handler<'_> {
             let key = format!("comment-{}", event.comment_id);
             self.reply(event.pr, &comments, &key, text).await?;
         }
-        let outcome = if actions.is_empty() && !answer.state_changed {
-            Outcome::default()
+        // Someone without the permission changes nothing: only a reply given (its time is
+        // recorded) is written, and a refusal past the reply limit writes nothing at all.
+        let unprivileged_silent = !commenter.privileged && !answer.state_changed;
+        let outcome = if unprivileged_silent || (actions.is_empty() && !answer.state_changed) {
+            Outcome {
+                actions,
+                ..Outcome::default()
+            }
         } else {
             self.publish(event.pr, &comments, state, None, actions)
                 .await?
