@@ -1772,3 +1772,39 @@ async fn a_forks_pull_request_is_never_handed_to_the_agent() {
     assert_eq!(handed, 0);
     server.assert_no_violations();
 }
+
+/// F1: after an iteration that failed a test, a record with no tests score at all (the
+/// tests did not run, or did not report) is not a pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_tests_after_a_failing_one_is_not_accepted() {
+    let (server, _dir, serve, _, _) =
+        app_with_a_failing_run(b"stopping_criteria: { iteration_limits: { min: 1, max: 10 } }\n")
+            .await;
+    eventually(&serve, 20, "the first record", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("teration 1"))
+    })
+    .await;
+    let head = "b".repeat(40);
+    seed_pr(&server, &head);
+    let mut silent: Value = serde_json::from_slice(&record(&head, 1.0)).unwrap();
+    silent["record"]["scores"]["tests_passing"] = Value::Null;
+    silent["record"]["iteration"] = json!(2);
+    upload(&server, 502, serde_json::to_vec(&silent).unwrap());
+    let run = workflow_run(502, &head, REPO);
+    assert_eq!(serve.deliver("workflow_run", "d-run-2", &run), 202);
+    eventually(&serve, 20, "the second record", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("teration 2"))
+    })
+    .await;
+    let body = sticky_comments(&server)
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!body.contains("✅ accept"), "{body}");
+    assert!(body.contains("no tests score"), "{body}");
+    server.assert_no_violations();
+}

@@ -1056,6 +1056,82 @@ pub fn rewritten_since_record(
         .collect()
 }
 
+/// The `gone` failures whose passing could not be confirmed from the change since the
+/// previous record (`why`: the compare failed, the new head is not a descendant, GitHub left
+/// out the file's patch). A WARNING each: not proven changed to pass, never an accept on
+/// the record's word alone.
+pub fn unverified_gone(gone: &[GoneFailure], why: &str) -> Vec<Finding> {
+    gone.iter()
+        .map(|g| {
+            finding(
+                Severity::Warning,
+                format!(
+                    "test {} failed in the previous iteration and this record no longer shows it failing, but the change since could not be compared ({why}): it is not known to pass",
+                    g.id
+                ),
+                format!("{}:{}", g.file, g.line),
+                format!(
+                    "run `{}` again on this head, or a person confirms it (`/iterate accept`)",
+                    g.id
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The `gone` failures the change since the previous record skipped: a skip marker added
+/// in the test's file, inside or just above the lines from its definition to its failure.
+pub fn skipped_since_record(gone: &[GoneFailure], since: &ChangedLines) -> Vec<Finding> {
+    gone.iter()
+        .filter_map(|g| {
+            let added = since.files.get(&g.file)?;
+            let marker = added.iter().find(|l| {
+                SKIP_MARKERS.iter().any(|m| l.text.contains(m))
+                    && l.line + 40 >= g.line
+                    && l.line <= g.line + 5
+            })?;
+            Some(finding(
+                Severity::Blocker,
+                format!(
+                    "test {} is newly skipped: it failed in the previous iteration, and this change added `{}` at {}:{}",
+                    g.id,
+                    marker.text.trim(),
+                    g.file,
+                    marker.line
+                ),
+                format!("{}:{}", g.file, marker.line),
+                restore(&g.id),
+            ))
+        })
+        .collect()
+}
+
+/// The previous record failed tests and this one has no tests score at all: the tests
+/// did not run, or did not report, which is not a pass.
+pub fn missing_tests_score(
+    previous: &crate::model::IterationRecord,
+    head: &crate::model::IterationRecord,
+) -> Option<Finding> {
+    if previous.commit == head.commit || head.scores.tests_passing.is_some() {
+        return None;
+    }
+    let failing = previous
+        .issues
+        .iter()
+        .filter(|i| crate::engine::grouping::failed_test(i).is_some())
+        .count();
+    (failing > 0).then(|| {
+        finding(
+            Severity::Warning,
+            format!(
+                "the previous iteration failed {failing} test(s), and this record has no tests score: its tests did not run or did not report, which is not a pass"
+            ),
+            "tests".into(),
+            "make the tests check run and write its report".into(),
+        )
+    })
+}
+
 /// `record` (scored elsewhere) with `findings` found since: their issues and triggers, and
 /// VOID for a violation when the policy says so.
 pub fn add_findings(
@@ -1478,6 +1554,37 @@ fn loosened_tools(changed: &ChangedLines) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skip_added_above_a_gone_failure_is_a_violation_and_an_unverified_one_a_warning() {
+        let gone = vec![GoneFailure {
+            id: "tests/test_x.py::test_y".into(),
+            file: "tests/test_x.py".into(),
+            line: 12,
+        }];
+        let mut since = ChangedLines::default();
+        since.files.insert(
+            "tests/test_x.py".into(),
+            vec![crate::model::AddedLine {
+                line: 9,
+                text: "@pytest.mark.skip(reason=\"later\")".into(),
+            }],
+        );
+        let found = skipped_since_record(&gone, &since);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].is_violation());
+        assert!(
+            found[0].issue.finding.contains("newly skipped"),
+            "{:?}",
+            found[0]
+        );
+        // Far below the test: another test's marker.
+        since.files.get_mut("tests/test_x.py").unwrap()[0].line = 80;
+        assert!(skipped_since_record(&gone, &since).is_empty());
+        let unverified = unverified_gone(&gone, "a force push");
+        assert_eq!(unverified[0].issue.severity, Severity::Warning);
+        assert!(unverified[0].issue.finding.contains("a force push"));
+    }
 
     #[test]
     fn leaves_and_containers_of_test_ids() {

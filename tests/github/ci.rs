@@ -211,6 +211,8 @@ fn stderr(o: &Output) -> String {
 async fn first_iteration_creates_the_comment_and_the_next_edits_it() {
     let server = FakeGithub::start().await;
     let c = checkout("");
+    // GitHub compares the two heads: the fixed test is known to pass.
+    server.with(|m| m.git = Some(c.repo.path.clone()));
     let head = c.repo.commit_file("results.txt", "3 1\n", "one failing");
     let out = ci(
         &server,
@@ -1494,4 +1496,64 @@ async fn a_hand_off_whose_answer_was_lost_is_not_sent_twice() {
     let out = ci(&server, &c.repo.path, "pull_request", &event).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(handed(), 1);
+}
+
+/// F1: a test that failed in the previous iteration and is gone from the new record is
+/// never accepted on the record's word: when GitHub cannot compare the two heads it is a
+/// WARNING (not known to pass), and a skip marker the change added above it is a violation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_that_is_gone_without_a_comparison_or_behind_a_skip_is_never_accepted() {
+    // No comparison: the fake has no repository to compare in, as when the call fails.
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "one failing");
+    let event = pull_request_event(&c, &head, false);
+    assert!(ci(&server, &c.repo.path, "pull_request", &event)
+        .await
+        .status
+        .success());
+    let head = c
+        .repo
+        .commit_file("results.txt", "4 0\n", "all pass, they say");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(!body.contains("✅ accept"), "{body}");
+    assert!(body.contains("could not be compared"), "{body}");
+
+    // A skip marker added right above the failing test, the heads compared.
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    server.with(|m| m.git = Some(c.repo.path.clone()));
+    c.repo
+        .write("lib.txt", "def test_t3():\n    assert thing()\n");
+    let head = c.repo.commit_file("results.txt", "3 1\n", "one failing");
+    let event = pull_request_event(&c, &head, false);
+    assert!(ci(&server, &c.repo.path, "pull_request", &event)
+        .await
+        .status
+        .success());
+    c.repo.write(
+        "lib.txt",
+        "@pytest.mark.skip\ndef test_t3():\n    assert thing()\n",
+    );
+    let head = c.repo.commit_file("results.txt", "3 0\n", "skip it");
+    let out = ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let body = sticky(&server);
+    assert!(!body.contains("✅ accept"), "{body}");
+    assert!(body.contains("s::t3"), "{body}");
+    server.assert_no_violations();
 }

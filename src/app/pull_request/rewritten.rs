@@ -22,31 +22,59 @@ impl Handler<'_> {
         previous: &IterationRecord,
         record: &mut IterationRecord,
     ) -> Option<String> {
+        let on_violation = self.config.integrity.on_violation;
+        if let Some(missing) = integrity::missing_tests_score(previous, record) {
+            integrity::add_findings(record, vec![missing], on_violation);
+            return Some("the previous iteration failed tests; this record has none".into());
+        }
         let gone = integrity::gone_failures(previous, record);
         if gone.is_empty() {
             return None;
         }
         let (from, to) = (&previous.commit.0, &record.commit.0);
-        let skipped = |why: String| {
+        // Without a positive comparison, a failure that is gone is not known to pass.
+        let unverified = |record: &mut IterationRecord,
+                          gone: &[integrity::GoneFailure],
+                          why: String| {
+            let findings = integrity::unverified_gone(gone, &why);
+            integrity::add_findings(record, findings, on_violation);
             Some(format!(
-                "tests that failed on {} and no longer fail were not compared with it: {why}",
+                "{} test(s) that failed on {} and no longer fail could not be compared with it: {why}",
+                gone.len(),
                 super::short(&previous.commit)
             ))
         };
         let comparison = match self.forge.compare(&self.repo, from, to).await {
             Ok(c) => c,
-            Err(e) => return skipped(e.to_string()),
+            Err(e) => return unverified(record, &gone, e.to_string()),
         };
         if !comparison.is_linear() {
-            return skipped(format!(
-                "the new head is {} of it (a force push)",
-                comparison.status
-            ));
+            let why = format!("the new head is {} of it (a force push)", comparison.status);
+            return unverified(record, &gone, why);
         }
         let since = match compare::changed_lines(&comparison.files) {
             Ok(since) => since,
-            Err(e) => return skipped(e.to_string()),
+            Err(e) => return unverified(record, &gone, e.to_string()),
         };
+        let patchless: Vec<integrity::GoneFailure> = gone
+            .iter()
+            .filter(|g| {
+                comparison
+                    .files
+                    .iter()
+                    .any(|f| f.filename == g.file && f.patch.is_none())
+            })
+            .cloned()
+            .collect();
+        if !patchless.is_empty() {
+            unverified(
+                record,
+                &patchless,
+                "GitHub's compare leaves out the patch of its file".into(),
+            );
+        }
+        let skipped = integrity::skipped_since_record(&gone, &since);
+        integrity::add_findings(record, skipped, on_violation);
         let mut sources = BTreeMap::new();
         for file in gone.iter().map(|g| g.file.as_str()) {
             // Several tests of one file: it is read once.
@@ -66,7 +94,7 @@ impl Handler<'_> {
         let source = |file: &str| sources.get(file).cloned();
         let findings = integrity::rewritten_since_record(&gone, &since, &source);
         let found = findings.len();
-        integrity::add_findings(record, findings, self.config.integrity.on_violation);
+        integrity::add_findings(record, findings, on_violation);
         Some(format!(
             "compared {} test(s) that no longer fail with the change since {}: {found} rewritten",
             gone.len(),
