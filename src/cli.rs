@@ -310,6 +310,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = crate::serve::limits::MAX_CONNECTIONS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
+    /// Connections open at once from one address: one sender cannot take the slots
+    /// GitHub's deliveries need. Behind a reverse proxy (every connection from the proxy),
+    /// raise it to --max-connections.
+    #[arg(long, default_value_t = crate::serve::limits::MAX_CONNECTIONS_PER_PEER,
+          value_name = "N", value_parser = clap::value_parser!(usize))]
+    pub max_connections_per_peer: usize,
     /// Serve /metrics and /readyz on this address instead of --listen (keep them off the
     /// port the internet reaches); /healthz answers on both.
     #[arg(long, env = "ITERGATE_METRICS_LISTEN", value_name = "ADDR")]
@@ -336,6 +342,7 @@ impl ServeArgs {
             keep_days: self.keep_days,
             writes_per_minute: self.writes_per_minute,
             max_connections: self.max_connections,
+            max_connections_per_peer: self.max_connections_per_peer,
             metrics_listen: self.metrics_listen.clone(),
         }
     }

@@ -1808,3 +1808,77 @@ async fn a_record_without_tests_after_a_failing_one_is_not_accepted() {
     assert!(body.contains("no tests score"), "{body}");
     server.assert_no_violations();
 }
+
+/// Opens a connection to `addr` from `source` and sends a webhook's headers declaring
+/// `length` bytes with a well-formed (wrong) signature, then `body`.
+async fn unauthenticated(
+    addr: &str,
+    source: &str,
+    length: usize,
+    body: &[u8],
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let head = format!(
+        "POST /webhook HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d-x\r\nX-Hub-Signature-256: sha256={}\r\nContent-Length: {length}\r\n\r\n",
+        "0".repeat(64)
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    stream
+}
+
+/// F2: forty senders that declare a megabyte each and send nothing hold no room (the
+/// budget is charged as bytes arrive), and one address that trickles bodies on many
+/// connections cannot take the slots GitHub's deliveries need: a genuine delivery from
+/// another address is answered 202 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_senders_cannot_hold_the_front_doors_shared_limits() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(
+        &server.api_url(),
+        dir.path().join("itergate.db"),
+        &[
+            "--max-connections",
+            "60",
+            "--max-connections-per-peer",
+            "50",
+        ],
+    );
+    let head = "c".repeat(40);
+    seed_pr(&server, &head);
+    let mut held = Vec::new();
+    for _ in 0..40 {
+        held.push(unauthenticated(&serve.addr, "127.0.0.2", 1024 * 1024, b"").await);
+    }
+    let started = Instant::now();
+    assert_eq!(
+        serve.deliver("pull_request", "d-genuine", &opened(&head)),
+        202
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(held);
+
+    // Slow bodies, a byte a second, from one address on more connections than the cap.
+    let serve = Serve::start(
+        &server.api_url(),
+        dir.path().join("itergate-2.db"),
+        &["--max-connections", "24", "--max-connections-per-peer", "8"],
+    );
+    let mut trickling = Vec::new();
+    for _ in 0..30 {
+        trickling.push(unauthenticated(&serve.addr, "127.0.0.2", 4096, b"{").await);
+    }
+    let answered: Vec<u16> = (0..3)
+        .map(|n| serve.deliver("pull_request", &format!("d-genuine-{n}"), &opened(&head)))
+        .collect();
+    assert_eq!(answered, [202, 200, 200], "stored once, then known");
+    drop(trickling);
+}

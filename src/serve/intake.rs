@@ -54,9 +54,10 @@ impl Default for BodyBudget {
 }
 
 impl BodyBudget {
-    /// Room for a body of `length` bytes, or `None` when there is none now.
-    async fn reserve(&self, length: usize) -> Option<OwnedSemaphorePermit> {
-        let kib = u32::try_from(length.div_ceil(1024).max(1)).ok()?;
+    /// Room for `kib` more KiB of a body declared `length` bytes long, or `None` when there
+    /// is none now. Charged as bytes arrive, never on the word of `Content-Length`: a
+    /// sender that declares a megabyte and sends nothing holds nothing.
+    async fn reserve(&self, length: usize, kib: u32) -> Option<OwnedSemaphorePermit> {
         if length <= limits::SMALL_BODY_BYTES {
             let wait = self.small.clone().acquire_many_owned(kib);
             tokio::time::timeout(limits::BUDGET_WAIT, wait)
@@ -121,33 +122,90 @@ async fn read_body(
             "the body is over GitHub's 25 MB limit\n",
         ));
     }
-    let Some(permit) = intake.budget.reserve(length).await else {
+    read_charged(intake, body, length).await
+}
+
+/// Reads a body of `length` bytes, charging the budget for what has arrived: each chunk
+/// must come within [`limits::CHUNK_TIMEOUT`] of the one before (a body trickled in a byte
+/// at a time is closed), and the whole within [`limits::BODY_TIMEOUT`].
+async fn read_charged(
+    intake: &Intake,
+    body: Body,
+    length: usize,
+) -> Result<(Bytes, OwnedSemaphorePermit), Response> {
+    use http_body_util::BodyExt as _;
+    let metrics = &intake.metrics;
+    let busy = || {
         tracing::warn!("webhook refused: no room to buffer {length} bytes now");
-        return Err(refuse(
+        refuse(
             metrics,
             "busy",
             StatusCode::SERVICE_UNAVAILABLE,
             "too many bodies arriving at once; redeliver it later\n",
-        ));
+        )
     };
-    match tokio::time::timeout(limits::BODY_TIMEOUT, axum::body::to_bytes(body, length)).await {
-        Ok(Ok(bytes)) => Ok((bytes, permit)),
-        Ok(Err(e)) => {
-            tracing::warn!("webhook refused: the body could not be read: {e}");
-            Err(refuse(
-                metrics,
-                "length",
-                StatusCode::BAD_REQUEST,
-                "the body does not match its Content-Length\n",
-            ))
-        }
-        Err(_) => Err(refuse(
+    let mismatch = || {
+        refuse(
+            metrics,
+            "length",
+            StatusCode::BAD_REQUEST,
+            "the body does not match its Content-Length\n",
+        )
+    };
+    let slow = || {
+        refuse(
             metrics,
             "slow",
             StatusCode::REQUEST_TIMEOUT,
             "the body did not arrive in time\n",
-        )),
+        )
+    };
+    let deadline = tokio::time::Instant::now() + limits::BODY_TIMEOUT;
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut held_kib = 0u32;
+    let mut collected = bytes::BytesMut::with_capacity(length.min(64 * 1024));
+    let mut body = body;
+    loop {
+        let wait = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .min(limits::CHUNK_TIMEOUT);
+        let frame = match tokio::time::timeout(wait, body.frame()).await {
+            Err(_) => return Err(slow()),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                tracing::warn!("webhook refused: the body could not be read: {e}");
+                return Err(mismatch());
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if collected.len() + data.len() > length {
+            return Err(mismatch());
+        }
+        collected.extend_from_slice(&data);
+        let need = u32::try_from(collected.len().div_ceil(1024).max(1)).unwrap_or(u32::MAX);
+        if need > held_kib {
+            let Some(more) = intake.budget.reserve(length, need - held_kib).await else {
+                return Err(busy());
+            };
+            match held.as_mut() {
+                Some(permit) => permit.merge(more),
+                None => held = Some(more),
+            }
+            held_kib = need;
+        }
     }
+    if collected.len() != length {
+        return Err(mismatch());
+    }
+    let permit = match held {
+        Some(permit) => permit,
+        // An empty body still takes its KiB, as every body does.
+        None => intake.budget.reserve(length, 1).await.ok_or_else(busy)?,
+    };
+    Ok((collected.freeze(), permit))
 }
 
 /// The few fields intake reads: where the delivery belongs. Everything else is read by

@@ -5,9 +5,10 @@
 //! | --- | --- | --- |
 //! | a body | 25 MB, GitHub's own cap | 413, unread |
 //! | a request's headers | 5 s from the connection's first byte or idle moment | closed |
-//! | a body's bytes | 10 s from its headers (GitHub sends in well under its own 10 s) | 408 |
-//! | bodies buffered at once | 32 MiB of bodies up to 1 MiB, 50 MiB of larger ones | 503 (GitHub redelivers) |
+//! | a body's bytes | 10 s from its headers (GitHub sends in well under its own 10 s), and no more than 2 s between two chunks | 408 |
+//! | bodies buffered at once | 32 MiB of bodies up to 1 MiB, 50 MiB of larger ones, charged as bytes arrive (not as declared) | 503 (GitHub redelivers) |
 //! | connections | `--max-connections`, 512 by default | the longest-idle one is closed |
+//! | connections from one address | `--max-connections-per-peer`, 128 by default | the new one is closed |
 
 use std::time::Duration;
 
@@ -30,5 +31,12 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest pause between two chunks of a body: a sender trickling bytes to hold a
+/// connection open is closed.
+pub const CHUNK_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Well under the 1,024 open files a service gets by default.
 pub const MAX_CONNECTIONS: usize = 512;
+
+/// A quarter of the connections at most from one address.
+pub const MAX_CONNECTIONS_PER_PEER: usize = MAX_CONNECTIONS / 4;

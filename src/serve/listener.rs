@@ -6,6 +6,10 @@
 //! - at most `max_connections` are open: a connection over the cap closes the one that has
 //!   waited longest without a request in flight (a sender that opens and stalls), never one
 //!   whose request is being answered; when every one is busy the new one is closed;
+//! - at most `max_per_peer` of them come from one address, so one sender holding its
+//!   connections busy (bodies trickled to the last allowed moment) cannot take the slots
+//!   GitHub's deliveries need (behind a reverse proxy every connection is the proxy's:
+//!   raise it, or let the proxy hold the line);
 //! - on shutdown no connection is accepted, idle ones close at once and the rest are cut at
 //!   the deadline, whatever the clients do.
 //!
@@ -33,6 +37,8 @@ use super::limits;
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub max_connections: usize,
+    /// Connections open at once from one peer address.
+    pub max_per_peer: usize,
     pub header_timeout: Duration,
     /// On shutdown, how long requests in flight may take before they are cut.
     pub shutdown_deadline: Duration,
@@ -42,6 +48,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: limits::MAX_CONNECTIONS,
+            max_per_peer: limits::MAX_CONNECTIONS_PER_PEER,
             header_timeout: limits::HEADER_TIMEOUT,
             shutdown_deadline: limits::BODY_TIMEOUT,
         }
@@ -84,6 +91,8 @@ impl Drop for InFlight {
 struct Open {
     next: AtomicU64,
     connections: Mutex<HashMap<u64, Arc<Connection>>>,
+    /// Connections open per peer address.
+    peers: Mutex<HashMap<std::net::IpAddr, usize>>,
 }
 
 impl Open {
@@ -95,6 +104,27 @@ impl Open {
         });
         self.lock().insert(id, connection.clone());
         (id, connection)
+    }
+
+    /// Counts one more connection from `peer`, unless it has `cap` open already.
+    fn admit(&self, peer: std::net::IpAddr, cap: usize) -> bool {
+        let mut peers = self.peers.lock().expect("peers");
+        let open = peers.entry(peer).or_insert(0);
+        if *open >= cap {
+            return false;
+        }
+        *open += 1;
+        true
+    }
+
+    fn leave(&self, peer: std::net::IpAddr) {
+        let mut peers = self.peers.lock().expect("peers");
+        if let Some(open) = peers.get_mut(&peer) {
+            *open -= 1;
+            if *open == 0 {
+                peers.remove(&peer);
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
@@ -135,10 +165,10 @@ pub async fn serve(
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: the cap keeps well under them,
                     // but never spin on the error.
@@ -149,7 +179,17 @@ pub async fn serve(
             },
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
         };
+        let peer = peer.ip();
+        if !open.admit(peer, limits.max_per_peer) {
+            tracing::warn!(
+                "{} connections from {peer} already: a new one from it is closed",
+                limits.max_per_peer
+            );
+            drop(stream);
+            continue;
+        }
         if !open.make_room(limits.max_connections) {
+            open.leave(peer);
             tracing::warn!(
                 "{} connections, each with a request in flight: a new one is closed",
                 limits.max_connections
@@ -165,6 +205,7 @@ pub async fn serve(
         tasks.spawn(async move {
             serve_connection(stream, router, &connection, &limits, stopping).await;
             open.lock().remove(&id);
+            open.leave(peer);
         });
     }
     drop(listener);

@@ -73,6 +73,8 @@ pub struct Settings {
     pub writes_per_minute: u32,
     /// Connections open at once.
     pub max_connections: usize,
+    /// Connections open at once from one peer address.
+    pub max_connections_per_peer: usize,
     /// Where `/metrics` and `/readyz` are served instead of `listen`.
     pub metrics_listen: Option<String>,
 }
@@ -158,8 +160,12 @@ async fn run(args: &Settings) -> Result<(), Failure> {
     if args.max_connections == 0 {
         return Err(user("--max-connections must be at least 1"));
     }
+    if args.max_connections_per_peer == 0 {
+        return Err(user("--max-connections-per-peer must be at least 1"));
+    }
     let limits = listener::Limits {
         max_connections: args.max_connections,
+        max_per_peer: args.max_connections_per_peer,
         ..listener::Limits::default()
     };
 
