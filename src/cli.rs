@@ -601,8 +601,8 @@ pub struct ScoreArgs {
     pub rev: String,
     /// Read an existing report instead of running checks, as FORMAT:PATH (repeatable).
     /// Formats: junit, tap, libtest, lcov, cobertura, clover, sarif, cargo-json,
-    /// checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc,
-    /// jest-json, istanbul-json.
+    /// checkstyle, ruff-json, mypy-json, eslint-json, lizard, go-test-json, go-cover,
+    /// go-vet, tsc, jest-json, istanbul-json.
     #[arg(long = "report", value_name = "FORMAT:PATH")]
     pub reports: Vec<String>,
     /// Base branch the task started from (default: the remote's HEAD branch, main, master).

@@ -229,6 +229,50 @@ fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<Str
         };
         checks.insert("lint".into(), check(&command, ReportFormat::RuffJson, None));
     }
+    if let Some(files_configured) = mypy_configured(root) {
+        if python_can_import(python, "mypy") {
+            // `--output json` is mypy 1.11+; a status over 1 (mypy could not check) prints
+            // a line that is not its JSON, so the check is refused, never read as clean.
+            let targets = if files_configured { "" } else { " ." };
+            let command = format!(
+                "{python} -m mypy --output json{targets}; s=$?; [ $s -le 1 ] || echo \"mypy exited with status $s\""
+            );
+            checks.insert(
+                "types".into(),
+                check(&command, ReportFormat::MypyJson, None),
+            );
+        } else {
+            notes.push(format!(
+                "types: the project configures mypy, but `{python}` cannot import it; `{python} -m pip install mypy`, then run `itergate init --force`"
+            ));
+        }
+    }
+}
+
+/// Whether the project configures mypy (`[tool.mypy]` in pyproject.toml, `mypy.ini`,
+/// `.mypy.ini`, `[mypy]` in setup.cfg), and if so whether that configuration names the
+/// `files` to check.
+fn mypy_configured(root: &Path) -> Option<bool> {
+    let section = |text: &str, header: &str| -> Option<bool> {
+        let mut lines = text.lines().skip_while(|l| l.trim() != header);
+        lines.next()?;
+        Some(
+            lines
+                .take_while(|l| !l.trim_start().starts_with('['))
+                .any(|l| l.trim_start().starts_with("files")),
+        )
+    };
+    for (file, header) in [
+        ("mypy.ini", "[mypy]"),
+        (".mypy.ini", "[mypy]"),
+        ("pyproject.toml", "[tool.mypy]"),
+        ("setup.cfg", "[mypy]"),
+    ] {
+        if let Some(found) = project_file(root, file).and_then(|text| section(&text, header)) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// ruff's long-standing default rules: syntax and import errors, undefined and unused names.

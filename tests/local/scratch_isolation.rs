@@ -4,7 +4,8 @@
 //! must not lead that checkout back to the work tree's sources. Each scenario breaks a
 //! function on a branch: the base passes, so the run is ITERATE naming the test — never
 //! "the base's failures, not counted". When the checkout is defeated on purpose, the
-//! self-check refuses the base's observation instead of recording the work tree's.
+//! self-check refuses the base's observation instead of recording the work tree's. (Also
+//! here, with a venv of its own: a package that configures mypy measured on its types.)
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -347,5 +348,62 @@ fn a_cargo_workspace_builds_the_checkouts_path_dependencies() {
         "n * 2",
         "n * 3",
         "doubles_through_core",
+    );
+}
+
+/// A package that configures mypy, with mypy installed: `itergate init` writes a `types`
+/// check, and a change that adds a type error is sent back naming it (it was accepted when
+/// types were not measured).
+#[test]
+fn a_python_package_that_configures_mypy_is_measured_on_its_types() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "pyproject.toml",
+        "[project]\nname = \"shapes\"\nversion = \"0.1\"\n\n[tool.mypy]\nstrict = true\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+    );
+    write(
+        p,
+        "shapes.py",
+        "def double(x: int) -> int:\n    return x * 2\n",
+    );
+    write(
+        p,
+        "tests/test_shapes.py",
+        "from shapes import double\n\n\ndef test_double() -> None:\n    assert double(2) == 4\n",
+    );
+    write(
+        p,
+        ".gitignore",
+        ".venv/\n.itergate-*\n__pycache__/\n.mypy_cache/\n",
+    );
+    sh(
+        p,
+        "python3 -m venv --system-site-packages .venv && .venv/bin/python -m pip install -q mypy",
+        &std::env::var("PATH").unwrap_or_default(),
+    );
+    let path = path_with(&p.join(".venv/bin"));
+    let init = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .arg("init")
+        .current_dir(p)
+        .env("PATH", &path)
+        .output()
+        .expect("itergate init");
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("config");
+    assert!(config.contains("mypy --output json"), "{config}");
+    branch_breaks_and_iterates(
+        p,
+        &path,
+        "shapes.py",
+        "    return x * 2\n",
+        "    return x * 2\n\n\ndef label(x: int) -> str:\n    return x\n",
+        "Incompatible return value type",
     );
 }

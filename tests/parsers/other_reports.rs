@@ -172,6 +172,47 @@ fn cargo_json_compile_errors_and_duplicates() {
 }
 
 #[test]
+fn mypy_json() {
+    let l = lint(ReportFormat::MypyJson, "mypy-json/mypy-strict.jsonl");
+    assert_eq!(l.findings.len(), 5);
+    assert_eq!(
+        l.findings[0],
+        LintFinding {
+            context: None,
+            tool: "mypy".into(),
+            rule: Some("assignment".into()),
+            level: LintLevel::Error,
+            message: "Incompatible types in assignment (expression has type \"int\", variable has type \"str\")".into(),
+            file: Some("pkg/m.py".into()),
+            line: Some(13),
+            column: Some(18),
+            suggested_fix: None,
+        }
+    );
+    let operator = finding(&l, "operator");
+    assert_eq!(
+        operator.suggested_fix.as_deref(),
+        Some("Left operand is of type \"str | Any\"")
+    );
+    // A clean run prints nothing; a line that is not mypy's JSON is refused, not skipped.
+    let clean = parse(
+        ReportFormat::MypyJson,
+        &b""[..],
+        "x",
+        &ParseOptions::default(),
+    );
+    assert!(matches!(clean, Ok(Report::Lint(ref s)) if s.findings.is_empty()));
+    let fatal = parse(
+        ReportFormat::MypyJson,
+        &b"Found 1 error in 1 file (errors prevented further checking)\n"[..],
+        "x",
+        &ParseOptions::default(),
+    )
+    .expect_err("not mypy's JSON");
+    assert!(fatal.to_string().contains("line 1"), "{fatal}");
+}
+
+#[test]
 fn ruff_json() {
     let l = lint(ReportFormat::RuffJson, "ruff-json/ruff-default.json");
     assert_eq!(

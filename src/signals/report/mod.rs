@@ -39,6 +39,7 @@ mod junit;
 mod lcov;
 mod libtest;
 mod lizard;
+mod mypy;
 mod ruff;
 mod sarif;
 mod tap;
@@ -96,6 +97,8 @@ pub enum ReportFormat {
     Checkstyle,
     /// `ruff check --output-format=json`.
     RuffJson,
+    /// `mypy --output json` (JSON lines).
+    MypyJson,
     /// `eslint --format json`.
     EslintJson,
     /// `lizard --csv` or `lizard --xml`.
@@ -126,7 +129,7 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 18] = [
+    pub const ALL: [ReportFormat; 19] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
@@ -137,6 +140,7 @@ impl ReportFormat {
         ReportFormat::CargoJson,
         ReportFormat::Checkstyle,
         ReportFormat::RuffJson,
+        ReportFormat::MypyJson,
         ReportFormat::EslintJson,
         ReportFormat::Lizard,
         ReportFormat::GoTestJson,
@@ -160,6 +164,7 @@ impl ReportFormat {
             ReportFormat::CargoJson => "cargo-json",
             ReportFormat::Checkstyle => "checkstyle",
             ReportFormat::RuffJson => "ruff-json",
+            ReportFormat::MypyJson => "mypy-json",
             ReportFormat::EslintJson => "eslint-json",
             ReportFormat::Lizard => "lizard",
             ReportFormat::GoTestJson => "go-test-json",
@@ -189,6 +194,7 @@ impl ReportFormat {
             | ReportFormat::CargoJson
             | ReportFormat::Checkstyle
             | ReportFormat::RuffJson
+            | ReportFormat::MypyJson
             | ReportFormat::EslintJson
             | ReportFormat::GoVet
             | ReportFormat::Tsc => ReportKind::Lint,
@@ -210,6 +216,7 @@ impl ReportFormat {
             ReportFormat::CargoJson => "cargo `--message-format=json` lines",
             ReportFormat::Checkstyle => "a complete checkstyle XML document",
             ReportFormat::RuffJson => "`ruff check --output-format=json` output (a JSON array)",
+            ReportFormat::MypyJson => "`mypy --output json` output (a JSON object per line)",
             ReportFormat::EslintJson => "`eslint --format json` output (a JSON array)",
             ReportFormat::Lizard => "`lizard --csv` or `lizard --xml` output",
             ReportFormat::GoTestJson => "`go test -json` output (JSON lines with an `Action`)",
@@ -225,7 +232,10 @@ impl ReportFormat {
 
     /// Formats whose tool prints nothing when all is well: empty input is a clean report.
     fn empty_is_clean(self) -> bool {
-        matches!(self, ReportFormat::GoVet | ReportFormat::Tsc)
+        matches!(
+            self,
+            ReportFormat::GoVet | ReportFormat::Tsc | ReportFormat::MypyJson
+        )
     }
 }
 
@@ -309,6 +319,7 @@ pub fn parse(
         ReportFormat::CargoJson => cargo_json::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Checkstyle => checkstyle::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::RuffJson => ruff::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::MypyJson => mypy::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::EslintJson => eslint::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Lizard => lizard::parse(&mut input, &ctx).map(Report::Complexity),
         ReportFormat::GoTestJson => go_test::parse(&mut input, &ctx).map(Report::Tests),
