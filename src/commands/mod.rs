@@ -35,6 +35,27 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Serve(args) = &cli.command {
         return crate::serve::serve(&args.settings());
     }
+    // What needs no repository and no configuration works with a broken one: `config
+    // --default` is what a user reaches for to fix it.
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut command, "itergate", &mut out);
+            return print(&String::from_utf8_lossy(&out));
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut out)
+                .map_err(|e| Failure::Internal(e.into()))?;
+            return print(&String::from_utf8_lossy(&out));
+        }
+        Command::Config(args) if args.default => {
+            return print(crate::config::DEFAULT_CONFIG_YAML);
+        }
+        _ => {}
+    }
     let settings = cli.global.settings();
     let env = match Env::load(&settings) {
         Ok(env) => env,

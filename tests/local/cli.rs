@@ -418,3 +418,26 @@ fn version_names_the_commit() {
     // Built from this checkout: `0.1.0 (1a2b3c4d5e6f)`.
     assert!(text.contains(" ("), "{text}");
 }
+
+/// A broken `.itergate.yml` stops what needs it, never what helps fix it.
+#[test]
+fn help_for_a_broken_configuration_works_with_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(".itergate.yml"), "checks: [\n").expect("write");
+    for args in [
+        &["config", "--default"][..],
+        &["completions", "bash"],
+        &["man"],
+    ] {
+        let out = itergate(args, dir.path());
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(!stdout(&out).is_empty(), "{args:?}");
+    }
+    let out = itergate(&["config"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(".itergate.yml:1:"),
+        "{}",
+        stderr(&out)
+    );
+}
