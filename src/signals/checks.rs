@@ -194,7 +194,14 @@ pub fn run_all(
             .iter()
             .filter_map(|r| report_path(root, check, r))
         {
-            let _ = tree_file::remove_in_tree(root, &path);
+            if is_pattern(&path) || path.is_dir() {
+                // Every file a pattern names: a test class gone since must not be read.
+                for file in report_files(&path).map(|(_, f)| f).unwrap_or_default() {
+                    let _ = tree_file::remove_in_tree(root, &file);
+                }
+            } else {
+                let _ = tree_file::remove_in_tree(root, &path);
+            }
         }
     }
     // Each check says when its command finished; a check with `needs` waits for those.
@@ -676,6 +683,7 @@ fn read_one(
         keep_lines_for: Some(&keep_all),
     };
     match report_path(root, check, source) {
+        Some(path) if is_pattern(&path) || path.is_dir() => read_many(root, source, &path, &opts),
         Some(path) if path.exists() => {
             report::parse_file_in_tree(source.format, root, &path, &opts)
                 .map_err(|e| ReadError::Unreadable(e.to_string()))
@@ -687,6 +695,113 @@ fn read_one(
         None => report::parse(source.format, stdout, "standard output", &opts)
             .map_err(|e| ReadError::Unreadable(e.to_string())),
     }
+}
+
+/// The files a directory or glob report path names (sorted), with the pattern as text.
+fn report_files(path: &Path) -> Result<(String, Vec<PathBuf>), ReadError> {
+    let pattern = if path.is_dir() {
+        path.join("*.{xml,json}")
+    } else {
+        path.to_path_buf()
+    };
+    let text = pattern.to_string_lossy().into_owned();
+    let glob = globset::GlobBuilder::new(&text)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| ReadError::Unreadable(format!("report path `{text}` is not a glob: {e}")))?
+        .compile_matcher();
+    // Walk from the pattern's literal directory prefix.
+    let mut walk_root = PathBuf::new();
+    for part in pattern.components() {
+        if part
+            .as_os_str()
+            .to_string_lossy()
+            .contains(['*', '?', '[', '{'])
+        {
+            break;
+        }
+        walk_root.push(part);
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![walk_root];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let found = entry.path();
+            let name = entry.file_name();
+            if kind.is_dir() && name != ".git" && name != "node_modules" {
+                stack.push(found);
+            } else if kind.is_file() && glob.is_match(&found) {
+                files.push(found);
+            }
+            if files.len() > MAX_REPORT_FILES {
+                return Err(ReadError::Unreadable(format!(
+                    "report path `{text}` matches more than {MAX_REPORT_FILES} files"
+                )));
+            }
+        }
+    }
+    files.sort();
+    Ok((text, files))
+}
+
+/// Whether a report path names several files: a glob (`*`, `?`, `[`).
+fn is_pattern(path: &Path) -> bool {
+    path.to_string_lossy().contains(['*', '?', '['])
+}
+
+/// The most files one report pattern reads.
+const MAX_REPORT_FILES: usize = 10_000;
+
+/// The reports a directory (each of its `*.xml`/`*.json` files) or a glob names, read and
+/// merged into one: Maven Surefire writes one JUnit file per test class. Test and lint
+/// reports merge; coverage and complexity must come one file at a time.
+fn read_many(
+    root: &Path,
+    source: &ReportSource,
+    path: &Path,
+    opts: &ParseOptions,
+) -> Result<report::Report, ReadError> {
+    let (text, files) = report_files(path)?;
+    if files.is_empty() {
+        return Err(ReadError::NotWritten(format!(
+            "no report file matches {text} (checks run concurrently: when another check writes it, add `needs: [that check]` to this one)"
+        )));
+    }
+    let mut merged: Option<report::Report> = None;
+    for file in &files {
+        let next = report::parse_file_in_tree(source.format, root, file, opts)
+            .map_err(|e| ReadError::Unreadable(e.to_string()))?;
+        merged = Some(match (merged, next) {
+            (None, next) => next,
+            (Some(report::Report::Tests(mut a)), report::Report::Tests(b)) => {
+                a.passed += b.passed;
+                a.failed += b.failed;
+                a.errored += b.errored;
+                a.skipped += b.skipped;
+                a.problems.extend(b.problems);
+                a.passing.extend(b.passing);
+                report::Report::Tests(a)
+            }
+            (Some(report::Report::Lint(mut a)), report::Report::Lint(b)) => {
+                a.findings.extend(b.findings);
+                report::Report::Lint(a)
+            }
+            (Some(_), _) => {
+                return Err(ReadError::Unreadable(format!(
+                    "report path `{text}` matches {} files; a {} report is read from one file",
+                    files.len(),
+                    source.format.name()
+                )))
+            }
+        });
+    }
+    merged.ok_or_else(|| ReadError::NotWritten(format!("no report file matches {text}")))
 }
 
 /// No readable report, but a failing command whose output names errors in the code: the

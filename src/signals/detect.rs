@@ -67,6 +67,9 @@ pub fn detect(root: &Path) -> Option<Detected> {
     } else if has("go.mod") {
         go(root, &mut checks, &mut notes);
         "go"
+    } else if has("pom.xml") {
+        maven(root, &mut checks, &mut notes);
+        "maven"
     } else {
         return None;
     };
@@ -76,6 +79,35 @@ pub fn detect(root: &Path) -> Option<Detected> {
         checks,
         notes,
     })
+}
+
+/// Where Maven Surefire writes its JUnit reports: one file per test class, in every module.
+const SUREFIRE_REPORTS: &str = "**/target/surefire-reports/TEST-*.xml";
+
+/// A Maven project: `mvn test` (the wrapper when the project has one), read from Surefire's
+/// JUnit files.
+fn maven(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    let mvn = if root.join("mvnw").is_file() {
+        "./mvnw"
+    } else {
+        if !on_path("mvn") {
+            notes.push(
+                "tests: `mvn` is not on PATH and the project has no `mvnw`; install Maven (Debian: `apt-get install maven`)"
+                    .into(),
+            );
+        }
+        "mvn"
+    };
+    // Batch mode, no download progress; a failing test still writes every report.
+    let command = format!("{mvn} -B -ntp test -Dsurefire.printSummary=true");
+    checks.insert(
+        "tests".into(),
+        check(&command, ReportFormat::Junit, Some(SUREFIRE_REPORTS)),
+    );
+    notes.push(
+        "coverage: JaCoCo reports are not read yet; lint: checkstyle's XML is (`format: checkstyle`) when the project runs it"
+            .into(),
+    );
 }
 
 /// Cyclomatic complexity with lizard (every language here) when it is on PATH.

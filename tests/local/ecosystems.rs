@@ -787,3 +787,62 @@ fn a_go_module_with_lizard_is_measured_on_all_four_dimensions() {
         );
     }
 }
+
+/// A Maven project: `itergate init` writes `mvn test` read from Surefire's JUnit files (one
+/// per test class, merged through the report path's glob), and a broken method is named
+/// with the values its assertion saw.
+#[test]
+fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "pom.xml",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>ex</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.source>17</maven.compiler.source>\n    <maven.compiler.target>17</maven.compiler.target>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>org.junit.jupiter</groupId>\n      <artifactId>junit-jupiter</artifactId>\n      <version>5.14.1</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-surefire-plugin</artifactId>\n        <version>3.5.2</version>\n      </plugin>\n    </plugins>\n  </build>\n</project>\n",
+    );
+    write(
+        p,
+        "src/main/java/ex/Calc.java",
+        "package ex;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        return a + b;\n    }\n\n    public static int neg(int a) {\n        return -a;\n    }\n}\n",
+    );
+    for (class, test) in [
+        ("AddTest", "assertEquals(3, Calc.add(1, 2));"),
+        ("NegTest", "assertEquals(-2, Calc.neg(2));"),
+    ] {
+        write(
+            p,
+            &format!("src/test/java/ex/{class}.java"),
+            &format!("package ex;\n\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n\nimport org.junit.jupiter.api.Test;\n\nclass {class} {{\n    @Test\n    void works() {{\n        {test}\n    }}\n}}\n"),
+        );
+    }
+    write(p, ".gitignore", "target/\n.itergate-*\n");
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("config");
+    assert!(config.contains("surefire-reports/TEST-*.xml"), "{config}");
+    commit(p, "calc");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    let calc = std::fs::read_to_string(p.join("src/main/java/ex/Calc.java")).expect("read");
+    write(
+        p,
+        "src/main/java/ex/Calc.java",
+        &calc.replace("a + b", "a - b"),
+    );
+    commit(p, "agent: add");
+    let (code, prompt, text) = run(p);
+    assert_eq!(code, 10, "{text}");
+    assert!(
+        text.contains("1 of 2 tests failed"),
+        "both classes' reports read: {text}"
+    );
+    assert!(prompt.contains("ex.AddTest::works"), "{prompt}");
+    assert!(
+        prompt.contains("<3>") && prompt.contains("<-1>"),
+        "{prompt}"
+    );
+}
