@@ -112,7 +112,7 @@ fn format_names_round_trip_and_unknown_names_list_the_valid_ones() {
     let err = "xunit".parse::<ReportFormat>().unwrap_err().to_string();
     assert!(err.contains("`xunit`"), "{err}");
     assert!(
-        err.contains("junit, tap, libtest, lcov, cobertura, clover, sarif, cargo-json, checkstyle, ruff-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
+        err.contains("junit, tap, libtest, lcov, cobertura, clover, sarif, cargo-json, checkstyle, ruff-json, mypy-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
         "{err}"
     );
 }
@@ -364,8 +364,11 @@ fn garbage_empty_and_blank_inputs_are_errors_for_every_format() {
             garbage.line.is_some() || garbage.byte.is_some(),
             "{format}: {garbage}"
         );
-        // `go vet` and `tsc` print nothing for clean code (tested in ecosystems.rs).
-        if matches!(format, ReportFormat::GoVet | ReportFormat::Tsc) {
+        // `go vet`, `tsc` and mypy print nothing for clean code (ecosystems.rs, parsers).
+        if matches!(
+            format,
+            ReportFormat::GoVet | ReportFormat::Tsc | ReportFormat::MypyJson
+        ) {
             continue;
         }
         for rel in ["malformed/empty.txt", "malformed/blank.txt"] {

@@ -396,8 +396,14 @@ async fn execute(
         .arg("-c")
         .arg(run)
         .current_dir(&dir)
-        .envs(env.iter().map(|(k, v)| (k, v)))
         .envs(&check.env)
+        // What a scratch worktree needs wins over the check's own `env`: a check that sets
+        // `CARGO_TARGET_DIR` would otherwise build the base where HEAD builds, at the same
+        // time. The check's `PYTHONPATH` follows the checkout's import roots.
+        .envs(env.iter().map(|(k, v)| match check.env.get(k) {
+            Some(own) if k == "PYTHONPATH" => (k.clone(), format!("{v}:{own}")),
+            _ => (k.clone(), v.clone()),
+        }))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -407,3 +407,39 @@ fn a_python_package_that_configures_mypy_is_measured_on_its_types() {
         "Incompatible return value type",
     );
 }
+
+/// A check that sets `CARGO_TARGET_DIR` itself: the base's checkout still builds into its
+/// own directory (it builds while HEAD does, and cargo would take one's fresh artifacts for
+/// the other's), so the broken HEAD is never judged with the base's binary.
+#[test]
+fn a_checks_own_cargo_target_dir_does_not_pull_the_base_into_heads_build() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        p,
+        "src/lib.rs",
+        "pub fn double(n: u32) -> u32 {\n    n * 2\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(2), 4);\n    }\n}\n",
+    );
+    write(p, ".gitignore", "target/\nshared-target/\n.itergate-*\n");
+    let shared = p.join("shared-target");
+    write(
+        p,
+        ".itergate.yml",
+        &format!(
+            "checks:\n  tests:\n    run: cargo test --offline --no-fail-fast --color never\n    report: {{ format: libtest, from: stdout }}\n    env: {{ CARGO_TARGET_DIR: {} }}\n",
+            shared.display()
+        ),
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    branch_breaks_and_iterates(p, &path, "src/lib.rs", "n * 2", "n * 3", "doubles");
+    assert!(
+        p.join(".git/itergate/scratch-target-base/debug").is_dir(),
+        "the base built in its own target directory"
+    );
+}
