@@ -114,6 +114,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             entry: args.entry.as_deref(),
             spec: args.spec.as_deref(),
             limit,
+            started,
         };
         match context_rounds(env, &repo, &seed, &events, &mut carried, &leftovers)? {
             Seeded::Execute(prompt) => first_prompt = prompt,
@@ -192,9 +193,11 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         };
         run.usage
             .add(&std::mem::replace(&mut carried, Usage::unknown()));
+        // The limit that stopped a run is the one that was smaller: say which.
+        let allowance = Allowance::of(limit, remaining);
         events.emit(&LoopEvent::AgentFinished {
             iteration: number,
-            exit: exit_text(&run, limit),
+            exit: exit_text(&run, &allowance),
             seconds: run.elapsed.as_secs_f64(),
             usage: &run.usage,
         });
@@ -312,6 +315,8 @@ struct Seed<'a> {
     entry: Option<&'a str>,
     spec: Option<&'a str>,
     limit: Duration,
+    /// When the loop started: a round gets at most what is left of its wall clock.
+    started: Instant,
 }
 
 /// What the context rounds ended with.
@@ -361,7 +366,8 @@ fn context_rounds(
             );
         };
         let notes = NotesGuard::take(repo, &env.config.hook.notes_ref);
-        let run = run_agent(seed.agent, &prompt, &env.root, &logs, seed.limit, &tick)
+        let allowance = seed.limit.min(total_remaining(env, seed.started));
+        let run = run_agent(seed.agent, &prompt, &env.root, &logs, allowance, &tick)
             .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
         notes.restore(repo)?;
         if let AgentExit::Interrupted(signal) = run.exit {
@@ -745,7 +751,10 @@ fn iteration_message(
     let mut trailers = vec![
         ("Itergate-Iteration", iteration.to_string()),
         ("Agent", agent.name.clone()),
-        ("Agent-Exit", exit_text(run, run.elapsed)),
+        (
+            "Agent-Exit",
+            exit_text(run, &Allowance::of(run.elapsed, Duration::MAX)),
+        ),
     ];
     if let Some(tokens) = usage.total_tokens {
         trailers.push(("Tokens-Used", tokens.to_string()));
@@ -772,10 +781,17 @@ fn iteration_message(
 
 /// How the run ended, with the agent's own word that it failed (an error result, a failed
 /// turn), without control characters.
-fn exit_text(run: &AgentRun, limit: Duration) -> String {
+fn exit_text(run: &AgentRun, allowance: &Allowance) -> String {
     let ended = match run.exit {
         AgentExit::Exited(code) => format!("exited {code}"),
-        AgentExit::TimedOut => format!("stopped at the wall clock ({})", minutes(limit)),
+        AgentExit::TimedOut if allowance.whole_loop => format!(
+            "stopped at the loop's wall clock (budget_limits.wall_clock_minutes: {} left)",
+            minutes(allowance.time)
+        ),
+        AgentExit::TimedOut => format!(
+            "stopped at the per-run limit ({}, --iteration-timeout or loop.iteration_minutes)",
+            minutes(allowance.time)
+        ),
         AgentExit::Interrupted(signal) => format!("interrupted by signal {signal}"),
     };
     match &run.usage.failure {
@@ -784,6 +800,22 @@ fn exit_text(run: &AgentRun, limit: Duration) -> String {
             format!("{ended}, reporting a failure: {why}")
         }
         None => ended,
+    }
+}
+
+/// How long one agent run may take, and whether the whole loop's wall clock set it.
+struct Allowance {
+    time: Duration,
+    whole_loop: bool,
+}
+
+impl Allowance {
+    /// The smaller of the per-run limit and what is left of the loop's wall clock.
+    fn of(per_run: Duration, loop_left: Duration) -> Allowance {
+        Allowance {
+            time: per_run.min(loop_left),
+            whole_loop: loop_left < per_run,
+        }
     }
 }
 
@@ -1068,7 +1100,19 @@ impl Events {
 
 #[cfg(test)]
 mod args_tests {
-    use super::split_args;
+    use super::{split_args, Allowance};
+    use std::time::Duration;
+
+    #[test]
+    fn a_run_is_allowed_the_smaller_limit_and_knows_which_it_was() {
+        let per_run = Duration::from_secs(1800);
+        let tight = Allowance::of(per_run, Duration::from_secs(60));
+        assert_eq!(tight.time, Duration::from_secs(60));
+        assert!(tight.whole_loop, "the loop's wall clock set it");
+        let roomy = Allowance::of(per_run, Duration::MAX);
+        assert_eq!(roomy.time, per_run);
+        assert!(!roomy.whole_loop);
+    }
 
     #[test]
     fn agent_args_are_shell_words() {

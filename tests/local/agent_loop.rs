@@ -316,7 +316,7 @@ fn a_hanging_agent_is_stopped_at_the_wall_clock_and_its_work_judged() {
         finished[0]["exit"]
             .as_str()
             .unwrap()
-            .starts_with("stopped at the wall clock"),
+            .starts_with("stopped at the per-run limit (3s"),
         "{events:?}\n{stderr}"
     );
     assert!(
@@ -326,7 +326,7 @@ fn a_hanging_agent_is_stopped_at_the_wall_clock_and_its_work_judged() {
     assert!(started.elapsed().as_secs() < 120);
     let first = project.log(&["log", "--format=%B", "--reverse", "main..agent"]);
     assert!(
-        first.contains("Agent-Exit: stopped at the wall clock (3s)"),
+        first.contains("Agent-Exit: stopped at the per-run limit (3s"),
         "{first}"
     );
 }
