@@ -534,6 +534,11 @@ pub struct LoopArgs {
     /// At most this many tokens (only tightens the base's `budget.max_tokens`).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Print the plan (the agent's command line, the checks, the budgets, the targets and
+    /// the first prompt) and run the checks on the start; no agent runs, nothing is
+    /// committed or recorded.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `90s`, `20m`, `1h`: a whole number and its unit.

@@ -82,6 +82,9 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     })?;
     require_clean(&env.root)?;
     let events = Events::new(args.format, quiet);
+    if args.dry_run {
+        return dry_run(env, &repo, &branch, &agent, &task_text, args);
+    }
     // Before anything is paid for: the start observed (every check must run on it), and its
     // failing tests recorded as the task's targets.
     record_start(env, &repo, &branch, &task_text, args, &events)?;
@@ -857,13 +860,22 @@ fn task_text(args: &LoopArgs) -> Result<String, Failure> {
 }
 
 fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
-    let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
     let repo = task::open_repository(env)?;
     let targets = task::open_store(env, &repo)?
         .read_task_start(branch)?
         .filter(|s| !s.ended)
         .map(|s| s.targets)
         .unwrap_or_default();
+    task_prompt_with(env, branch, task, &targets)
+}
+
+fn task_prompt_with(
+    env: &Env,
+    branch: &str,
+    task: &str,
+    targets: &[String],
+) -> Result<String, Failure> {
+    let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
     Ok(env.renderer()?.render(
         "loop-task.md.j2",
         &serde_json::json!({
@@ -977,6 +989,75 @@ fn record_start(
     };
     store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;
     Ok(())
+}
+
+/// `--dry-run`: the plan, and the checks run on the start (cached like any observation);
+/// no agent runs and nothing is committed or recorded but the start's observation.
+fn dry_run(
+    env: &Env,
+    repo: &Repository,
+    branch: &str,
+    agent: &AgentCommand,
+    task_text: &str,
+    args: &LoopArgs,
+) -> Result<(), Failure> {
+    let store = task::open_store(env, repo)?;
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    let options = RecordOptions {
+        progress: Progress::from_quiet(false),
+        rescore: false,
+    };
+    let observed = task::cached_observation(env, &store, head, Some("start"), options)?;
+    let targets = if args.ignore_start_failures {
+        Vec::new()
+    } else {
+        observed.failing_test_ids()
+    };
+    let dir = loop_dir(repo).join("dry-run");
+    let argv = agent.argv(
+        "<the prompt>",
+        &dir.join("prompt.md"),
+        &dir.join("usage.jsonl"),
+    );
+    let criteria = &env.config.stopping_criteria;
+    let budget = &criteria.budget_limits;
+    let per_run = args.iteration_timeout.unwrap_or_else(|| {
+        Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
+    });
+    let mut plan = format!(
+        "itergate loop --dry-run on `{branch}` at {}: no agent runs, nothing is committed\n\nAgent: {}\n\nChecks (they ran on the start):\n",
+        short(head),
+        argv.join(" ")
+    );
+    for (name, check) in &env.config.checks {
+        plan.push_str(&format!(
+            "  {name}: {}\n",
+            check.run.as_deref().unwrap_or("(reads a report)")
+        ));
+    }
+    let or_none = |v: Option<String>| v.unwrap_or_else(|| "no limit".into());
+    plan.push_str(&format!(
+        "\nBudgets: at most {} iterations; {} a run; the loop's wall clock: {}; tokens: {}; spend: {}\n",
+        criteria.iteration_limits.max,
+        minutes(per_run),
+        or_none(budget.wall_clock_minutes.map(|m| format!("{m} min"))),
+        or_none(budget.total_tokens.map(|t| t.to_string())),
+        or_none(budget.spend_usd.map(|d| format!("${:.2}", d.get()))),
+    ));
+    plan.push_str(&match targets.len() {
+        0 => "\nTargets: none (no test fails at the start)\n".to_string(),
+        n => format!(
+            "\nTargets ({n}, failing at the start): {}\n",
+            targets
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
+    plan.push_str("\nFirst prompt:\n");
+    plan.push_str(&task_prompt_with(env, branch, task_text, &targets)?);
+    super::print(&plan)
 }
 
 /// Marks the branch's task as ended (accepted): a later loop starts a new task.

@@ -832,3 +832,68 @@ fn what_the_checks_leave_in_the_work_tree_is_not_the_agents_iteration() {
     assert!(!files.contains("check-output.dat"), "{files}");
     assert!(files.contains("lib/multiply.js"), "{files}");
 }
+
+/// `--dry-run`: the plan and the checks on the start; no agent runs, nothing is committed,
+/// and the start is not recorded (the real loop later records its own).
+#[test]
+fn a_dry_run_prints_the_plan_and_runs_no_agent() {
+    let project = Project::new(10);
+    project.commit_broken_add();
+    let before = project.log(&["rev-parse", "HEAD"]);
+    let scripted = project
+        .command(json!([{ "write": { "x.txt": "x" } }]), &["--dry-run"])
+        .output()
+        .expect("itergate runs");
+    assert!(
+        scripted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&scripted.stderr)
+    );
+    assert_eq!(project.runs(), 0, "no agent ran");
+    assert_eq!(
+        project.log(&["rev-parse", "HEAD"]),
+        before,
+        "nothing committed"
+    );
+    let out = Command::new(BIN)
+        .args([
+            "loop",
+            "--agent",
+            "claude",
+            "--task",
+            "Make the math tests pass.",
+            "--dry-run",
+        ])
+        .current_dir(project.repo())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs");
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(plan.contains("Agent: claude -p"), "{plan}");
+    assert!(
+        plan.contains("Targets (1, failing at the start): `adds`"),
+        "{plan}"
+    );
+    assert!(plan.contains("# Task: Make the math tests pass."), "{plan}");
+    assert!(plan.contains("at most 10 iterations"), "{plan}");
+    let tightened = Command::new(BIN)
+        .args([
+            "loop",
+            "--agent",
+            "claude",
+            "--task",
+            "x",
+            "--dry-run",
+            "--max-iterations",
+            "4",
+        ])
+        .current_dir(project.repo())
+        .output()
+        .expect("itergate runs");
+    assert!(String::from_utf8_lossy(&tightened.stdout).contains("at most 4 iterations"));
+}
