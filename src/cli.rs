@@ -539,6 +539,10 @@ pub struct LoopArgs {
     /// committed or recorded.
     #[arg(long)]
     pub dry_run: bool,
+    /// Start a new task on this branch from HEAD, though a loop for another task is in
+    /// progress here (by default a different `--task` is refused and the same one continues).
+    #[arg(long)]
+    pub new_task: bool,
 }
 
 /// `90s`, `20m`, `1h`: a whole number and its unit.

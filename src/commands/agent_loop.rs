@@ -940,18 +940,46 @@ fn record_start(
 ) -> Result<(), Failure> {
     let store = task::open_store(env, repo)?;
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-    if let Some(start) = store.read_task_start(branch)?.filter(|s| !s.ended) {
+    if let Some(start) = store
+        .read_task_start(branch)?
+        .filter(|s| !s.ended && !args.new_task)
+    {
         let below = Oid::from_str(&start.commit)
             .ok()
             .is_some_and(|c| c == head || git::is_ancestor(repo, c, head).unwrap_or(false));
+        if below && start.task != task_name(task_text, branch) {
+            return Err(user(format!(
+                "a loop for another task is in progress on `{branch}` (\"{}\", started at {}); run it with that task to continue it, or add --new-task to start this one from HEAD",
+                start.task,
+                &start.commit[..12.min(start.commit.len())]
+            )));
+        }
         if below {
-            {
-                eprintln!(
-                    "itergate loop: continuing the task started at {} ({} target test(s))",
-                    short(Oid::from_str(&start.commit).unwrap_or(head)),
-                    start.targets.len()
-                );
+            // A loop that escalated waits for a person: it never restarts on its own.
+            let current = current_task(env, store.repository(), Some(branch))?;
+            let history = current.history(env, &store)?;
+            if !history.is_empty() {
+                let feedback = current.feedback(&store, &history)?;
+                let base = task::stored_base(env, &store, &current)?;
+                let evaluation =
+                    task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+                if evaluation.decision.recommendation() == Recommendation::Escalate {
+                    let why = evaluation
+                        .decision
+                        .stopping_reason
+                        .as_ref()
+                        .map(|r| r.summary.clone())
+                        .unwrap_or_else(|| "escalated".into());
+                    return Err(user(format!(
+                        "this task was escalated ({why}): a person decides first — `itergate accept [reason]`, `itergate adjust <guidance>` or `itergate budget <n>` — then the loop can go on"
+                    )));
+                }
             }
+            eprintln!(
+                "itergate loop: continuing the task started at {} ({} target test(s))",
+                short(Oid::from_str(&start.commit).unwrap_or(head)),
+                start.targets.len()
+            );
             return Ok(());
         }
     }

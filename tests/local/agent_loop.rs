@@ -897,3 +897,48 @@ fn a_dry_run_prints_the_plan_and_runs_no_agent() {
         .expect("itergate runs");
     assert!(String::from_utf8_lossy(&tightened.stdout).contains("at most 4 iterations"));
 }
+
+/// A loop that escalated waits for a person; a different task is not mixed into one in
+/// progress unless `--new-task` says so.
+#[test]
+fn an_escalated_task_waits_for_a_person_and_another_task_needs_new_task() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    // An agent that changes nothing of use: the loop escalates on its own rules.
+    let readme = json!({ "write": { "README.md": "x\n" } });
+    let (code, events, stderr) = project.fix_add(json!([readme]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    let runs = project.runs();
+    let (code, _, stderr) = project.fix_add(json!([readme]), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("a person decides first"), "{stderr}");
+    assert_eq!(project.runs(), runs, "no agent ran");
+
+    let other = Command::new(BIN)
+        .args([
+            "loop",
+            "--agent",
+            "true",
+            "--task",
+            "Something else entirely.",
+        ])
+        .current_dir(project.repo())
+        .output()
+        .expect("itergate runs");
+    let said = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{said}");
+    assert!(said.contains("--new-task"), "{said}");
+
+    // A person changes the approach: the loop goes on.
+    let adjust = itergate(&project.repo(), &["adjust", "fix add in lib/math.js"], &[]);
+    assert!(
+        adjust.status.success(),
+        "{}",
+        String::from_utf8_lossy(&adjust.stderr)
+    );
+    let fix = json!({ "write": { "lib/math.js": MATH } });
+    let (code, _, stderr) = project.fix_add(json!([fix]), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("continuing the task"), "{stderr}");
+}
