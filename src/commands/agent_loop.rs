@@ -286,7 +286,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         if recommendation == Recommendation::Iterate && iteration < max {
             continue;
         }
-        let stop = stop(&repo, args.on_exhaust, &records, &evaluation, tip)?;
+        let stop = stop(env, &repo, args.on_exhaust, &records, &evaluation, tip)?;
         events.emit(&LoopEvent::Stopped {
             outcome: stop.outcome,
             exit_code: stop.exit_code,
@@ -554,6 +554,7 @@ struct Stop {
 }
 
 fn stop(
+    env: &Env,
     repo: &Repository,
     on_exhaust: OnExhaust,
     records: &[IterationRecord],
@@ -572,12 +573,36 @@ fn stop(
     };
     let mut commit = tip;
     let mut restored = None;
-    if outcome == "budget_exhausted" && on_exhaust == OnExhaust::Best {
+    // Whatever stopped the loop short of an accept, the branch is left at the best
+    // iteration (never a VOID one: it has no score), the last kept as a ref.
+    if outcome != "accepted" && on_exhaust == OnExhaust::Best {
         if let Some(best) = best.filter(|b| b.commit.0 != tip.to_string()) {
             let oid = Oid::from_str(&best.commit.0).map_err(anyhow::Error::from)?;
             restore(repo, tip, oid)?;
             commit = oid;
             restored = Some(best.iteration);
+            if outcome != "budget_exhausted" {
+                // Back at the best iteration the history alone may read as "iterate": the
+                // escalation is filed there, so the loop waits for a person all the same.
+                let reason = decision
+                    .stopping_reason
+                    .as_ref()
+                    .map_or_else(|| outcome.to_string(), |r| r.summary.clone());
+                let store = task::open_store(env, repo)?;
+                store.append_decision(
+                    oid,
+                    &crate::history::notes::HumanDecision {
+                        action: crate::history::notes::HumanAction::Escalate {
+                            reason: Some(format!(
+                                "itergate loop stopped ({reason}); its last iteration is refs/itergate/loop/last"
+                            )),
+                        },
+                        by: "itergate loop".into(),
+                        email: None,
+                        at: chrono::Utc::now(),
+                    },
+                )?;
+            }
         }
     }
     let summary = hand_off(records, evaluation, outcome, restored, tip);
