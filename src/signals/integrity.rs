@@ -1234,7 +1234,7 @@ fn tool_may_run(tool: &str, commands: &[Option<String>]) -> bool {
 }
 
 /// Comment markers that silence a tool, with where the rule's name follows.
-const SUPPRESSIONS: [(&str, &str); 16] = [
+const SUPPRESSIONS: [(&str, &str); 18] = [
     ("# noqa", "ruff/flake8"),
     ("# type: ignore", "mypy"),
     ("# pyright: ignore", "pyright"),
@@ -1251,6 +1251,8 @@ const SUPPRESSIONS: [(&str, &str); 16] = [
     ("//nolint", "golangci-lint"),
     ("#nosec", "gosec"),
     ("// lint:ignore", "staticcheck"),
+    ("//lint:ignore", "staticcheck"),
+    ("//lint:file-ignore", "staticcheck"),
 ];
 
 /// What a suppression silences: `E501` of `# noqa: E501`, `clippy::unwrap_used` of
@@ -1304,6 +1306,10 @@ fn gives_reason(text: &str, marker: &str, above: Option<&str>) -> bool {
             .split_once(" -- ")
             .is_some_and(|(_, r)| !r.trim().is_empty()),
         "#[allow(" | "#![allow(" => rest.contains("reason"),
+        // staticcheck's directive takes the checks, then the reason, as plain words.
+        "//lint:ignore" | "//lint:file-ignore" | "// lint:ignore" => {
+            rest.split_whitespace().count() >= 2
+        }
         "@ts-expect-error" => {
             rest.trim_start_matches([':', ' ', '-'])
                 .trim()
@@ -1883,6 +1889,19 @@ mod scenario_tests {
             "eslint-disable",
             Some("  // eslint-disable-next-line no-alert")
         ));
+    }
+
+    #[test]
+    fn staticchecks_lint_ignore_is_a_suppression_and_its_reason_makes_it_a_note() {
+        let bare = ["\t//lint:ignore SA1019", "\tx := old()"];
+        assert_eq!(suppression_severity(&bare, None), Severity::Warning);
+        let reasoned = [
+            "\t//lint:ignore SA1019 the server only speaks the old API",
+            "\tx := old()",
+        ];
+        assert_eq!(suppression_severity(&reasoned, None), Severity::Info);
+        let file = ["//lint:file-ignore U1000 generated code"];
+        assert_eq!(suppression_severity(&file, None), Severity::Info);
     }
 
     #[test]
