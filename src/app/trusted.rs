@@ -188,25 +188,20 @@ pub fn plan(
             };
             let start_entry = start_tree.get_path(std::path::Path::new(&path)).ok();
             let head_entry = head_tree.get_path(std::path::Path::new(&path)).ok();
-            let text = |entry: &Option<git2::TreeEntry>| {
-                entry
-                    .as_ref()
-                    .and_then(|e| repo.find_blob(e.id()).ok())
-                    .map(|b| String::from_utf8_lossy(b.content()).into_owned())
-            };
+            let head_text = text(repo, head_entry.as_ref());
             let merged = match part {
                 Part::Whole => None,
                 _ => harness::merge(
                     part,
-                    text(&head_entry).as_deref(),
-                    text(&start_entry).as_deref(),
+                    head_text.as_deref(),
+                    text(repo, start_entry.as_ref()).as_deref(),
                 ),
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
                 (Part::Whole, _, None) => None,
                 (_, Some(text), _) => {
-                    if text == self::text(repo, head_entry.as_ref()).unwrap_or_default() {
+                    if Some(&text) == head_text.as_ref() {
                         continue; // its test settings did not change
                     }
                     let mode = head_entry

@@ -1009,17 +1009,8 @@ fn record_start(
         }
     }
     events.phase(0, "checking the start");
-    let options = RecordOptions {
-        progress: Progress::from_quiet(events.json),
-        rescore: false,
-    };
-    let observed = task::cached_observation(env, &store, head, Some("start"), options)?;
+    let targets = start_targets(env, &store, head, args, events.json)?;
     events.clear_line();
-    let targets = if args.ignore_start_failures {
-        Vec::new()
-    } else {
-        observed.failing_test_ids()
-    };
     if !targets.is_empty() {
         eprintln!(
             "itergate loop: {} test(s) fail where the task starts; they are its targets (`--ignore-start-failures` makes them debt): {}",
@@ -1044,6 +1035,27 @@ fn record_start(
     Ok(())
 }
 
+/// The checks run on the start (every one must run: the preflight), and the tests failing
+/// there, the task's targets (none with `--ignore-start-failures`).
+fn start_targets(
+    env: &Env,
+    store: &crate::history::notes::NotesStore,
+    start: Oid,
+    args: &LoopArgs,
+    quiet: bool,
+) -> Result<Vec<String>, Failure> {
+    let options = RecordOptions {
+        progress: Progress::from_quiet(quiet),
+        rescore: false,
+    };
+    let observed = task::cached_observation(env, store, start, Some("start"), options)?;
+    Ok(if args.ignore_start_failures {
+        Vec::new()
+    } else {
+        observed.failing_test_ids()
+    })
+}
+
 /// `--dry-run`: the plan, and the checks run on the start (cached like any observation);
 /// no agent runs and nothing is committed or recorded but the start's observation.
 fn dry_run(
@@ -1056,16 +1068,7 @@ fn dry_run(
 ) -> Result<(), Failure> {
     let store = task::open_store(env, repo)?;
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-    let options = RecordOptions {
-        progress: Progress::from_quiet(false),
-        rescore: false,
-    };
-    let observed = task::cached_observation(env, &store, head, Some("start"), options)?;
-    let targets = if args.ignore_start_failures {
-        Vec::new()
-    } else {
-        observed.failing_test_ids()
-    };
+    let targets = start_targets(env, &store, head, args, false)?;
     let dir = loop_dir(repo).join("dry-run");
     let argv = agent.argv(
         "<the prompt>",
