@@ -47,6 +47,11 @@ pub struct Task {
     /// What the iterations are compared with: the merge-base with the base branch, or the
     /// tip's parent when the tip is on the base branch.
     pub merge_base: Option<Oid>,
+    /// Where the iterations count from: the recorded start of the task (see
+    /// [`Task::record_start`]), else the merge-base.
+    pub start: Option<Oid>,
+    /// The start came from the notes (a start this clone recorded earlier).
+    pub start_recorded: bool,
     pub commits: Vec<Oid>,
     /// The tests the task set out to make pass (failing where `itergate loop` started it):
     /// never the base's debt, and never accepted while one fails or is missing.
@@ -55,27 +60,37 @@ pub struct Task {
 
 impl Task {
     pub fn locate(env: &Env, repo: &Repository, name: &str, tip: Oid) -> Result<Task, Failure> {
-        let (base_branch, start) = git::task_start(repo, env.config.hook.base.as_deref(), tip);
-        // A task `itergate loop` drives (its start recorded before the first agent ran):
-        // the start's failing tests are its targets, and on the base branch its iterations
-        // count from that start.
+        let (base_branch, inferred) = git::task_start(repo, env.config.hook.base.as_deref(), tip);
+        // The start this clone recorded for the branch (by `itergate loop`, `run` or the
+        // hook), while it is still below the tip: a rebase leaves it behind, and then the
+        // task starts again where the branch now leaves its base.
+        let below =
+            |commit: Oid| commit == tip || git::is_ancestor(repo, commit, tip).unwrap_or(false);
         let recorded = open_store(env, repo)?
             .read_task_start(name)?
             .filter(|s| !s.ended)
-            .and_then(|s| Some((Oid::from_str(&s.commit).ok()?, s.targets)))
-            .filter(|(commit, _)| {
-                *commit == tip || git::is_ancestor(repo, *commit, tip).unwrap_or(false)
-            });
+            .and_then(|s| Some((Oid::from_str(&s.commit).ok()?, s)))
+            .filter(|(commit, _)| below(*commit));
         let targets = recorded
             .as_ref()
-            .map(|(_, t)| t.clone())
+            .map(|(_, s)| s.targets.clone())
             .unwrap_or_default();
-        let start = match (start, &recorded) {
-            (None, Some((loop_start, _))) if *loop_start != tip => Some(*loop_start),
-            (start, _) => start,
-        };
-        let Some(start) = start else {
-            // On the base branch (or nothing to branch from): judge the last change.
+        let Some(merge_base) = inferred else {
+            // On the base branch: a task `itergate loop` drives counts from its start;
+            // anything else judges the last change.
+            if let Some((start, _)) = recorded.filter(|(c, s)| *c != tip && s.is_loop()) {
+                let commits = git::first_parent_commits(repo, tip, Some(start))?;
+                return Ok(Task {
+                    name: name.to_string(),
+                    tip,
+                    base_branch,
+                    merge_base: Some(start),
+                    start: Some(start),
+                    start_recorded: true,
+                    commits,
+                    targets,
+                });
+            }
             let parent = repo
                 .find_commit(tip)
                 .map_err(anyhow::Error::from)?
@@ -86,19 +101,70 @@ impl Task {
                 tip,
                 base_branch,
                 merge_base: parent,
+                start: parent,
+                start_recorded: false,
                 commits: vec![tip],
                 targets,
             });
         };
-        let commits = git::first_parent_commits(repo, tip, Some(start))?;
+        // The iterations count from the recorded start when the branch has since merged in
+        // its base (the merge-base moved past the start, off the branch's own line); the
+        // change is still judged against the latest base it contains. A rebase puts the
+        // base on the branch's line: the task starts again there.
+        let mut stale = false;
+        let from_recorded = match &recorded {
+            Some((start, _))
+                if *start != merge_base
+                    && git::is_ancestor(repo, *start, merge_base).unwrap_or(false) =>
+            {
+                let commits = git::first_parent_commits(repo, tip, Some(*start))?;
+                stale = commits.contains(&merge_base);
+                (!stale).then_some((*start, commits))
+            }
+            // Equal to the merge-base, or later on the branch (where a loop started).
+            _ => None,
+        };
+        let start_recorded = recorded.is_some() && !stale;
+        let (start, commits) = match from_recorded {
+            Some(found) => found,
+            None => (
+                merge_base,
+                git::first_parent_commits(repo, tip, Some(merge_base))?,
+            ),
+        };
         Ok(Task {
             name: name.to_string(),
             tip,
             base_branch,
-            merge_base: Some(start),
+            merge_base: Some(merge_base),
+            start: Some(start),
+            start_recorded,
             commits,
             targets,
         })
+    }
+
+    /// Records where this branch's task starts, the first time the task is seen (`run`,
+    /// the hook): every later view counts its iterations from there, whatever the base
+    /// branch does meanwhile. A task on the base branch has no start to record.
+    pub fn record_start(&self, env: &Env, store: &NotesStore) -> Result<(), Failure> {
+        if self.start_recorded || self.base_branch.is_none() {
+            return Ok(());
+        }
+        let Some(start) = self.start.filter(|s| *s != self.tip) else {
+            return Ok(());
+        };
+        let note = crate::history::notes::TaskStart {
+            branch: self.name.clone(),
+            commit: start.to_string(),
+            targets: Vec::new(),
+            task: String::new(),
+            rules: Some(fingerprint(&env.config)),
+            ended: false,
+            at: Utc::now(),
+        };
+        store.write(&[Note::TaskStart { start: &note }])?;
+        Ok(())
     }
 
     /// The cached observations of the iterations before `commit`, oldest first (those
@@ -166,7 +232,7 @@ impl Task {
         crate::engine::TaskReport {
             name: self.name.clone(),
             base: self.base_branch.clone(),
-            start: self.merge_base.map(|c| c.to_string()),
+            start: self.start.map(|c| c.to_string()),
             rules_locked: env.rules.locked(),
             rules: match &env.rules {
                 super::Rules::Locked(origin) => Some(origin.clone()),
@@ -559,6 +625,8 @@ fn mark_flaky(
         tip: task.commits[index - 1],
         base_branch: task.base_branch.clone(),
         merge_base: task.merge_base,
+        start: task.start,
+        start_recorded: task.start_recorded,
         commits: task.commits[..index].to_vec(),
         targets: task.targets.clone(),
     }

@@ -967,7 +967,7 @@ fn record_start(
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
     if let Some(start) = store
         .read_task_start(branch)?
-        .filter(|s| !s.ended && !args.new_task)
+        .filter(|s| !s.ended && s.is_loop() && !args.new_task)
     {
         let below = Oid::from_str(&start.commit)
             .ok()
@@ -1028,6 +1028,7 @@ fn record_start(
         commit: head.to_string(),
         targets,
         task: task_name(task_text, branch),
+        rules: Some(crate::app::observe::fingerprint(&env.config)),
         ended: false,
         at: chrono::Utc::now(),
     };

@@ -126,6 +126,7 @@ fn score_push(
         for commit in to_score {
             task::record_commit(env, &store, &task, commit, options)?;
         }
+        task.record_start(env, &store)?;
         let history = task.history(env, &store)?;
         let feedback = task.feedback(&store, &history)?;
         let base = task::stored_base(env, &store, &task)?;

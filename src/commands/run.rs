@@ -55,6 +55,7 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
         rescore: args.rescore,
     };
     let (_, ran) = task::record_commit(env, &store, &task, task.tip, options)?;
+    task.record_start(env, &store)?;
     if !ran && !quiet {
         eprintln!(
             "itergate: this tree was already checked with the same checks; judging the change from those results (--rescore runs them again)"
@@ -125,7 +126,14 @@ fn task_lines(env: &Env, task: &Task) -> String {
         .base_branch
         .as_deref()
         .map_or("(no base branch)", |b| b.trim_start_matches("refs/heads/"));
-    let start = task.merge_base.map_or("(none)".to_string(), task::short);
+    let start = task.start.map_or("(none)".to_string(), task::short);
+    let start = match (task.start_recorded, task.merge_base) {
+        (true, Some(judged)) if task.start != Some(judged) => format!(
+            "{start} (recorded; the change is judged against {}, the base it has taken in since)",
+            task::short(judged)
+        ),
+        _ => start,
+    };
     let rules = match &env.rules {
         crate::app::Rules::Locked(origin) => format!("locked to {origin}"),
         crate::app::Rules::Named(path) => format!("{} (--config)", path.display()),

@@ -178,3 +178,53 @@ fn on_a_base_without_configuration_init_and_run_work_and_say_the_rules_are_unloc
         text(&status)
     );
 }
+
+#[test]
+fn the_recorded_start_keeps_the_count_when_the_branch_takes_in_its_base() {
+    let (_upstream, clone) = clone_of_unconfigured_remote();
+    assert!(itergate(&clone, &["init"]).status.success());
+    commit_all(&clone, "adopt itergate");
+    let adopted = git(&clone, &["rev-parse", "HEAD"]);
+    git(&clone, &["checkout", "--quiet", "-b", "agent"]);
+    std::fs::write(clone.join("calc.py"), CALC.replace("a + b", "a - b")).expect("write");
+    commit_all(&clone, "agent: first try");
+    assert_eq!(iteration(&json(&clone, &["run", "--format", "json"])), 1);
+    std::fs::write(clone.join("calc.py"), CALC).expect("write");
+    commit_all(&clone, "agent: second try");
+    assert_eq!(iteration(&json(&clone, &["run", "--format", "json"])), 2);
+
+    // Meanwhile main moves on, and the branch merges it in: the merge-base moves to main's
+    // tip, the task's start does not.
+    git(&clone, &["checkout", "--quiet", "main"]);
+    std::fs::write(clone.join("README.md"), "calc\n").expect("write");
+    commit_all(&clone, "docs");
+    let main_tip = git(&clone, &["rev-parse", "HEAD"]);
+    git(&clone, &["checkout", "--quiet", "agent"]);
+    git(&clone, &["merge", "--quiet", "--no-edit", "main"]);
+    let third = json(&clone, &["run", "--format", "json"]);
+    assert_eq!(
+        iteration(&third),
+        3,
+        "the merge is the task's third iteration"
+    );
+    assert_eq!(third["task"]["start"], adopted.as_str());
+    assert_eq!(
+        third["iterationDecision"]["assessment"]["recommendation"],
+        "accept"
+    );
+    let status = itergate(&clone, &["status"]);
+    let said = text(&status);
+    assert!(
+        said.contains("(recorded; the change is judged against"),
+        "{said}"
+    );
+    assert!(said.contains(&main_tip[..7]), "{said}");
+
+    // A rebase leaves the recorded start behind: the task starts again where it now
+    // leaves main.
+    git(&clone, &["reset", "--quiet", "--hard", "HEAD~1"]);
+    git(&clone, &["rebase", "--quiet", "main"]);
+    let rebased = json(&clone, &["run", "--format", "json"]);
+    assert_eq!(rebased["task"]["start"], main_tip.as_str());
+    assert_eq!(iteration(&rebased), 2);
+}

@@ -942,3 +942,40 @@ fn an_escalated_task_waits_for_a_person_and_another_task_needs_new_task() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("continuing the task"), "{stderr}");
 }
+
+#[test]
+fn the_loop_judges_by_the_bases_rules_whatever_its_agent_writes_and_run_agrees_on_the_numbers() {
+    let project = Project::new(5);
+    // The agent's first try also empties the configuration: no checks, nothing to fail.
+    let mut first = wrong();
+    first["write"][".itergate.yml"] = json!("checks: {}\n");
+    let (code, events, stderr) = project.run(json!([first, right()]), &[]);
+    assert_eq!(code, 0, "{stderr}\n{events:?}");
+    let decisions: Vec<(&Value, &str)> = of(&events, "judged")
+        .iter()
+        .map(|j| (&j["iteration"], j["recommendation"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        decisions,
+        [(&json!(1), "iterate"), (&json!(2), "accept")],
+        "the base's tests check judged the first try: {stderr}"
+    );
+    assert!(
+        project
+            .log(&["show", "agent~1:.itergate.yml"])
+            .contains("checks: {}"),
+        "the agent's configuration was committed with its work"
+    );
+    // `status` and `run` count the branch the way the loop did.
+    let status = itergate(&project.repo(), &["status", "--format", "json"], &[]);
+    let status: Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(status["iterationDecision"]["budget"]["currentIteration"], 2);
+    assert_eq!(status["task"]["rulesLocked"], true);
+    let run = itergate(&project.repo(), &["run", "--format", "json"], &[]);
+    let run: Value = serde_json::from_slice(&run.stdout).expect("json");
+    assert_eq!(run["iterationDecision"]["budget"]["currentIteration"], 2);
+    assert_eq!(
+        run["iterationDecision"]["assessment"]["recommendation"],
+        "accept"
+    );
+}

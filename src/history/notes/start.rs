@@ -28,12 +28,24 @@ pub struct TaskStart {
     pub commit: String,
     /// The tests failing there (their ids): what the task must make pass.
     pub targets: Vec<String>,
-    /// The task's first line, as given to the agent.
+    /// The task's first line, as given to the agent; empty for a start `itergate run` or
+    /// the hook recorded (a branch's work, not a loop's task).
+    #[serde(default)]
     pub task: String,
+    /// The fingerprint of the configuration in force at the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
     /// The task was accepted: the note is history, and a new loop starts a new task.
     #[serde(default)]
     pub ended: bool,
     pub at: DateTime<Utc>,
+}
+
+impl TaskStart {
+    /// Recorded by `itergate loop` (it names the task it gave the agent).
+    pub fn is_loop(&self) -> bool {
+        !self.task.is_empty()
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
