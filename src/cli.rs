@@ -54,6 +54,11 @@ pub struct GlobalArgs {
     /// Only errors on stderr.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// At most N check commands at once, the base's and HEAD's together (default: the
+    /// number of cores). With 1, the base's checks wait for HEAD's.
+    #[arg(short = 'j', long, value_name = "N", global = true, env = "ITERGATE_JOBS",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,6 +79,7 @@ impl GlobalArgs {
                 ColorChoice::Always => crate::app::Color::Always,
                 ColorChoice::Never => crate::app::Color::Never,
             },
+            jobs: self.jobs.map(usize::from),
         }
     }
 }

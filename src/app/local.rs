@@ -487,8 +487,7 @@ fn observe_with_base(
         && store
             .find_observation(tree_of(repo, commit)?, &fingerprint)?
             .is_some();
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if base_cached.is_some() || head_cached || cores < 2 {
+    if base_cached.is_some() || head_cached || env.jobs.count() < 2 {
         let (observed, ran) = observation_of(env, store, commit, None, options)?;
         let base_observed = cached_observation(env, store, base, Some(&label), base_options)?;
         return Ok((observed, ran, Some(base_observed)));

@@ -74,6 +74,8 @@ pub struct Settings {
     /// the base's.
     pub config: Option<PathBuf>,
     pub color: Color,
+    /// How many check commands may run at once (`--jobs`); default the number of cores.
+    pub jobs: Option<usize>,
 }
 
 /// When to colour the output.
@@ -98,6 +100,8 @@ pub struct Env {
     pub check_env: crate::signals::checks::EnvPolicy,
     /// Where the configuration that judges came from, and whether the work can change it.
     pub rules: Rules,
+    /// How many check commands run at once (`--jobs`).
+    pub jobs: crate::signals::checks::Jobs,
 }
 
 /// Where the rules (the configuration) that judge a task come from.
@@ -170,6 +174,11 @@ impl Env {
             color_stderr,
             check_env: crate::signals::checks::EnvPolicy::Inherit,
             rules,
+            jobs: global
+                .jobs
+                .map_or_else(crate::signals::checks::Jobs::per_core, |n| {
+                    crate::signals::checks::Jobs::new(n)
+                }),
         })
     }
 

@@ -92,6 +92,7 @@ pub fn observe(
     let results = checks::run_all(
         &RunOptions {
             root: &root,
+            jobs: &env.jobs,
             progress: request.progress,
             env_policy: env.check_env,
             env: &scratch_env,

@@ -163,6 +163,8 @@ pub fn passes_scrubbed(name: &str) -> bool {
 /// Where and how a set of checks runs.
 pub struct RunOptions<'a> {
     pub root: &'a Path,
+    /// The slots check commands take to run (`--jobs`): shared by every tree checked at once.
+    pub jobs: &'a Jobs,
     pub progress: Progress,
     /// What the checks inherit from itergate's environment.
     pub env_policy: EnvPolicy,
@@ -170,6 +172,39 @@ pub struct RunOptions<'a> {
     pub env: &'a [(String, String)],
     /// Shown with each progress line (`base 1a2b3c4`), so runs of several commits are told apart.
     pub label: Option<&'a str>,
+}
+
+/// How many check commands may run at once in this process (`--jobs`, default the number
+/// of cores): the base's checks and HEAD's take their slots from the same pool.
+#[derive(Debug, Clone)]
+pub struct Jobs {
+    count: usize,
+    slots: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Jobs {
+    pub fn new(count: usize) -> Jobs {
+        let count = count.max(1);
+        Jobs {
+            count,
+            slots: std::sync::Arc::new(tokio::sync::Semaphore::new(count)),
+        }
+    }
+
+    /// One per core.
+    pub fn per_core() -> Jobs {
+        Jobs::new(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Default for Jobs {
+    fn default() -> Jobs {
+        Jobs::per_core()
+    }
 }
 
 /// Runs every check in `checks` concurrently; results in name order. Report coverage keeps
@@ -226,10 +261,13 @@ pub fn run_all(
                     .filter_map(|n| finished.get(n.as_str()).map(|s| s.subscribe()))
                     .collect();
                 let done = finished.get(name.as_str()).cloned();
+                let slots = options.jobs.slots.clone();
                 tokio::spawn(async move {
                     for mut wait in waits {
                         let _ = wait.wait_for(|finished| *finished).await;
                     }
+                    // The semaphore is never closed: a permit always comes.
+                    let _slot = slots.acquire_owned().await.ok();
                     let started = Instant::now();
                     let out = execute(&root, &check, policy, &env, &groups).await;
                     if let Some(done) = done {

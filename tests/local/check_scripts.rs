@@ -121,3 +121,50 @@ fn a_check_that_reads_anothers_report_waits_for_it_with_needs() {
     assert!(!text.contains("was not written"), "{text}");
     assert!(text.contains("check coverage: report read"), "{text}");
 }
+
+/// `--jobs N` bounds the check commands running at once, the base's and HEAD's together.
+#[test]
+fn jobs_bounds_the_check_commands_running_at_once() {
+    let check = |name: &str| {
+        format!("#!/bin/sh\necho start >> \"$JOBLOG\"\nsleep 0.3\necho end >> \"$JOBLOG\"\nmkdir -p out\necho '<testsuite name=\"s\"><testcase classname=\"s\" name=\"{name}\"/></testsuite>' > out/{name}.xml\n")
+    };
+    let overlapped = |jobs: &str| {
+        let repo = TestRepo::new();
+        write_script(&repo.path.join("a.sh"), &check("a"));
+        write_script(&repo.path.join("b.sh"), &check("b"));
+        repo.write(
+            ".itergate.yml",
+            "checks:\n  a:\n    run: ./a.sh\n    report: { format: junit, path: out/a.xml }\n  b:\n    run: ./b.sh\n    report: { format: junit, path: out/b.xml }\nhook:\n  base: main\n",
+        );
+        repo.write(".gitignore", "out/\n");
+        repo.commit_file("lib.txt", "one\n", "base");
+        repo.git(&["checkout", "--quiet", "-b", "feature"]);
+        repo.commit_file("lib.txt", "two\n", "work");
+        let log = repo.path.join(".git/job.log");
+        let out = std::process::Command::new(BIN)
+            .args(["run", "--jobs", jobs])
+            .current_dir(&repo.path)
+            .env("NO_COLOR", "1")
+            .env("JOBLOG", &log)
+            .output()
+            .expect("itergate runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<String> = std::fs::read_to_string(&log)
+            .expect("the checks ran")
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            lines.len(),
+            8,
+            "two checks on the base and on HEAD: {lines:?}"
+        );
+        lines.windows(2).any(|w| w[0] == "start" && w[1] == "start")
+    };
+    assert!(!overlapped("1"), "one at a time");
+    assert!(overlapped("4"), "four at once");
+}
