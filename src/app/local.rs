@@ -482,6 +482,7 @@ fn observe_with_base(
     };
     let fingerprint = fingerprint(&env.config);
     let repo = store.repository();
+    adopt_fetched_base(env, store, base, &fingerprint, options.progress)?;
     let base_cached = store.find_observation(tree_of(repo, base)?, &fingerprint)?;
     let head_cached = !options.rescore
         && store
@@ -518,6 +519,40 @@ fn observe_with_base(
         fingerprint: &fingerprint,
     }])?;
     Ok((observed, ran, Some(base_observed)))
+}
+
+/// With `scoring.trust_fetched_base`, a base this clone has not observed takes the
+/// observation a fetched note holds for its tree (same checks, same itergate), kept from then
+/// on as this clone's own: the first decision on a fresh clone costs one run of the checks.
+fn adopt_fetched_base(
+    env: &Env,
+    store: &NotesStore,
+    base: Oid,
+    fingerprint: &str,
+    progress: Progress,
+) -> Result<(), Failure> {
+    if !env.config.scoring.trust_fetched_base {
+        return Ok(());
+    }
+    let tree = tree_of(store.repository(), base)?;
+    if store.find_observation(tree, fingerprint)?.is_some() {
+        return Ok(());
+    }
+    let Some(observed) = store.find_fetched_observation(tree, fingerprint)? else {
+        return Ok(());
+    };
+    if progress != Progress::Quiet {
+        eprintln!(
+            "itergate: the base {} was not checked here: its observation comes from the fetched notes (scoring.trust_fetched_base)",
+            short(base)
+        );
+    }
+    store.write(&[Note::Observation {
+        tree,
+        observation: &observed,
+        fingerprint,
+    }])?;
+    Ok(())
 }
 
 /// The observation of `commit`'s tree: cached, or made now (and cached by the caller).

@@ -401,6 +401,11 @@ pub struct Scoring {
     /// Score the base (merge-base) once too, so failures and findings already there are
     /// the base's debt (shown, not counted) and the decision compares against it.
     pub compare_base: bool,
+    /// Take the base's observation from notes fetched from the remote (`itergate notes
+    /// fetch`: written by CI on the base branch with the same checks and itergate version)
+    /// instead of checking the base here. Read from the base's configuration; whoever can
+    /// push `refs/notes/itergate` to the remote can then say which failures are the base's.
+    pub trust_fetched_base: bool,
     pub scope: Scope,
     pub code_quality: LintScore,
     /// Patch coverage at or above which uncovered changed lines are only shown (INFO);
@@ -414,6 +419,7 @@ impl Default for Scoring {
         Scoring {
             complexity_threshold: 15,
             compare_base: true,
+            trust_fetched_base: false,
             scope: Scope::Change,
             code_quality: LintScore::Density,
             patch_coverage_target: Fraction::new_const(0.8),

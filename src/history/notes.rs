@@ -559,6 +559,30 @@ impl<'r> NotesStore<'r> {
         }
     }
 
+    /// The observation of `tree` in a note this clone did **not** write (fetched from a
+    /// remote with `itergate notes fetch`), made with the checks `fingerprint` names. Only
+    /// for a base whose configuration says such notes are trusted
+    /// (`scoring.trust_fetched_base`); never a cache of anything else.
+    pub fn find_fetched_observation(
+        &self,
+        tree: Oid,
+        fingerprint: &str,
+    ) -> Result<Option<Observation>> {
+        let Some(blob) = self.note_blob(tree)? else {
+            return Ok(None);
+        };
+        let blob = self.repo.find_blob(blob)?;
+        if self.written_here(tree, blob.content()) {
+            return Ok(None);
+        }
+        Ok(
+            serde_json::from_slice::<ObservationEnvelope>(blob.content())
+                .ok()
+                .filter(|envelope| envelope.fingerprint == fingerprint)
+                .map(|envelope| envelope.observation),
+        )
+    }
+
     /// The blob of `object`'s note: this store's own write, or the notes tree's entry.
     fn note_blob(&self, object: Oid) -> Result<Option<Oid>> {
         if let Some(&blob) = self.written.borrow().get(&object) {

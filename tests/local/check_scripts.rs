@@ -168,3 +168,68 @@ fn jobs_bounds_the_check_commands_running_at_once() {
     assert!(!overlapped("1"), "one at a time");
     assert!(overlapped("4"), "four at once");
 }
+
+/// CI observes the base branch and pushes its notes; a fresh clone that fetches them, and
+/// whose base configuration trusts them (`scoring.trust_fetched_base`), checks only HEAD.
+/// Without that key a fetched note is never a reason to skip the base's checks.
+#[test]
+fn a_base_observed_by_ci_is_taken_from_fetched_notes_only_when_the_base_trusts_them() {
+    let check = "#!/bin/sh\necho run >> \"$RUNLOG\"\nmkdir -p out\nif grep -q bad lib.txt; then r='<testcase classname=\"s\" name=\"t0\"><failure message=\"bad\"/></testcase>'; else r='<testcase classname=\"s\" name=\"t0\"/>'; fi\necho \"<testsuite name=\\\"s\\\">$r</testsuite>\" > out/junit.xml\n";
+    let runs_in_a_fresh_clone = |trust: bool| {
+        let ci = TestRepo::new();
+        write_script(&ci.path.join("check.sh"), check);
+        ci.write(
+            ".itergate.yml",
+            &format!("checks:\n  tests:\n    run: ./check.sh\n    report: {{ format: junit, path: out/junit.xml }}\nscoring:\n  trust_fetched_base: {trust}\n"),
+        );
+        ci.write(".gitignore", "out/\n");
+        ci.commit_file("lib.txt", "good\n", "base");
+        ci.commit_file("lib.txt", "good\ngood\n", "more");
+        let remote = ci.add_bare_remote();
+        ci.git(&["push", "--quiet", "origin", "main"]);
+        let log = ci.sibling("runs.log");
+        let itergate = |dir: &std::path::Path, args: &[&str]| {
+            let out = std::process::Command::new(BIN)
+                .args(args)
+                .current_dir(dir)
+                .env("NO_COLOR", "1")
+                .env("RUNLOG", &log)
+                .output()
+                .expect("itergate runs");
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (out.status.code(), said)
+        };
+        // CI on the base branch: the tip is observed, and the notes are pushed.
+        let (code, said) = itergate(&ci.path, &["run"]);
+        assert_eq!(code, Some(0), "{said}");
+        let (code, said) = itergate(&ci.path, &["notes", "push", "origin"]);
+        assert_eq!(code, Some(0), "{said}");
+        let clone = ci.sibling("clone");
+        gitrepo::git(
+            ci.root.path(),
+            &["clone", "--quiet", remote.to_str().expect("utf-8"), "clone"],
+        );
+        gitrepo::git(&clone, &["config", "user.name", "Newcomer"]);
+        gitrepo::git(&clone, &["config", "user.email", "new@example.com"]);
+        let (code, said) = itergate(&clone, &["notes", "fetch", "origin"]);
+        assert_eq!(code, Some(0), "{said}");
+        std::fs::write(&log, "").expect("reset the log");
+        gitrepo::git(&clone, &["checkout", "--quiet", "-b", "work"]);
+        std::fs::write(clone.join("lib.txt"), "bad\n").expect("write");
+        gitrepo::git(&clone, &["commit", "--quiet", "-am", "break it"]);
+        let (code, said) = itergate(&clone, &["run", "--exit-code"]);
+        assert_eq!(code, Some(10), "a new failure either way: {said}");
+        assert!(said.contains("s::t0"), "{said}");
+        let runs = std::fs::read_to_string(&log).expect("log").lines().count();
+        (runs, said)
+    };
+    let (runs, said) = runs_in_a_fresh_clone(true);
+    assert_eq!(runs, 1, "only HEAD was checked: {said}");
+    assert!(said.contains("comes from the fetched notes"), "{said}");
+    let (runs, said) = runs_in_a_fresh_clone(false);
+    assert_eq!(runs, 2, "the base was checked here too: {said}");
+}
