@@ -15,8 +15,11 @@
 //!
 //! Then the self-check ([`Scratch::verify`]): a Python check records which of the work
 //! tree's files it imported (a `sitecustomize` on `PYTHONPATH`, chained to the
-//! environment's own); a file the checkout has too means the check ran the work tree's code,
-//! and the observation is refused with both paths, never recorded as the commit's.
+//! environment's own), and a Node one which it loaded through Node's own loader (an
+//! `--import` added to `NODE_OPTIONS`: `require` and `import` resolutions; vitest and jest
+//! resolve their sources themselves); a file the checkout has too means the check ran the
+//! work tree's code, and the observation is refused with both paths, never recorded as the
+//! commit's.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -70,11 +73,30 @@ pub fn prepare(
         });
     };
     node::prepare(root, &workdir, &label, progress)?;
-    let import_log = if python::is_project(root) {
-        Some(python::prepare(repo, root, &workdir, &mut env)?)
-    } else {
-        None
-    };
+    let guards = repo.commondir().join("itergate").join("python-guard");
+    std::fs::create_dir_all(&guards)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", guards.display()))?;
+    let name = root
+        .file_name()
+        .map_or_else(|| "scratch".into(), |n| n.to_string_lossy().into_owned());
+    let log = guards.join(format!("{name}.imports"));
+    let _ = std::fs::remove_file(&log);
+    let python = python::is_project(root);
+    if python {
+        python::prepare(root, &guards, &mut env)?;
+    }
+    let node = node::guard(root, &guards, &mut env)?;
+    let import_log = (python || node).then(|| {
+        env.push((
+            "ITERGATE_IMPORT_LOG".to_string(),
+            log.to_string_lossy().into_owned(),
+        ));
+        env.push((
+            "ITERGATE_WORK_TREE".to_string(),
+            workdir.to_string_lossy().into_owned(),
+        ));
+        log
+    });
     Ok(Scratch {
         root: root.to_path_buf(),
         workdir,
@@ -102,8 +124,13 @@ impl Scratch {
         let Some(first) = foreign.first() else {
             return Ok(());
         };
+        let cause = if first.ends_with(".py") {
+            "Something outside the checkout put the work tree first on Python's path (a `PYTHONPATH`, a `.pth` file, a `sys.path` edit in a conftest)"
+        } else {
+            "Something outside the checkout resolved a module to the work tree (an absolute path, `NODE_PATH`, a link in `node_modules` to the work tree's copy)"
+        };
         Err(Failure::Check(format!(
-            "the checks of {} ran the work tree's code, not that commit's: `{first}` was imported from {} instead of {} ({} file(s) in all). Its results would describe your work tree, so nothing was recorded. Something outside the checkout put the work tree first on Python's path (a `PYTHONPATH`, a `.pth` file, a `sys.path` edit in a conftest); remove it, or have the check run from the checkout's own root.",
+            "the checks of {} ran the work tree's code, not that commit's: `{first}` was imported from {} instead of {} ({} file(s) in all). Its results would describe your work tree, so nothing was recorded. {cause}; remove it, or have the check run from the checkout's own root.",
             self.label,
             self.workdir.join(first).display(),
             self.root.join(first).display(),
@@ -166,29 +193,16 @@ finally:
         MARKERS.iter().any(|m| root.join(m).is_file())
     }
 
-    /// Puts the checkout's import roots and the guard first on `PYTHONPATH`; returns the
-    /// import log the guard writes.
+    /// Puts the checkout's import roots and the guard (written to `guards`) first on
+    /// `PYTHONPATH`.
     pub fn prepare(
-        repo: &Repository,
         root: &Path,
-        workdir: &Path,
+        guards: &Path,
         env: &mut Vec<(String, String)>,
-    ) -> Result<PathBuf, Failure> {
-        let dir = repo.commondir().join("itergate").join("python-guard");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
-        let guard = dir.join("sitecustomize.py");
-        if std::fs::read_to_string(&guard).ok().as_deref() != Some(GUARD) {
-            std::fs::write(&guard, GUARD)
-                .map_err(|e| anyhow::anyhow!("writing {}: {e}", guard.display()))?;
-        }
-        let name = root
-            .file_name()
-            .map_or_else(|| "scratch".into(), |n| n.to_string_lossy().into_owned());
-        let log = dir.join(format!("{name}.imports"));
-        let _ = std::fs::remove_file(&log);
+    ) -> Result<(), Failure> {
+        write_guard(&guards.join("sitecustomize.py"), GUARD)?;
         let mut paths: Vec<PathBuf> = import_roots(root);
-        paths.push(dir);
+        paths.push(guards.to_path_buf());
         if let Some(inherited) = std::env::var_os("PYTHONPATH") {
             paths.extend(std::env::split_paths(&inherited));
         }
@@ -198,15 +212,7 @@ finally:
             "PYTHONPATH".to_string(),
             joined.to_string_lossy().into_owned(),
         ));
-        env.push((
-            "ITERGATE_IMPORT_LOG".to_string(),
-            log.to_string_lossy().into_owned(),
-        ));
-        env.push((
-            "ITERGATE_WORK_TREE".to_string(),
-            workdir.to_string_lossy().into_owned(),
-        ));
-        Ok(log)
+        Ok(())
     }
 
     /// Where the checkout's packages are imported from: `src/` when it holds Python code
@@ -235,8 +241,119 @@ finally:
     }
 }
 
+/// Writes a guard script unless it is there already, as written.
+fn write_guard(path: &Path, text: &str) -> Result<(), Failure> {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 mod node {
     use super::*;
+
+    /// Loaded first by every Node process of a check (`NODE_OPTIONS=--import=…`): records
+    /// the work tree's files that `require` resolves to, and registers [`HOOKS`] for
+    /// `import`. Dependencies (under `node_modules`, shared on purpose) are not recorded.
+    const GUARD: &str = r#"// Written by itergate: a check in a scratch worktree must load that worktree's code.
+import Module, { register } from 'node:module';
+import { appendFileSync, realpathSync } from 'node:fs';
+import { sep } from 'node:path';
+
+const log = process.env.ITERGATE_IMPORT_LOG;
+const work = process.env.ITERGATE_WORK_TREE;
+if (log && work) {
+  const prefix = realpathSync(work) + sep;
+  const skip = [prefix + '.git' + sep];
+  const note = (file) => {
+    let real;
+    try { real = realpathSync(file); } catch { return; }
+    if (real.startsWith(prefix) && !skip.some((s) => real.startsWith(s))
+        && !real.includes(sep + 'node_modules' + sep)) {
+      appendFileSync(log, real.slice(prefix.length) + '\n');
+    }
+  };
+  const resolve = Module._resolveFilename;
+  Module._resolveFilename = function (...args) {
+    const file = resolve.apply(this, args);
+    if (typeof file === 'string' && file.includes(sep)) note(file);
+    return file;
+  };
+  register(new URL('./node-hooks.mjs', import.meta.url), { data: { log, prefix, skip } });
+}
+"#;
+
+    /// Node's `import` resolution hooks (they run on a thread of their own).
+    const HOOKS: &str = r#"// Written by itergate: see node-guard.mjs.
+import { appendFileSync } from 'node:fs';
+import { sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let seen;
+export function initialize(data) { seen = data; }
+export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  if (seen && typeof result.url === 'string' && result.url.startsWith('file:')) {
+    const file = fileURLToPath(result.url);
+    if (file.startsWith(seen.prefix) && !seen.skip.some((s) => file.startsWith(s))
+        && !file.includes(sep + 'node_modules' + sep)) {
+      appendFileSync(seen.log, file.slice(seen.prefix.length) + '\n');
+    }
+  }
+  return result;
+}
+"#;
+
+    /// Adds the guard to `NODE_OPTIONS` for a Node project, when the machine's `node` can
+    /// register resolution hooks (20.6 or later); says whether it did.
+    pub fn guard(
+        scratch: &Path,
+        guards: &Path,
+        env: &mut Vec<(String, String)>,
+    ) -> Result<bool, Failure> {
+        if !scratch.join("package.json").is_file() || !hooks_supported() {
+            return Ok(false);
+        }
+        let guard = guards.join("node-guard.mjs");
+        write_guard(&guard, GUARD)?;
+        write_guard(&guards.join("node-hooks.mjs"), HOOKS)?;
+        let url = file_url(&guard);
+        let inherited = std::env::var("NODE_OPTIONS").unwrap_or_default();
+        let options = format!("{inherited} --import={url}").trim().to_string();
+        env.push(("NODE_OPTIONS".to_string(), options));
+        Ok(true)
+    }
+
+    /// `file://` and the path, percent-encoded but for the characters URLs allow as they are.
+    fn file_url(path: &Path) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let mut url = String::from("file://");
+        for &byte in path.as_os_str().as_bytes() {
+            match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                    url.push(char::from(byte));
+                }
+                _ => url.push_str(&format!("%{byte:02X}")),
+            }
+        }
+        url
+    }
+
+    /// `node --version` is 20.6 or later (`module.register`).
+    fn hooks_supported() -> bool {
+        static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *SUPPORTED.get_or_init(|| {
+            let Ok(out) = std::process::Command::new("node").arg("--version").output() else {
+                return false;
+            };
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut parts = text.trim().trim_start_matches('v').split('.');
+            let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            (major, minor) >= (20, 6)
+        })
+    }
     /// The package.json keys that declare dependencies.
     const NODE_DEPENDENCY_KEYS: [&str; 4] = [
         "dependencies",

@@ -437,9 +437,11 @@ async fn execute(
         .envs(&check.env)
         // What a scratch worktree needs wins over the check's own `env`: a check that sets
         // `CARGO_TARGET_DIR` would otherwise build the base where HEAD builds, at the same
-        // time. The check's `PYTHONPATH` follows the checkout's import roots.
+        // time. The check's `PYTHONPATH` follows the checkout's import roots; its
+        // `NODE_OPTIONS` come before the self-check's `--import`.
         .envs(env.iter().map(|(k, v)| match check.env.get(k) {
             Some(own) if k == "PYTHONPATH" => (k.clone(), format!("{v}:{own}")),
+            Some(own) if k == "NODE_OPTIONS" => (k.clone(), format!("{own} {v}")),
             _ => (k.clone(), v.clone()),
         }))
         .stdin(Stdio::null())

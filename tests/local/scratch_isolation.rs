@@ -198,10 +198,9 @@ fn a_check_that_imports_the_work_trees_code_is_refused_with_both_paths() {
     assert!(said.contains("Nothing was recorded") || said.contains("nothing was recorded"));
 }
 
-#[test]
-fn an_npm_workspace_checks_the_bases_copy_of_its_linked_package() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = dir.path();
+/// An npm workspace whose `app` imports the linked package `core` through `test`, installed;
+/// returns `PATH`.
+fn npm_workspace(p: &Path, test: &str) -> String {
     git(p, &["init", "-q", "-b", "main"]);
     write(
         p,
@@ -223,11 +222,7 @@ fn an_npm_workspace_checks_the_bases_copy_of_its_linked_package() {
         "packages/app/package.json",
         r#"{"name":"app","version":"1.0.0","type":"module","dependencies":{"core":"1.0.0"}}"#,
     );
-    write(
-        p,
-        "packages/app/app.test.js",
-        "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { double } from 'core';\n\nit('doubles through core', () => {\n  assert.strictEqual(double(2), 4);\n});\n",
-    );
+    write(p, "packages/app/app.test.js", test);
     write(p, ".gitignore", "node_modules/\n.itergate-*\n");
     write(
         p,
@@ -240,6 +235,16 @@ fn an_npm_workspace_checks_the_bases_copy_of_its_linked_package() {
         .expect("npm linked the workspace package")
         .file_type()
         .is_symlink());
+    path
+}
+
+const APP_TEST: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { double } from 'core';\n\nit('doubles through core', () => {\n  assert.strictEqual(double(2), 4);\n});\n";
+
+#[test]
+fn an_npm_workspace_checks_the_bases_copy_of_its_linked_package() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let path = npm_workspace(p, APP_TEST);
     branch_breaks_and_iterates(
         p,
         &path,
@@ -247,6 +252,37 @@ fn an_npm_workspace_checks_the_bases_copy_of_its_linked_package() {
         "x * 2",
         "x * 3",
         "doubles through core",
+    );
+}
+
+#[test]
+fn a_node_check_that_loads_the_work_trees_code_is_refused_with_both_paths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    // The test imports the work tree's copy by its absolute path: defeats the checkout.
+    let core = p.join("packages/core/index.js");
+    let path = npm_workspace(
+        p,
+        &APP_TEST.replace("from 'core'", &format!("from '{}'", core.display())),
+    );
+    commit(p, "project");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "packages/core/index.js",
+        "export function double(x) {\n  return x * 3;\n}\n",
+    );
+    commit(p, "agent: break it");
+    let (out, said) = run(p, &path);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("ran the work tree's code"), "{said}");
+    assert!(
+        said.contains(&*core.to_string_lossy()),
+        "names the work tree's file: {said}"
+    );
+    assert!(
+        said.contains("resolved a module to the work tree"),
+        "{said}"
     );
 }
 
