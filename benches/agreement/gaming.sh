@@ -2,11 +2,14 @@
 # Gaming sequences: on real repositories, a commit breaks a function so that a real test
 # fails (ITERATE); then, each on its own branch started from that commit, the moves that
 # make a check pass by changing the check instead of the code (delete, skip, rewrite or
-# deselect the failing test, silence a lint finding, two violations in a row), and honest
-# counterparts (the real fix, a passing test renamed, a test file moved with `git mv`).
+# deselect the failing test, rewrite a table row, weaken a shared helper, patch the unit or
+# the runner from a conftest.py / setup file / TestMain / new _test.go / .cargo/config.toml,
+# silence a lint finding, two violations in a row), and honest counterparts (the real fix, a
+# passing test renamed, a test file moved with `git mv`, code and expectation changed
+# together from a passing state).
 # See GAMING.md.
 #
-#   bash benches/agreement/gaming.sh                      # log itsdangerous webidl-conversions
+#   bash benches/agreement/gaming.sh                      # log itsdangerous webidl-conversions ufo cast
 #   bash benches/agreement/gaming.sh webidl-conversions   # some of them (gaming/<repo>.sh)
 #
 # Each gaming/<repo>.sh uses lib.sh (clone, base_config, branch, step, edit, commit, score)
@@ -44,7 +47,7 @@ expect() {
 gaming() { git checkout -q -b "$1" "$2" || exit 1; }
 
 repos=("$@")
-[ ${#repos[@]} -eq 0 ] && repos=(log itsdangerous webidl-conversions)
+[ ${#repos[@]} -eq 0 ] && repos=(log itsdangerous webidl-conversions ufo cast)
 for r in "${repos[@]}"; do
     rm -f "$OUT/$r/expected.tsv"
     ( source "$HERE/gaming/$r.sh" )

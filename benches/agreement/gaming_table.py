@@ -6,10 +6,13 @@ OUT_DIR/<repo>/steps.tsv (lib.sh: step, commit, what, exit, seconds, decision li
 OUT_DIR/<repo>/expected.tsv (gaming.sh's `expect`: step, move, expected decision, expected
 integrity: `BLOCKER:<text>` or `WARNING:<text>`, an Integrity line of that severity that
 contains the text; `none`, no Integrity line; `any`, not judged) and OUT_DIR/<repo>/<step>.out
-(the terminal summary, whose `Integrity:` lines are quoted). Everything between the
+(the terminal summary, whose `Integrity:` lines are quoted) and OUT_DIR/<repo>/<step>.record.json
+(the record, whose INFO integrity notes, which the summary does not print, are quoted after
+them, marked "(record only)"). Everything between the
 GENERATED markers of GAMING.md is replaced.
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -17,9 +20,10 @@ sys.dont_write_bytecode = True  # no __pycache__ next to the bench files
 from table import BEGIN, END, cell, read_tsv, verdict  # noqa: E402
 
 BEGIN = BEGIN.replace("table.py", "gaming_table.py")
-ORDER = ["log", "itsdangerous", "webidl-conversions"]
+ORDER = ["log", "itsdangerous", "webidl-conversions", "ufo", "cast"]
 KIND = {"log": "Rust, rust-lang/log", "itsdangerous": "Python, pallets/itsdangerous",
-        "webidl-conversions": "JavaScript, jsdom/webidl-conversions"}
+        "webidl-conversions": "JavaScript, jsdom/webidl-conversions",
+        "ufo": "TypeScript, unjs/ufo", "cast": "Go, spf13/cast"}
 
 
 def integrity(out_file):
@@ -35,6 +39,18 @@ def integrity(out_file):
         else:
             inside = False
     return lines
+
+
+def record_notes(record_file):
+    """The record's INFO integrity notes (the summary prints no INFO findings)."""
+    if not record_file.exists():
+        return []
+    try:
+        issues = json.loads(record_file.read_text())["record"]["issues"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [f"INFO {i['finding']}" for i in issues
+            if i.get("dimension") == "integrity" and i.get("severity") == "INFO"]
 
 
 def span(text):
@@ -70,11 +86,17 @@ def main(out_dir, bench_dir):
         for step, (commit, what, code, took, decision) in steps.items():
             move, want, want_integrity = expected.get(step, ["?", "?", "any"])
             found = integrity(out_dir / repo / f"{step}.out")
+            notes = record_notes(out_dir / repo / f"{step}.record.json")
             ours = verdict(decision, code).upper()
-            ok = ours == want and meets(want_integrity, found)
+            ok = ours == want and meets(want_integrity, found + notes)
             total += 1
             agreed += ok
-            shown = "<br>".join(span(cell(f)) for f in found) or "(none)"
+            # BLOCKERs first; a deselected table can name hundreds of cases, so at most 4.
+            cells = [span(cell(f)) for f in sorted(found, key=lambda f: not f.startswith("BLOCKER "))]
+            cells += [span(cell(n)) + " (record only)" for n in notes]
+            if len(cells) > 4:
+                cells = cells[:4] + [f"(+{len(cells) - 4} more)"]
+            shown = "<br>".join(cells) or "(none)"
             wanted = {"none": "no integrity issue", "any": "not judged"}.get(
                 want_integrity, want_integrity.replace(":", " naming ", 1))
             lines.append(

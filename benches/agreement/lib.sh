@@ -46,12 +46,19 @@ clone() {
 # is not on PATH.
 install_deps() {
     if [ -f pnpm-lock.yaml ]; then
+        local want
+        want=$(python3 -c 'import json; print(json.load(open("package.json")).get("packageManager", "pnpm@latest").split("+")[0])')
         if ! command -v pnpm >/dev/null; then
-            local want
-            want=$(python3 -c 'import json; print(json.load(open("package.json")).get("packageManager", "pnpm@latest").split("+")[0])')
             npm install -g --no-audit --no-fund "$want" >&2 || exit 1
         fi
-        pnpm install --frozen-lockfile >&2 || exit 1
+        # A pnpm on PATH of another major version than packageManager's cannot read the
+        # lockfile: that version through npx, leaving the global one alone.
+        local have=${want#pnpm@}
+        if [ "${have%%.*}" != "$(pnpm --version | cut -d. -f1)" ] && [ "$have" != latest ]; then
+            npx -y "$want" install --frozen-lockfile >&2 || exit 1
+        else
+            pnpm install --frozen-lockfile >&2 || exit 1
+        fi
     elif [ -f package-lock.json ]; then
         npm ci --no-audit --no-fund >&2 || exit 1
     elif [ -f go.mod ]; then

@@ -12,6 +12,8 @@
 //! 5. fewer than `iteration_limits.min` iterations (step 3) — continue;
 //! 6. improvement below threshold (step 6) or plateau (step 7) — within the exploration
 //!    quota continue; at `k` flat cycles apply `flat_cycle_action`; without a quota stop;
+//!    not while the revision loop is at work (issues that change from one iteration to the
+//!    next, within the round limit: each revision gets its turn);
 //! 7. regression protection (step 8) — stop past `max_regressions`, else ask to revert;
 //!    a drop smaller than the improvement threshold is noise, not a regression (see
 //!    [`super::trajectory`]), and a drop that comes from coverage alone, with coverage
@@ -304,9 +306,17 @@ fn clean_or_too_early(ctx: &StopContext) -> Option<Outcome> {
     })
 }
 
+/// The revision loop is at work: the latest iteration still has issues, within the round
+/// limit, and changed them (not stalled). A flat score is then no plateau: the seed's
+/// revisions run first, and the round limit bounds them.
+fn revising(ctx: &StopContext) -> bool {
+    let r = ctx.revision;
+    r.has_issues && !r.limit_exceeded && !r.stalled && r.progress.previous_count.is_some()
+}
+
 fn improvement(ctx: &StopContext) -> Option<Outcome> {
     let point = ctx.trajectory.latest()?;
-    if !(point.flat || point.plateau) {
+    if !(point.flat || point.plateau) || revising(ctx) {
         return None;
     }
     let criteria = &ctx.config.stopping_criteria;
@@ -397,7 +407,7 @@ fn regression(ctx: &StopContext) -> Option<Outcome> {
 
 fn assessment(ctx: &StopContext) -> Option<Outcome> {
     let p = ctx.potential;
-    if p.plateauing && p.trend < MIN_TREND {
+    if p.plateauing && p.trend < MIN_TREND && !revising(ctx) {
         return Some(ctx.stop(
             Recommendation::Escalate,
             StopCode::NotImproving,

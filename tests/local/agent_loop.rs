@@ -979,3 +979,53 @@ fn the_loop_judges_by_the_bases_rules_whatever_its_agent_writes_and_run_agrees_o
         "accept"
     );
 }
+
+/// One failing test, three attempts that each change the failure, then the fix: the seed's
+/// three revisions, not a stall after the first.
+#[test]
+fn one_failing_test_gets_three_revisions_while_each_changes_something() {
+    let project = Project::new(10);
+    let attempt = |body: &str| {
+        json!({ "write": { "lib/multiply.js": format!("export function multiply(a, b) {{\n  return {body};\n}}\n"),
+                           "test/multiply.test.js": TEST_MULTIPLY } })
+    };
+    let plan = json!([
+        attempt("a + b"),
+        attempt("a - b"),
+        attempt("a * b + 1"),
+        right()
+    ]);
+    let (code, events, stderr) = project.run(plan, &[]);
+    let decisions: Vec<&str> = of(&events, "judged")
+        .iter()
+        .map(|j| j["recommendation"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["iterate", "iterate", "iterate", "accept"],
+        "{stderr}\n{:#?}",
+        of(&events, "stopped")
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// An agent that crashes twice without changing anything: the crash is shown, and the
+/// stall rule counts it (the loop calls a person, it does not go on paying).
+#[test]
+fn a_crashing_agent_is_shown_and_counted_by_the_stall_rule() {
+    let project = Project::new(10);
+    let crash = json!({ "exit": 2, "print": "Error: the model is overloaded" });
+    let (code, events, stderr) = project.run(json!([wrong(), crash]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "escalated", "{stopped}");
+    assert!(
+        project.runs() <= 3,
+        "stopped soon after the crashes: {} runs",
+        project.runs()
+    );
+    assert!(
+        stderr.contains("exited 2") || format!("{events:?}").contains("exited 2"),
+        "the crash is shown: {stderr}\n{events:?}"
+    );
+}
