@@ -162,10 +162,16 @@ fn quality_trigger(config: &Config, quality: Option<f64>) -> Option<Trigger> {
         kind: TriggerType::QualityThreshold,
         source: "quality-scorer".into(),
         severity: (threshold.value.get() - quality).clamp(0.0, 1.0),
-        details: format!(
-            "Quality {quality:.2} below threshold {:.2}",
-            threshold.value.get()
-        ),
+        details: {
+            let bar = threshold.value.get();
+            // Two decimals would print "0.95 below 0.95" for 0.947.
+            let places = if format!("{quality:.2}") == format!("{bar:.2}") {
+                3
+            } else {
+                2
+            };
+            format!("Quality {quality:.places$} below threshold {bar:.2}")
+        },
         fixable: true,
     })
 }

@@ -966,10 +966,12 @@ impl Accumulator {
             record.scores.coverage = if by_change { patch } else { project };
         }
         if !self.complexity.is_empty() {
-            let mean = self.complexity.iter().map(|c| f64::from(*c)).sum::<f64>()
-                / self.complexity.len() as f64;
+            // A function within the threshold scores 1; above it (a WARNING, named) the
+            // score falls linearly to 0 at twice the threshold. Every point lost is an issue.
             let threshold = f64::from(input.config.scoring.complexity_threshold.max(1));
-            record.scores.complexity = Some((1.0 - mean / threshold).max(0.0));
+            let each = |c: &u32| (1.0 - (f64::from(*c) - threshold).max(0.0) / threshold).max(0.0);
+            let sum: f64 = self.complexity.iter().map(each).sum();
+            record.scores.complexity = Some(sum / self.complexity.len() as f64);
         }
         record.status = if self.void {
             Status::Void

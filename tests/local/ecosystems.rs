@@ -786,6 +786,8 @@ fn a_go_module_with_lizard_is_measured_on_all_four_dimensions() {
             "{dimension} unmeasured: {record}"
         );
     }
+    // A function within the threshold costs nothing that no issue names.
+    assert_eq!(record["scores"]["complexity"], 1.0, "{record}");
 }
 
 /// A Maven project: `itergate init` writes `mvn test` read from Surefire's JUnit files (one
