@@ -1338,6 +1338,42 @@ fn gives_reason(text: &str, marker: &str, above: Option<&str>) -> bool {
 /// and silences nothing the base or an earlier iteration reported (a note then): a
 /// careful reviewer reads a justified suppression, but never accepts one that puts a
 /// finding the task was asked to fix out of sight.
+/// Whether `line` (1-based) of a Rust source lies inside a `#[cfg(test)]` module (found by
+/// its braces; a brace inside a string literal can mislead it, and then the suppression is
+/// judged as in code: the stricter reading).
+fn in_rust_test_module(source: &str, line: u32) -> bool {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].trim_start().starts_with("#[cfg(test)]") {
+            i += 1;
+            continue;
+        }
+        let Some(start) = (i..lines.len().min(i + 6)).find(|&k| {
+            let text = lines[k].trim_start();
+            (text.contains("mod ") || text.starts_with("mod")) && text.contains('{')
+        }) else {
+            i += 1;
+            continue;
+        };
+        let mut depth = 0i64;
+        let mut end = lines.len() - 1;
+        for (k, text) in lines.iter().enumerate().skip(start) {
+            depth += text.matches('{').count() as i64 - text.matches('}').count() as i64;
+            if depth <= 0 {
+                end = k;
+                break;
+            }
+        }
+        let at = line as usize;
+        if at > i && at <= end + 1 {
+            return true;
+        }
+        i = end + 1;
+    }
+    false
+}
+
 fn suppressions(
     changed: &ChangedLines,
     is_test: &dyn Fn(&str) -> bool,
@@ -1405,7 +1441,10 @@ fn suppressions(
             let justified = !silences_reported && gives_reason(&l.text, marker, above);
             // A tool no check runs measures nothing here: silencing it games nothing.
             let unjudged = !silences_a_check(tool);
-            let severity = if is_test(path) || justified || unjudged {
+            // Test code: a test file, or a Rust `#[cfg(test)]` module in a source file.
+            let test_code =
+                is_test(path) || source().is_some_and(|s| in_rust_test_module(s, l.line));
+            let severity = if test_code || justified || unjudged {
                 Severity::Info
             } else {
                 Severity::Warning
@@ -1559,6 +1598,15 @@ fn loosened_tools(changed: &ChangedLines) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_line_inside_a_cfg_test_module_is_test_code() {
+        let source = "pub fn f() {\n    #[allow(unused)]\n    let x = 1;\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[allow(clippy::needless_return)]\n    fn helper() -> u32 {\n        return 1;\n    }\n}\n\npub fn g() {}\n";
+        assert!(!super::in_rust_test_module(source, 2), "code");
+        assert!(super::in_rust_test_module(source, 10), "the helper's allow");
+        assert!(super::in_rust_test_module(source, 12));
+        assert!(!super::in_rust_test_module(source, 16), "after the module");
+    }
+
     use super::*;
 
     #[test]
