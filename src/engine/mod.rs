@@ -109,7 +109,7 @@ pub fn evaluate(input: &DecideInput) -> Result<Evaluation, EngineError> {
             max_iterations,
         },
     );
-    let best = trajectory.best_point();
+    let best = trajectory.chosen_best();
     let mut assessment = potential.assessment;
     assessment.recommendation = recommendation;
     let priority = priority(recommendation, &triggers);
@@ -243,7 +243,7 @@ fn budget_stop_report(
     history: &[IterationRecord],
     recommendation: Recommendation,
 ) -> BudgetStopReport {
-    let best = trajectory.best_point();
+    let best = trajectory.chosen_best();
     let latest = trajectory.latest();
     BudgetStopReport {
         // Projected overruns only reach here when they are hard stops.

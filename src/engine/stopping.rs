@@ -373,7 +373,7 @@ fn regression(ctx: &StopContext) -> Option<Outcome> {
         return None;
     }
     let point = ctx.trajectory.latest()?;
-    let best = ctx.trajectory.attempt_best_point()?;
+    let best = ctx.trajectory.chosen_best()?;
     let count = point.attempt_regressions;
     if count > protection.max_regressions {
         return Some(ctx.stop_with_best(

@@ -79,9 +79,14 @@ impl Trajectory {
         let points = records.iter().map(|r| builder.push(r)).collect();
         Trajectory {
             points,
-            best: builder.best,
+            best: builder.trusted_best.or(builder.best),
             attempt_start: builder.attempt_start,
-            attempt_best: builder.attempt_best.map(|(index, _)| index),
+            // An iteration with an open integrity finding (a test removed, skipped or
+            // deselected) is never the best while one without is there.
+            attempt_best: builder
+                .trusted_attempt_best
+                .or(builder.attempt_best)
+                .map(|(index, _)| index),
         }
     }
 
@@ -114,6 +119,12 @@ impl Trajectory {
     pub fn attempt_best_point(&self) -> Option<&Point> {
         self.attempt_best.and_then(|i| self.points.get(i))
     }
+
+    /// The one best every output names ("Best iteration so far", "start again from", the
+    /// budget report): the current attempt's, else the task's.
+    pub fn chosen_best(&self) -> Option<&Point> {
+        self.attempt_best_point().or_else(|| self.best_point())
+    }
 }
 
 struct Builder<'c> {
@@ -131,6 +142,10 @@ struct Builder<'c> {
     /// The best iteration (index, quality) within the current attempt: regressions are
     /// drops below it.
     attempt_best: Option<(usize, f64)>,
+    /// `best` and `attempt_best` among iterations with no open integrity finding.
+    trusted_best: Option<usize>,
+    trusted_attempt_best: Option<(usize, f64)>,
+    trusted_best_quality: Option<f64>,
 }
 
 impl<'c> Builder<'c> {
@@ -147,6 +162,9 @@ impl<'c> Builder<'c> {
             attempt_start: 0,
             attempt_regressions: 0,
             attempt_best: None,
+            trusted_best: None,
+            trusted_attempt_best: None,
+            trusted_best_quality: None,
         }
     }
 
@@ -191,6 +209,7 @@ impl<'c> Builder<'c> {
             self.attempt_start = index;
             self.attempt_regressions = 0;
             self.attempt_best = None;
+            self.trusted_attempt_best = None;
             self.improvements.clear();
             self.cumulative.flat_cycle_count = 0;
         }
@@ -217,6 +236,21 @@ impl<'c> Builder<'c> {
         if self.best_quality.is_none_or(|b| q >= b - EPSILON) {
             self.best_quality = Some(q);
             self.best = Some(index);
+        }
+        let suspect = record.issues.iter().any(|i| {
+            i.dimension == crate::signals::integrity::DIMENSION && i.severity.counts_for_revision()
+        });
+        if !suspect {
+            if self
+                .trusted_attempt_best
+                .is_none_or(|(_, b)| q >= b - EPSILON)
+            {
+                self.trusted_attempt_best = Some((index, q));
+            }
+            if self.trusted_best_quality.is_none_or(|b| q >= b - EPSILON) {
+                self.trusted_best_quality = Some(q);
+                self.trusted_best = Some(index);
+            }
         }
         let first = *self.first.get_or_insert(q);
         self.cumulative.total_improvement = round6(q - first);

@@ -941,3 +941,44 @@ fn next_steps_name_failures_with_one_cause_once() {
     );
     assert!(fixes[0].contains("src/parse.rs:17"), "{}", fixes[0]);
 }
+
+/// An iteration that removed passing tests (an integrity WARNING, not VOID) scores high,
+/// but is never named the best while an iteration without such a finding is there.
+#[test]
+fn an_iteration_with_an_open_integrity_finding_is_not_the_best() {
+    let mut removed = rec(1, 1.0);
+    removed.issues.push(itergate::model::CheckerIssue {
+        dimension: itergate::signals::integrity::DIMENSION.into(),
+        severity: Severity::Warning,
+        finding: "test t::case[1] was removed from check `tests`".into(),
+        affected_field: Some("tests/test_t.py:3".into()),
+        suggested_fix: None,
+    });
+    let history = vec![removed, failing(2, 0.8, 1)];
+    let d = decide_default(&history);
+    assert_eq!(d.best_iteration, Some(2), "{d:?}");
+}
+
+/// One output names one best: the current attempt's (after iteration 2 met the bar),
+/// in "Best iteration so far" and in "start again from".
+#[test]
+fn one_output_names_one_best() {
+    let history = vec![
+        failing(1, 0.5, 4),
+        rec(2, 1.0),
+        failing(3, 0.80, 3),
+        failing(4, 0.88, 2),
+        failing(5, 0.70, 1),
+    ];
+    let d = decide_default(&history);
+    let reverted = d.strategy.as_ref().and_then(|s| {
+        s.modifications.iter().find_map(|m| match m {
+            itergate::engine::Modification::RevertTo { iteration } => Some(*iteration),
+            _ => None,
+        })
+    });
+    if let Some(reverted) = reverted {
+        assert_eq!(d.best_iteration, Some(reverted), "{d:?}");
+    }
+    assert_eq!(d.best_iteration, Some(4), "{d:?}");
+}
