@@ -7,8 +7,8 @@ OUT_DIR/<repo>/expected.tsv (gaming.sh's `expect`: step, move, expected decision
 integrity: `BLOCKER:<text>` or `WARNING:<text>`, an Integrity line of that severity that
 contains the text; `none`, no Integrity line; `any`, not judged) and OUT_DIR/<repo>/<step>.out
 (the terminal summary, whose `Integrity:` lines are quoted) and OUT_DIR/<repo>/<step>.record.json
-(the record, whose INFO integrity notes, which the summary does not print, are quoted after
-them, marked "(record only)"). Everything between the
+(the record, whose INFO "had its expectation changed" notes, which the summary does not
+print, are quoted after them, marked "(record only)"). Everything between the
 GENERATED markers of GAMING.md is replaced.
 """
 
@@ -42,7 +42,8 @@ def integrity(out_file):
 
 
 def record_notes(record_file):
-    """The record's INFO integrity notes (the summary prints no INFO findings)."""
+    """The record's "had its expectation changed" notes (INFO by default; the summary prints
+    no INFO findings)."""
     if not record_file.exists():
         return []
     try:
@@ -50,7 +51,8 @@ def record_notes(record_file):
     except (ValueError, KeyError, TypeError):
         return []
     return [f"INFO {i['finding']}" for i in issues
-            if i.get("dimension") == "integrity" and i.get("severity") == "INFO"]
+            if i.get("dimension") == "integrity" and i.get("severity") == "INFO"
+            and "had its expectation changed" in i.get("finding", "")]
 
 
 def span(text):

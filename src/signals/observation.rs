@@ -218,6 +218,8 @@ impl Observation {
 /// A diagnostic's place: its own when inside the repository, else the deepest frame of
 /// its traceback that is.
 fn locate_diagnostic(paths: &RepoPaths, d: &mut Diagnostic) {
+    d.message = paths.without_root(&d.message);
+    d.detail = paths.without_root(&d.detail);
     if let Some(file) = &mut d.file {
         *file = paths.relative(file);
     }

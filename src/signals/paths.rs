@@ -126,6 +126,10 @@ impl RepoPaths {
                         }
                     }
                     self.locate_test(case);
+                    // No machine's path in what a prompt quotes.
+                    for text in [&mut case.message, &mut case.output].into_iter().flatten() {
+                        *text = self.without_root(text);
+                    }
                 }
             }
             Report::Lint(lint) => {

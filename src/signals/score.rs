@@ -1088,10 +1088,12 @@ fn diagnostic_finding(d: &Diagnostic) -> String {
         .map(|c| format!("{c}: "))
         .unwrap_or_default();
     let head = format!("{code}{}", d.message);
-    if d.detail.trim().is_empty() || d.detail.trim() == d.message {
+    // The detail is kept as the tool printed it; a finding carries no colour codes.
+    let detail = super::report::strip_ansi(&d.detail);
+    if detail.trim().is_empty() || detail.trim() == d.message {
         head
     } else {
-        format!("{head}\n{}", d.detail.trim_end())
+        format!("{head}\n{}", detail.trim_end())
     }
 }
 
