@@ -3,7 +3,9 @@
 //! Hallucinations: rustc's "cannot find" family (E0412 type, E0422/E0423/E0425 value or
 //! function, E0432/E0433 unresolved import or path, E0599 no such method, E0609 no such
 //! field, E0463 missing crate), TypeScript's TS2304/TS2307/TS2339/TS2305, and Python's
-//! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`.
+//! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`, and Go's
+//! `undefined: name` — wherever the tool says it: a build's output, a test that errored
+//! while building, `go vet`.
 //! Work left undone is [`super::markers`].
 
 use crate::model::{CheckerIssue, Severity, TriggerType};
@@ -22,10 +24,20 @@ const PYTHON_UNKNOWN_NAME_ERRORS: [&str; 4] = [
     "AttributeError: module",
 ];
 
+/// Go's compiler (and `go vet`, which type-checks first): `./calc.go:8:9: undefined: Mul`.
+fn go_undefined(text: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim();
+        line.starts_with("undefined: ") || (line.contains(".go:") && line.contains(": undefined: "))
+    })
+}
+
 /// Hallucination when a compiler or type checker says a name does not exist.
 pub fn lint_trigger(finding: &LintFinding) -> Option<TriggerType> {
     let rule = finding.rule.as_deref().unwrap_or("");
-    let names_unknown = RUST_UNKNOWN_NAME_CODES.contains(&rule)
+    let go = finding.file.as_deref().is_some_and(|f| f.ends_with(".go"));
+    let names_unknown = (go && go_undefined(&finding.message))
+        || RUST_UNKNOWN_NAME_CODES.contains(&rule)
         || TS_UNKNOWN_NAME_CODES
             .iter()
             .any(|c| rule.eq_ignore_ascii_case(c))
@@ -75,10 +87,10 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
     };
     let text = [case.message.as_deref(), case.output.as_deref()];
     let hallucinated = severity == Severity::Blocker
-        && text
-            .iter()
-            .flatten()
-            .any(|t| PYTHON_UNKNOWN_NAME_ERRORS.iter().any(|e| t.contains(e)));
+        && text.iter().flatten().any(|t| {
+            PYTHON_UNKNOWN_NAME_ERRORS.iter().any(|e| t.contains(e))
+                || (case.outcome == TestOutcome::Errored && go_undefined(t))
+        });
     let issue = CheckerIssue {
         dimension: "tests".into(),
         severity,
@@ -112,7 +124,8 @@ pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {
         || PYTHON_UNKNOWN_NAME_ERRORS
             .iter()
             .any(|e| d.message.starts_with(e))
-        || ["undefined: ", "undeclared", "No module named"]
+        || go_undefined(&d.message)
+        || ["undeclared", "No module named"]
             .iter()
             .any(|m| d.message.contains(m));
     names_unknown.then_some(TriggerType::HallucinationDetected)
@@ -126,4 +139,43 @@ fn last_pytest_error(output: &str) -> Option<&str> {
         .filter_map(|l| l.strip_prefix("E "))
         .map(str::trim)
         .find(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_says_a_name_is_undefined_in_vet_in_a_test_build_and_in_a_build() {
+        assert!(go_undefined("undefined: Mul"));
+        assert!(go_undefined(
+            "# example.com/gg\n./calc.go:8:9: undefined: Mul\nFAIL"
+        ));
+        assert!(!go_undefined("expected undefined to equal 3"));
+        assert!(!go_undefined("TypeError: x is undefined: boom"));
+        let vet = LintFinding {
+            tool: "go vet".into(),
+            rule: None,
+            level: crate::signals::report::LintLevel::Error,
+            message: "undefined: Mul".into(),
+            file: Some("calc.go".into()),
+            line: Some(8),
+            column: Some(9),
+            suggested_fix: None,
+            context: None,
+        };
+        assert_eq!(lint_trigger(&vet), Some(TriggerType::HallucinationDetected));
+        let case = TestCase {
+            id: "example.com/gg".into(),
+            outcome: TestOutcome::Errored,
+            message: Some("./calc.go:8:9: undefined: Mul".into()),
+            output: None,
+            file: None,
+            line: None,
+        };
+        assert_eq!(
+            test_issue(&case).1,
+            Some(TriggerType::HallucinationDetected)
+        );
+    }
 }
