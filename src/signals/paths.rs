@@ -170,13 +170,18 @@ impl RepoPaths {
         if let Some(file) = &mut case.file {
             *file = self.relative(file);
         }
+        // A doctest (`src/lib.rs - double (line 16)`): rustdoc's own panic lines count its
+        // generated program's lines, not the file's; its example's line is in its name.
+        let doctest = doctest_place(&case.id).map(|(file, line)| (self.relative(file), line));
         let text = [case.message.as_deref(), case.output.as_deref()];
         let deepest = text
             .iter()
             .flatten()
             .flat_map(|t| frames(t))
             .map(|(file, line)| (self.relative(&file), line))
-            .rfind(|(file, _)| is_repository_path(file));
+            .filter(|(file, _)| doctest.as_ref().is_none_or(|(d, _)| d != file))
+            .rfind(|(file, _)| is_repository_path(file))
+            .or(doctest);
         match deepest {
             Some((file, line)) => {
                 case.file = Some(file);
@@ -312,4 +317,12 @@ pub fn line_text(root: &Path, file: &str, line: u32) -> Option<String> {
     let text = read_text_in_tree(root, &root.join(file), SOURCE_FILE_BYTES_MAX)?;
     let index = usize::try_from(line).ok()?.checked_sub(1)?;
     text.lines().nth(index).map(|l| l.trim().to_string())
+}
+
+/// The file and line a doctest's name gives: `src/lib.rs - double (line 16)`.
+fn doctest_place(id: &str) -> Option<(&str, u32)> {
+    let (file, rest) = id.split_once(" - ")?;
+    let line = rest.trim_end().strip_suffix(')')?.rsplit_once("(line ")?.1;
+    let line = line.trim().parse().ok()?;
+    (file.ends_with(".rs") || file.ends_with(".md")).then_some((file, line))
 }

@@ -115,3 +115,39 @@ fn a_coloured_compiler_error_is_quoted_without_colour_codes() {
     assert!(!prompt.contains('\u{1b}'), "colour codes: {prompt:?}");
     assert!(!prompt.contains("\\e["), "colour codes: {prompt}");
 }
+
+/// A failing doctest is placed at its example (the line its name gives), not at the line
+/// rustdoc's generated program panicked on.
+#[test]
+fn a_failing_doctest_is_placed_at_its_example() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "Cargo.toml",
+        "[package]\nname = \"doubles\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = "/// Adds two numbers.\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n/// Doubles `x`.\n///\n/// ```\n/// assert_eq!(doubles::double(21), 42);\n/// ```\npub fn double(x: u32) -> u32 {\n    x * 2\n}\n";
+    write(p, "src/lib.rs", lib);
+    write(
+        p,
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: cargo test --no-fail-fast --color never\n    report: { format: libtest, from: stdout }\n",
+    );
+    write(p, ".gitignore", "target/\nCargo.lock\n");
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", "doubles"]);
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(p, "src/lib.rs", &lib.replace("x * 2", "x * 2 + 1"));
+    git(p, &["commit", "-q", "-am", "off by one"]);
+    let (out, said) = run(p);
+    assert_eq!(out.status.code(), Some(10), "{said}");
+    let prompt = prompt(p);
+    assert!(prompt.contains("src/lib.rs - double (line 8)"), "{prompt}");
+    assert!(prompt.contains("src/lib.rs:8"), "at the example: {prompt}");
+    assert!(
+        !prompt.contains("src/lib.rs:1\n") && !prompt.contains("src/lib.rs:1)"),
+        "{prompt}"
+    );
+}
