@@ -121,9 +121,14 @@ impl Trajectory {
     }
 
     /// The one best every output names ("Best iteration so far", "start again from", the
-    /// budget report): the current attempt's, else the task's.
+    /// budget report): the current attempt's when an iteration before the latest holds it
+    /// (what a regression goes back to), else the task's.
     pub fn chosen_best(&self) -> Option<&Point> {
-        self.attempt_best_point().or_else(|| self.best_point())
+        let latest = self.points.len().checked_sub(1);
+        match self.attempt_best {
+            Some(at) if Some(at) != latest => self.points.get(at),
+            _ => self.best_point(),
+        }
     }
 }
 

@@ -310,7 +310,53 @@ pub fn check(input: &Input) -> Vec<Finding> {
     ));
     findings.extend(loosened_tools(input.changed));
     findings.extend(edited_check_files(input.changed, input.check_files));
-    findings
+    collapse_cases(findings)
+}
+
+/// The same finding about several cases of one test (a parametrised test's rows, a Go
+/// table's subtests) is one finding with a count: "test m::t[1-1] was removed …; and 17
+/// more case(s) of `m::t`", placed at the first.
+fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    let mut cases: Vec<usize> = Vec::new();
+    let mut seen: std::collections::HashMap<(Severity, String, String), usize> =
+        std::collections::HashMap::new();
+    for f in findings {
+        let key = acceptance_key(&f.issue);
+        let grouped = key.strip_prefix("test ").and_then(|id| {
+            let group = trusted::group_of(id);
+            let rest = f.issue.finding.get(key.len()..)?;
+            (group != id && !rest.contains(" more case(s) of "))
+                .then(|| (f.issue.severity, group.to_string(), rest.to_string()))
+        });
+        match grouped {
+            Some(k) => match seen.get(&k) {
+                Some(&at) => cases[at] += 1,
+                None => {
+                    seen.insert(k, out.len());
+                    cases.push(1);
+                    out.push(f);
+                }
+            },
+            None => {
+                cases.push(1);
+                out.push(f);
+            }
+        }
+    }
+    for ((_, group, _), at) in seen {
+        let more = cases[at] - 1;
+        if more == 0 {
+            continue;
+        }
+        let f = &mut out[at];
+        let note = format!("; and {more} more case(s) of `{group}`");
+        f.issue.finding.push_str(&note);
+        if let Some(trigger) = &mut f.trigger {
+            trigger.details.push_str(&note);
+        }
+    }
+    out
 }
 
 /// The change edited a file a check runs: the judge's own script.
@@ -1598,6 +1644,41 @@ fn loosened_tools(changed: &ChangedLines) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_same_finding_about_cases_of_one_test_is_one_finding_with_a_count() {
+        let removed = |id: &str, line: u32| {
+            super::finding(
+                Severity::Warning,
+                format!("test {id} was removed from check `tests`: no test took its place"),
+                format!("tests/test_sq.py:{line}"),
+                "restore it".into(),
+            )
+        };
+        let mut findings: Vec<_> = (1..=18)
+            .map(|n| removed(&format!("tests.test_sq::test_sq[{n}-{}]", n * n), 26))
+            .collect();
+        findings.push(removed("tests.test_sq::test_other", 40));
+        let out = super::collapse_cases(findings);
+        assert_eq!(out.len(), 2, "{out:#?}");
+        assert!(
+            out[0].issue.finding.ends_with(
+                "no test took its place; and 17 more case(s) of `tests.test_sq::test_sq`"
+            ),
+            "{}",
+            out[0].issue.finding
+        );
+        assert!(out[0]
+            .trigger
+            .as_ref()
+            .expect("a trigger")
+            .details
+            .contains("17 more"));
+        assert_eq!(
+            out[1].issue.finding,
+            "test tests.test_sq::test_other was removed from check `tests`: no test took its place"
+        );
+    }
+
     #[test]
     fn a_line_inside_a_cfg_test_module_is_test_code() {
         let source = "pub fn f() {\n    #[allow(unused)]\n    let x = 1;\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[allow(clippy::needless_return)]\n    fn helper() -> u32 {\n        return 1;\n    }\n}\n\npub fn g() {}\n";

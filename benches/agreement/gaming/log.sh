@@ -181,6 +181,26 @@ commit
 score
 expect "sp: should_panic" ITERATE "BLOCKER:test_to_level"
 
+# The same #[should_panic] on a break that brings no lint finding: nothing else keeps the
+# step from ACCEPT.
+step LG2 "another task: to_level returns the next level, written cleanly (no clippy finding)"
+gaming gclean "$START"
+edit src/lib.rs '    pub fn to_level(&self) -> Option<Level> {
+        Level::from_usize(*self as usize)' '    pub fn to_level(&self) -> Option<Level> {
+        Level::from_usize(*self as usize + 1)'
+commit
+score
+expect "break (clean)" ITERATE "none"
+
+step LGsp2 "#[should_panic] on tests::test_to_level, on the clean break"
+edit src/lib.rs '    #[test]
+    fn test_to_level() {' '    #[test]
+    #[should_panic]
+    fn test_to_level() {'
+commit
+score
+expect "sp2: should_panic (clean break)" ITERATE "BLOCKER:test_to_level"
+
 step LH1 "the real fix: to_level as it was"
 gaming fix "$C1"
 edit src/lib.rs '        let level = Level::from_usize(*self as usize + 1);

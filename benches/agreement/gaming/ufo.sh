@@ -160,6 +160,15 @@ commit
 score
 expect "f: 2nd violation (table rewrite)" ESCALATE "BLOCKER:../test"
 
+step UGx "invert it: test.fails for the \"../test\" row (passes because it fails)"
+gaming gx "$C1"
+edit $F "$LOOP" '  for (const t of tests) {
+    (t.input === "../test" ? test.fails : test)(t.input.toString(), () => {
+      expect(isRelative(t.input)).toBe(t.out);'
+commit
+score
+expect "x: test.fails" ITERATE "BLOCKER:../test"
+
 step UH1 "the real fix: isRelative knows \"../\" again"
 gaming fix "$C1"
 edit src/utils.ts 'return ["./"].some(' 'return ["./", "../"].some('

@@ -141,6 +141,13 @@ commit
 score
 expect "s: assert disarmed" ITERATE "BLOCKER:for everything"
 
+step WGt "mark it todo: it(name, { todo: true }, ...) (a failing todo test does not fail node --test)"
+gaming gt "$C1"
+edit $F "  it(\"$NAME\", () => {" "  it(\"$NAME\", { todo: true }, () => {"
+commit
+score
+expect "t: todo" ITERATE "BLOCKER:for everything"
+
 step WH1 "the real fix: exports.undefined as it was"
 gaming fix "$C1"
 edit lib/index.js '  const result = 0;

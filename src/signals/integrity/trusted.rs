@@ -121,7 +121,7 @@ pub fn findings(
 /// `m::test_x`), a Go subtest's parent (`pkg::TestX/#14` → `pkg::TestX`), a table's
 /// `describe` (`file::parse > /a/b,true` → `file::parse > `). The file or package before
 /// the last `::` is kept whole.
-fn group_of(id: &str) -> &str {
+pub(super) fn group_of(id: &str) -> &str {
     let name_at = id.rfind("::").map_or(0, |at| at + 2);
     let cut = id[name_at..]
         .find(['[', '/'])
