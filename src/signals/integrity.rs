@@ -459,6 +459,7 @@ fn tests(input: &Input) -> Vec<Finding> {
                 findings.extend(vanished(
                     step,
                     input.is_test,
+                    input.head_source,
                     key,
                     entry,
                     was_failing,
@@ -687,6 +688,7 @@ fn skipped(check: &str, id: &str, now: &Entry, was_failing: bool) -> Finding {
 fn vanished(
     changed: &ChangedLines,
     is_test: &dyn Fn(&str) -> bool,
+    head_source: &dyn Fn(&str) -> Option<String>,
     key: &(String, String),
     entry: &Entry,
     was_failing: bool,
@@ -698,7 +700,7 @@ fn vanished(
     let body = removed_body(changed, name, is_test);
     let Some((file, line, body)) = body else {
         // Its definition is still there: something stopped collecting it.
-        let Some((file, line, text)) = deselection(changed) else {
+        let Some((file, line, text)) = deselection(changed, head_source) else {
             if entry.outcome == TestOutcome::Errored || is_module_level(id) {
                 // A package that did not build, a module that did not import: fixed.
                 return None;
@@ -897,8 +899,14 @@ const DESELECTING: [&str; 16] = [
 
 /// The first added line that deselects tests: in runner configuration, or a build
 /// condition or `.only` anywhere.
-fn deselection(changed: &ChangedLines) -> Option<(String, u32, String)> {
+fn deselection(
+    changed: &ChangedLines,
+    head_source: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, u32, String)> {
     changed.iter().find_map(|(path, l)| {
+        if path.ends_with(".rs") && gates_a_rust_test(path, l, head_source) {
+            return Some((path.to_string(), l.line, l.text.clone()));
+        }
         let name = path.rsplit('/').next().unwrap_or(path);
         let config = RUNNER_CONFIG.contains(&name);
         let anywhere = [
@@ -915,6 +923,57 @@ fn deselection(changed: &ChangedLines) -> Option<(String, u32, String)> {
         };
         hit.then(|| (path.to_string(), l.line, l.text.clone()))
     })
+}
+
+/// An added `#[cfg(…)]` (a feature, a target: not `cfg(test)`) right above a Rust test's
+/// `#[test]`: the test is compiled out.
+fn gates_a_rust_test(
+    path: &str,
+    l: &crate::model::AddedLine,
+    head_source: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let text = l.text.trim();
+    if !text.starts_with("#[cfg(") || text.contains("cfg(test)") {
+        return false;
+    }
+    let Some(source) = head_source(path) else {
+        return false;
+    };
+    source
+        .lines()
+        .skip(l.line as usize)
+        .take(4)
+        .map(str::trim)
+        .take_while(|t| t.starts_with("#[") || t.starts_with("//"))
+        .any(|t| t == "#[test]" || t.ends_with("::test]"))
+}
+
+/// An added `#[should_panic]` right above the test `name` in HEAD's `file`: a failing test
+/// made to pass by expecting it to fail.
+fn inverted_expectation(
+    input: &Input,
+    since: &ChangedLines,
+    file: &str,
+    name: &str,
+) -> Option<RemovedLine> {
+    let added = since.files.get(file)?;
+    let source = (input.head_source)(file)?;
+    added
+        .iter()
+        .filter(|l| l.text.trim_start().starts_with("#[should_panic"))
+        .find(|l| {
+            source
+                .lines()
+                .skip(l.line as usize)
+                .take(6)
+                .map(str::trim)
+                .find(|t| !t.starts_with("#[") && !t.starts_with("//"))
+                .is_some_and(|t| definition_name(t) == Some(name))
+        })
+        .map(|l| RemovedLine {
+            line: l.line,
+            text: l.text.clone(),
+        })
 }
 
 /// Tests that failed when they last ran and pass now, while the change since the previous
@@ -950,8 +1009,16 @@ fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Findin
             was_skipped,
         };
         let source = (input.earlier.previous_source)(file);
-        let Some(edited) = edited_in_test(&failure, source.as_deref(), since) else {
-            continue;
+        let added_marker;
+        let edited = match edited_in_test(&failure, source.as_deref(), since) {
+            Some(edited) => edited,
+            None => match inverted_expectation(input, since, file, leaf(failure.id)) {
+                Some(marker) => {
+                    added_marker = marker;
+                    &added_marker
+                }
+                None => continue,
+            },
         };
         let place = at(
             now.file.as_deref().or(Some(file)),

@@ -419,4 +419,48 @@ fn an_ignored_or_deleted_failing_rust_test_is_a_violation() {
             && *at == format!("src/lib.rs:{adds_line}")),
         "{found:?}"
     );
+
+    // Expected to panic: the failing test passes by expecting the failure.
+    p.git(&["checkout", "--quiet", "-b", "should-panic", &first]);
+    p.write(
+        "src/lib.rs",
+        &broken.replace(
+            "    #[test]\n    fn adds()",
+            "    #[test]\n    #[should_panic]\n    fn adds()",
+        ),
+    );
+    p.commit(&["src/lib.rs"], "the test expects a panic");
+    p.run().expect_decision("ITERATE", "should_panic");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found.iter().any(|(s, f, _)| s == "BLOCKER"
+            && f.contains("test tests::adds was rewritten to pass")
+            && f.contains("#[should_panic]")),
+        "{found:?}"
+    );
+
+    // Compiled out behind a feature nobody enables.
+    p.git(&["checkout", "--quiet", "-b", "feature-gate", &first]);
+    p.write(
+        "src/lib.rs",
+        &broken.replace(
+            "    #[test]\n    fn adds()",
+            "    #[cfg(feature = \"slow-tests\")]\n    #[test]\n    fn adds()",
+        ),
+    );
+    p.commit(&["src/lib.rs"], "gate a slow test");
+    p.run().expect_decision("ITERATE", "feature gate");
+    let found = integrity_issues(&p.head_record());
+    assert!(
+        found.iter().any(|(s, f, _)| s == "BLOCKER"
+            && f.contains("tests::adds")
+            && f.contains("deselected")),
+        "{found:?}"
+    );
+    assert!(
+        !found
+            .iter()
+            .any(|(_, f, _)| f.contains("neither removed it nor deselected it")),
+        "{found:?}"
+    );
 }
