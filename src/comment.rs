@@ -174,7 +174,7 @@ pub fn comment_view(
         more_issues: issues.len().saturating_sub(MAX_LISTED_ISSUES),
         integrity: issues
             .iter()
-            .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
+            .filter(|i| integrity::shown_to_reviewers(i))
             .take(MAX_LISTED_ISSUES)
             .map(|i| IssueRow {
                 severity: i.severity.as_str(),

@@ -268,7 +268,7 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
         integrity: latest
             .into_iter()
             .flat_map(|r| &r.issues)
-            .filter(|i| i.dimension == integrity::DIMENSION && i.severity.counts_for_revision())
+            .filter(|i| integrity::shown_to_reviewers(i))
             .map(|i| {
                 // A person who accepted the iteration accepted its findings: shown, not dropped.
                 let accepted = decision

@@ -153,6 +153,17 @@ pub fn acceptance_key(issue: &CheckerIssue) -> String {
     text.to_string()
 }
 
+/// What an "expectation changed" note says (a test that passed at the start, edited with
+/// the code): INFO, but shown wherever a reviewer reads, never only in the record.
+pub const EXPECTATION_CHANGED: &str = "had its expectation changed";
+
+/// An integrity issue a person reading the summary or the comment is shown: everything
+/// that asks for a revision, and the notes that ask a reviewer to confirm a behaviour change.
+pub fn shown_to_reviewers(issue: &CheckerIssue) -> bool {
+    issue.dimension == DIMENSION
+        && (issue.severity.counts_for_revision() || issue.finding.contains(EXPECTATION_CHANGED))
+}
+
 /// How an accepted finding reads in the iterations after a person accepted it.
 pub const ACCEPTED_NOTE: &str = " (accepted by a person earlier in this task)";
 

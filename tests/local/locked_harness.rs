@@ -217,6 +217,12 @@ fn a_behaviour_change_with_its_expectation_updated_is_a_note_for_the_reviewer() 
         "feat: underscores",
     );
     assert_eq!(status, 0, "a reviewer reads the note: {text}");
+    assert!(
+        text.contains("Integrity:")
+            && text.contains("INFO test")
+            && text.contains("had its expectation changed"),
+        "the summary shows the note, not only the record: {text}"
+    );
     let note = Command::new("git")
         .args(["notes", "--ref", "itergate", "show", "HEAD"])
         .current_dir(project.path())

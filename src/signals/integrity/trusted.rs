@@ -105,7 +105,8 @@ pub fn findings(
             out.push(finding(
                 severity,
                 format!(
-                    "test {first} had its expectation changed: it passed at the task's start and fails on this code under the start's version of it{message}, while the change's version reports it {now}{count}; the change edited {edited}: confirm the behaviour change"
+                    "test {first} {}: it passed at the task's start and fails on this code under the start's version of it{message}, while the change's version reports it {now}{count}; the change edited {edited}: confirm the behaviour change",
+                    super::EXPECTATION_CHANGED
                 ),
                 place.to_string(),
                 format!(
