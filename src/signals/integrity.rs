@@ -469,8 +469,7 @@ fn tests(input: &Input) -> Vec<Finding> {
                     });
                 findings.extend(vanished(
                     step,
-                    input.is_test,
-                    input.head_source,
+                    input,
                     key,
                     entry,
                     was_failing,
@@ -698,8 +697,7 @@ fn skipped(check: &str, id: &str, now: &Entry, was_failing: bool) -> Finding {
 /// A test that no longer runs and has no successor.
 fn vanished(
     changed: &ChangedLines,
-    is_test: &dyn Fn(&str) -> bool,
-    head_source: &dyn Fn(&str) -> Option<String>,
+    input: &Input,
     key: &(String, String),
     entry: &Entry,
     was_failing: bool,
@@ -708,10 +706,10 @@ fn vanished(
 ) -> Option<Finding> {
     let (check, id) = (&key.0, &key.1);
     let name = leaf(id);
-    let body = removed_body(changed, name, is_test);
+    let body = removed_body(changed, name, input.is_test);
     let Some((file, line, body)) = body else {
         // Its definition is still there: something stopped collecting it.
-        let Some((file, line, text)) = deselection(changed, head_source) else {
+        let Some((file, line, text)) = deselection(changed, input.head_source) else {
             if entry.outcome == TestOutcome::Errored || is_module_level(id) {
                 // A package that did not build, a module that did not import: fixed.
                 return None;
