@@ -1,0 +1,287 @@
+//! The edits that explain a finding: runner configuration and build conditions that
+//! deselect a test, and a failing test's own lines rewritten (or a `#[should_panic]` added)
+//! so that it passes.
+
+use super::*;
+
+/// Runner configuration files, by name.
+pub(super) const RUNNER_CONFIG: [&str; 14] = [
+    "conftest.py",
+    "pytest.ini",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "Cargo.toml",
+    "package.json",
+    "jest.config.js",
+    "jest.config.ts",
+    "vitest.config.ts",
+    "vitest.config.js",
+    "vitest.config.mts",
+    "vite.config.ts",
+    ".mocharc.json",
+];
+
+/// What in a line stops tests from being collected.
+pub(super) const DESELECTING: [&str; 16] = [
+    "collect_ignore",
+    "pytest_collection_modifyitems",
+    "--deselect",
+    "--ignore",
+    "-k ",
+    "testpaths",
+    "python_files",
+    "exclude",
+    "testPathIgnorePatterns",
+    "testMatch",
+    "include",
+    ".only(",
+    "cfg(any())",
+    "//go:build",
+    "// +build",
+    "test = false",
+];
+
+/// The first added line that deselects tests: in runner configuration, or a build
+/// condition or `.only` anywhere.
+pub(super) fn deselection(
+    changed: &ChangedLines,
+    head_source: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, u32, String)> {
+    changed.iter().find_map(|(path, l)| {
+        if path.ends_with(".rs") && gates_a_rust_test(path, l, head_source) {
+            return Some((path.to_string(), l.line, l.text.clone()));
+        }
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let config = RUNNER_CONFIG.contains(&name);
+        let anywhere = [
+            ".only(",
+            "cfg(any())",
+            "//go:build",
+            "// +build",
+            "collect_ignore",
+        ];
+        let hit = if config {
+            DESELECTING.iter().any(|d| l.text.contains(d))
+        } else {
+            anywhere.iter().any(|d| l.text.contains(d))
+        };
+        hit.then(|| (path.to_string(), l.line, l.text.clone()))
+    })
+}
+
+/// An added `#[cfg(…)]` (a feature, a target: not `cfg(test)`) right above a Rust test's
+/// `#[test]`: the test is compiled out.
+pub(super) fn gates_a_rust_test(
+    path: &str,
+    l: &crate::model::AddedLine,
+    head_source: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let text = l.text.trim();
+    if !text.starts_with("#[cfg(") || text.contains("cfg(test)") {
+        return false;
+    }
+    let Some(source) = head_source(path) else {
+        return false;
+    };
+    source
+        .lines()
+        .skip(l.line as usize)
+        .take(4)
+        .map(str::trim)
+        .take_while(|t| t.starts_with("#[") || t.starts_with("//"))
+        .any(|t| t == "#[test]" || t.ends_with("::test]"))
+}
+
+/// An added `#[should_panic]` right above the test `name` in HEAD's `file`: a failing test
+/// made to pass by expecting it to fail.
+pub(super) fn inverted_expectation(
+    input: &Input,
+    since: &ChangedLines,
+    file: &str,
+    name: &str,
+) -> Option<RemovedLine> {
+    let added = since.files.get(file)?;
+    let source = (input.head_source)(file)?;
+    added
+        .iter()
+        .filter(|l| l.text.trim_start().starts_with("#[should_panic"))
+        .find(|l| {
+            source
+                .lines()
+                .skip(l.line as usize)
+                .take(6)
+                .map(str::trim)
+                .find(|t| !t.starts_with("#[") && !t.starts_with("//"))
+                .is_some_and(|t| definition_name(t) == Some(name))
+        })
+        .map(|l| RemovedLine {
+            line: l.line,
+            text: l.text.clone(),
+        })
+}
+
+/// Tests that failed when they last ran and pass now, while the change since the previous
+/// iteration edited their own lines: from the definition to the failing assertion, or, for a
+/// test the previous iteration skipped, its whole definition there.
+pub(super) fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Finding> {
+    let (Some(previous), Some(since)) = (chain.last(), input.earlier.since_previous) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, now) in head {
+        if now.outcome != TestOutcome::Passed {
+            continue;
+        }
+        let Some(before) = previous.get(key) else {
+            continue;
+        };
+        let (failing, was_skipped) = match before.outcome {
+            o if failed(o) => (before, false),
+            TestOutcome::Skipped => match last_run(chain, key) {
+                Some(e) if failed(e.outcome) => (e, true),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let (Some(file), Some(line)) = (failing.file.as_deref(), failing.line) else {
+            continue;
+        };
+        let failure = Failure {
+            id: &key.1,
+            file,
+            line,
+            was_skipped,
+        };
+        let source = (input.earlier.previous_source)(file);
+        let added_marker;
+        let edited = match edited_in_test(&failure, source.as_deref(), since) {
+            Some(edited) => edited,
+            None => match inverted_expectation(input, since, file, leaf(failure.id)) {
+                Some(marker) => {
+                    added_marker = marker;
+                    &added_marker
+                }
+                None => continue,
+            },
+        };
+        let place = at(
+            now.file.as_deref().or(Some(file)),
+            now.line.or(Some(line)),
+            failure.id,
+        );
+        let when = if was_skipped {
+            "it failed before the previous iteration skipped it"
+        } else {
+            "it failed in the previous iteration"
+        };
+        out.push(rewritten_finding(
+            &failure,
+            &format!("was rewritten to pass: {when}"),
+            edited,
+            place,
+        ));
+    }
+    out
+}
+
+/// A test that failed earlier in the task, where it failed.
+pub(super) struct Failure<'a> {
+    pub(super) id: &'a str,
+    pub(super) file: &'a str,
+    pub(super) line: u32,
+    /// The previous iteration skipped it (it failed before that).
+    pub(super) was_skipped: bool,
+}
+
+/// The first line of `failure`'s own test that the change since the previous iteration
+/// removed or replaced: from its definition (found in `source`, the previous version of its
+/// file) to two lines past the failing one, or its whole definition when it was skipped.
+pub(super) fn edited_in_test<'c>(
+    failure: &Failure,
+    source: Option<&str>,
+    since: &'c ChangedLines,
+) -> Option<&'c RemovedLine> {
+    let removed = since.removed.get(failure.file)?;
+    let name = leaf(failure.id);
+    let span = if failure.was_skipped {
+        // Its lines moved with the skip: the whole definition, found by name.
+        definition_span(source?, name)?
+    } else {
+        let start = source
+            .and_then(|text| definition_line(text, name, failure.line))
+            .unwrap_or(failure.line.saturating_sub(2));
+        start..=failure.line.saturating_add(2)
+    };
+    // Taking the skip off is no rewrite: the marker's line is not the test's expectation.
+    removed
+        .iter()
+        .filter(|l| !(failure.was_skipped && SKIP_MARKERS.iter().any(|m| l.text.contains(m))))
+        .find(|l| span.contains(&l.line))
+}
+
+pub(super) fn rewritten_finding(
+    failure: &Failure,
+    what: &str,
+    edited: &RemovedLine,
+    place: String,
+) -> Finding {
+    let id = failure.id;
+    finding(
+        Severity::Blocker,
+        format!(
+            "test {id} {what}, and this one edited its own lines (`{}` at {}:{})",
+            edited.text.trim(),
+            failure.file,
+            edited.line
+        ),
+        place,
+        format!(
+            "restore `{id}` as it was and fix the code it tests; do not skip, delete or \
+             rewrite it (a person who intends the new expectation runs `itergate accept`)"
+        ),
+    )
+}
+
+/// What marks a test skipped in its source.
+pub(super) const SKIP_MARKERS: [&str; 12] = [
+    ".skip(",
+    ".skip`",
+    "skip:",
+    "xit(",
+    "xdescribe(",
+    ".todo(",
+    "@pytest.mark.skip",
+    "@pytest.mark.xfail",
+    "@unittest.skip",
+    "#[ignore",
+    "t.Skip",
+    "pytest.skip(",
+];
+
+/// The lines (from 1) of the definition of the test `name` in `text`: from its first line to
+/// the line before the next definition, at most 200 lines.
+pub(super) fn definition_span(text: &str, name: &str) -> Option<std::ops::RangeInclusive<u32>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let opens = |l: &str| definition_name(l).is_some() || is_test_opener(l);
+    let start = lines.iter().position(|l| mentions(l, name) && opens(l))?;
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| opens(l))
+        .map_or(lines.len(), |i| start + 1 + i)
+        .min(start + 200);
+    Some(start as u32 + 1..=end as u32)
+}
+
+/// The line (from 1) at or above `line` that defines the test `name`, within 300 lines.
+pub(super) fn definition_line(text: &str, name: &str, line: u32) -> Option<u32> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = (line as usize).min(lines.len());
+    (last.saturating_sub(300)..last)
+        .rev()
+        .find(|&i| {
+            mentions(lines[i], name)
+                && (definition_name(lines[i]).is_some() || is_test_opener(lines[i]))
+        })
+        .map(|i| i as u32 + 1)
+}
