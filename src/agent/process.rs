@@ -1,7 +1,10 @@
 //! One run of an agent: a fresh process in its own process group, the prompt handed over
 //! as its preset says, its output kept in files (it can be large), and a wall clock that
 //! ends it (SIGTERM to the group, SIGKILL after a grace period). Ctrl-C or SIGTERM to
-//! itergate stops the agent the same way and says so.
+//! itergate stops the agent the same way and says so. An agent that streams its usage
+//! (JSON lines: Codex's `exec --json`, opencode's `run --format json`) is stopped the same
+//! way once what it reports reaches the run's [`SpendCap`]; one that reports at the end
+//! (Claude Code's and Gemini's `json`) is held to the budget after its run.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -17,6 +20,45 @@ const GRACE: Duration = Duration::from_secs(5);
 /// The most of an agent's stdout read back for its usage.
 const MAX_OUTPUT_READ: u64 = 16 * 1024 * 1024;
 
+/// What one run may still spend (the budgets' remainder); `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SpendCap {
+    pub tokens: Option<u64>,
+    pub usd: Option<f64>,
+}
+
+impl SpendCap {
+    fn is_set(&self) -> bool {
+        self.tokens.is_some() || self.usd.is_some()
+    }
+
+    /// What `usage` overspends, if anything.
+    fn overspent(&self, usage: &Usage) -> Option<Overspend> {
+        if let (Some(cap), Some(used)) = (self.tokens, usage.total_tokens) {
+            if used >= cap {
+                return Some(Overspend::Tokens { used, cap });
+            }
+        }
+        if let (Some(cap), Some(used)) = (self.usd, usage.cost_usd) {
+            if used >= cap {
+                let cents = |usd: f64| (usd * 100.0).round() as u64;
+                return Some(Overspend::Cents {
+                    used: cents(used),
+                    cap: cents(cap),
+                });
+            }
+        }
+        None
+    }
+}
+
+/// The budget a streamed usage reached, with what it reported then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overspend {
+    Tokens { used: u64, cap: u64 },
+    Cents { used: u64, cap: u64 },
+}
+
 /// How the agent's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentExit {
@@ -26,6 +68,8 @@ pub enum AgentExit {
     TimedOut,
     /// itergate was asked to stop (the signal); the agent was stopped.
     Interrupted(i32),
+    /// Its streamed usage reached what the run may spend; it was stopped.
+    OverBudget(Overspend),
 }
 
 /// One run's outcome.
@@ -40,14 +84,15 @@ pub struct AgentRun {
     pub stderr: PathBuf,
 }
 
-/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit`;
-/// `tick` is called every second with the time it has run.
+/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit` and, when
+/// its output streams usage, at most `cap`; `tick` is called every second with the time it
+/// has run.
 pub fn run_agent(
     agent: &AgentCommand,
     prompt: &str,
     dir: &Path,
     logs: &Path,
-    limit: Duration,
+    (limit, cap): (Duration, SpendCap),
     tick: &dyn Fn(Duration),
 ) -> std::io::Result<AgentRun> {
     std::fs::create_dir_all(logs)?;
@@ -61,13 +106,14 @@ pub fn run_agent(
         .enable_all()
         .build()?;
     let started = Instant::now();
+    let watch = (agent.usage.streams() && cap.is_set()).then_some((agent.usage, cap));
     let exit = runtime.block_on(spawn_and_wait(
         &argv,
         agent.prompt,
         prompt,
         dir,
         (&stdout, &stderr),
-        limit,
+        (limit, watch),
         tick,
     ))?;
     let elapsed = started.elapsed();
@@ -94,7 +140,7 @@ async fn spawn_and_wait(
     prompt: &str,
     dir: &Path,
     (stdout, stderr): (&Path, &Path),
-    limit: Duration,
+    (limit, watch): (Duration, Option<(UsageFormat, SpendCap)>),
     tick: &dyn Fn(Duration),
 ) -> std::io::Result<AgentExit> {
     let (program, args) = argv
@@ -123,18 +169,30 @@ async fn spawn_and_wait(
         drop(stdin);
     }
     let started = Instant::now();
+    // Every second: the progress line, and what a streaming agent has reported so far.
     let ticking = async {
         let mut every = tokio::time::interval(Duration::from_secs(1));
+        let mut read = 0u64;
         loop {
             every.tick().await;
             tick(started.elapsed());
+            let Some((format, cap)) = watch else { continue };
+            let size = std::fs::metadata(stdout).map_or(0, |m| m.len());
+            if size == read {
+                continue;
+            }
+            read = size;
+            let usage = read_usage(format, &read_prefix(stdout).unwrap_or_default());
+            if let Some(over) = cap.overspent(&usage) {
+                return over;
+            }
         }
     };
     let ended = tokio::select! {
         status = child.wait() => return Ok(AgentExit::Exited(status?.code().unwrap_or(-1))),
         _ = tokio::time::sleep(limit) => AgentExit::TimedOut,
         signal = crate::signals::checks::interrupted() => AgentExit::Interrupted(signal),
-        () = ticking => unreachable!("the ticker never ends"),
+        over = ticking => AgentExit::OverBudget(over),
     };
     signal_group(group, libc::SIGTERM);
     if tokio::time::timeout(GRACE, child.wait()).await.is_err() {

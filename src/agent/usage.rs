@@ -25,6 +25,11 @@ pub enum UsageFormat {
 }
 
 impl UsageFormat {
+    /// Formats whose lines arrive while the agent works (its usage can be read mid-run).
+    pub fn streams(self) -> bool {
+        matches!(self, UsageFormat::CodexJsonl | UsageFormat::OpencodeJsonl)
+    }
+
     /// The formats that read something.
     pub const READ: [UsageFormat; 5] = [
         UsageFormat::ClaudeJson,

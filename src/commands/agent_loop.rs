@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use git2::{Oid, Repository};
 use serde::Serialize;
 
+use crate::agent::process::{Overspend, SpendCap};
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun, CostSource, Usage};
 use crate::app::local::{self as task, RecordOptions};
 use crate::cli::{LoopArgs, OnExhaust, OutputFormat};
@@ -173,6 +174,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
             prompt_file: logs.join("prompt.md").display().to_string(),
         });
         let remaining = total_remaining(env, started);
+        let cap = spend_cap(env, &history, &carried);
         let (before, mut run) = match worked.take() {
             Some(done) => done,
             None => {
@@ -186,7 +188,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                     &prompt,
                     &env.root,
                     &logs,
-                    limit.min(remaining),
+                    (limit.min(remaining), cap),
                     &tick,
                 )
                 .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
@@ -370,8 +372,16 @@ fn context_rounds(
         };
         let notes = NotesGuard::take(repo, &env.config.hook.notes_ref);
         let allowance = seed.limit.min(total_remaining(env, seed.started));
-        let run = run_agent(seed.agent, &prompt, &env.root, &logs, allowance, &tick)
-            .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
+        let cap = spend_cap(env, &[], spent);
+        let run = run_agent(
+            seed.agent,
+            &prompt,
+            &env.root,
+            &logs,
+            (allowance, cap),
+            &tick,
+        )
+        .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
         notes.restore(repo)?;
         if let AgentExit::Interrupted(signal) = run.exit {
             events.clear_line();
@@ -809,6 +819,20 @@ fn iteration_message(
 
 /// How the run ended, with the agent's own word that it failed (an error result, a failed
 /// turn), without control characters.
+/// What the next run may spend: the budgets less what the task's iterations and the
+/// context rounds reported (enforced during the run where the agent streams its usage).
+fn spend_cap(env: &Env, records: &[crate::model::IterationRecord], extra: &Usage) -> SpendCap {
+    let budget = &env.config.stopping_criteria.budget_limits;
+    let tokens: u64 =
+        records.iter().filter_map(|r| r.tokens_used).sum::<u64>() + extra.total_tokens.unwrap_or(0);
+    let usd: f64 =
+        records.iter().filter_map(|r| r.cost_usd).sum::<f64>() + extra.cost_usd.unwrap_or(0.0);
+    SpendCap {
+        tokens: budget.total_tokens.map(|b| b.saturating_sub(tokens)),
+        usd: budget.spend_usd.map(|b| (b.get() - usd).max(0.0)),
+    }
+}
+
 fn exit_text(run: &AgentRun, allowance: &Allowance) -> String {
     let ended = match run.exit {
         AgentExit::Exited(code) => format!("exited {code}"),
@@ -821,6 +845,16 @@ fn exit_text(run: &AgentRun, allowance: &Allowance) -> String {
             minutes(allowance.time)
         ),
         AgentExit::Interrupted(signal) => format!("interrupted by signal {signal}"),
+        AgentExit::OverBudget(Overspend::Tokens { used, cap }) => format!(
+            "stopped: it reported {used} tokens, and {cap} were left of budget_limits.total_tokens (over by {})",
+            used.saturating_sub(cap)
+        ),
+        AgentExit::OverBudget(Overspend::Cents { used, cap }) => format!(
+            "stopped: it reported ${:.2}, and ${:.2} was left of budget_limits.spend_usd (over by ${:.2})",
+            used as f64 / 100.0,
+            cap as f64 / 100.0,
+            used.saturating_sub(cap) as f64 / 100.0
+        ),
     };
     match &run.usage.failure {
         Some(why) => {
