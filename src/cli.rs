@@ -534,10 +534,10 @@ pub struct LoopArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_iterations: Option<u32>,
     /// At most this many dollars of the agent's reported spend (only tightens the base's
-    /// `budget.max_cost_usd`).
+    /// `budget_limits.spend_usd`).
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
-    /// At most this many tokens (only tightens the base's `budget.max_tokens`).
+    /// At most this many tokens (only tightens the base's `budget_limits.total_tokens`).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
     /// Print the plan (the agent's command line, the checks, the budgets, the targets and
@@ -549,6 +549,12 @@ pub struct LoopArgs {
     /// progress here (by default a different `--task` is refused and the same one continues).
     #[arg(long)]
     pub new_task: bool,
+    /// Best of N: each iteration starts N fresh agents from the same commit, each in a
+    /// worktree of its own (up to --jobs at once), judges each, and keeps the best measured
+    /// one (ties: the smaller change); the others stay as refs/itergate/loop/attempts/…, and
+    /// what all of them spent counts against the budgets.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub attempts: u32,
 }
 
 /// `90s`, `20m`, `1h`: a whole number and its unit.

@@ -51,6 +51,13 @@ pub enum LoopEvent<'a> {
         seconds: f64,
         usage: &'a Usage,
     },
+    /// `--attempts N`: every attempt of the iteration as judged, and the one kept.
+    Attempts {
+        iteration: u32,
+        attempts: &'a [super::attempts::Judged],
+        winner: u32,
+        why: &'a str,
+    },
     Judged {
         iteration: u32,
         commit: String,
@@ -177,6 +184,37 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         let cap = spend_cap(env, &history, &carried);
         let (before, mut run) = match worked.take() {
             Some(done) => done,
+            None if args.attempts > 1 => {
+                let before =
+                    git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+                events.phase(number, &format!("{} attempts running", args.attempts));
+                let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
+                let outcome = super::attempts::best_of(
+                    env,
+                    &repo,
+                    &agent,
+                    &prompt,
+                    (number, args.attempts),
+                    before,
+                    (limit.min(remaining), cap),
+                    &logs,
+                )?;
+                notes.restore(&repo)?;
+                events.clear_line();
+                events.emit(&LoopEvent::Attempts {
+                    iteration: number,
+                    attempts: &outcome.judged,
+                    winner: outcome.won,
+                    why: &outcome.why,
+                });
+                if !events.json && !quiet {
+                    eprintln!(
+                        "itergate loop: iteration {number}: attempt {} of {} kept, {}",
+                        outcome.won, args.attempts, outcome.why
+                    );
+                }
+                (before, outcome.run)
+            }
             None => {
                 let before =
                     git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;

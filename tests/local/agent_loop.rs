@@ -1084,3 +1084,51 @@ fn a_streaming_agent_is_stopped_mid_run_at_the_token_budget() {
     );
     assert_ne!(output.status.code(), Some(0));
 }
+
+/// `--attempts 3`: three agents from the same commit, each in its own worktree; the best
+/// measured one is the iteration, the others are kept as refs, and all of them count.
+#[test]
+fn best_of_three_attempts_keeps_the_best_measured_one() {
+    let project = Project::new(10);
+    let good = json!({ "write": { "lib/multiply.js": MULTIPLY_RIGHT,
+                                  "test/multiply.test.js": TEST_MULTIPLY } });
+    let (code, events, stderr) = project.run(
+        json!([wrong(), good, wrong()]),
+        &["--attempts", "3", "--jobs", "1", "--skip-context"],
+    );
+    assert_eq!(code, 0, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), 3, "three agents ran");
+    let attempts = &of(&events, "attempts")[0];
+    assert_eq!(attempts["winner"], 2, "{attempts:#}");
+    assert_eq!(attempts["attempts"].as_array().unwrap().len(), 3);
+    assert!(
+        attempts["why"]
+            .as_str()
+            .unwrap()
+            .contains("highest quality"),
+        "{attempts:#}"
+    );
+    let judged = of(&events, "judged");
+    assert_eq!(judged.len(), 1, "one iteration: {judged:#?}");
+    assert_eq!(judged[0]["recommendation"], "accept");
+    // The branch holds the winner's work, as one iteration; the others are refs.
+    assert_eq!(
+        std::fs::read_to_string(project.repo().join("lib/multiply.js")).unwrap(),
+        MULTIPLY_RIGHT
+    );
+    assert_eq!(
+        project.log(&["rev-list", "--count", "main..agent"]).trim(),
+        "1"
+    );
+    let refs = project.log(&[
+        "for-each-ref",
+        "--format=%(refname)",
+        "refs/itergate/loop/attempts/",
+    ]);
+    assert_eq!(refs.lines().count(), 3, "{refs}");
+    assert_eq!(
+        project.log(&["worktree", "list"]).lines().count(),
+        1,
+        "worktrees removed"
+    );
+}
