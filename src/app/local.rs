@@ -298,6 +298,9 @@ impl Task {
         let Some(last) = self.commits.iter().rposition(is_recorded) else {
             return Ok(feedback);
         };
+        // An escalation `itergate loop` filed when a limit stopped it gives way to a person's
+        // later budget: the person extended the limit that stopped it.
+        let mut loop_escalated = false;
         for (index, commit) in self.commits[..=last].iter().enumerate() {
             if is_recorded(commit) {
                 feedback.messages.clear();
@@ -308,6 +311,14 @@ impl Task {
             let iteration = u32::try_from(index + 1).unwrap_or(u32::MAX);
             for decision in store.read_decisions(*commit)? {
                 apply_decision(&mut feedback, &decision, iteration);
+                match decision.action {
+                    HumanAction::Escalate { .. } => loop_escalated = decision.by == LOOP,
+                    HumanAction::Budget { .. } if loop_escalated => {
+                        feedback.escalation = None;
+                        loop_escalated = false;
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(feedback)
@@ -701,6 +712,9 @@ pub fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
 /// command of the same name; the words of feedback and guidance name their author, so the
 /// revision prompt says whose words they are. A later escalation takes back an earlier
 /// accept, and the other way round.
+/// Who `itergate loop`'s own decisions are filed as.
+pub const LOOP: &str = "itergate loop";
+
 fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: u32) {
     let signed = |text: &str| format!("{} (local): {text}", decision.by);
     match &decision.action {

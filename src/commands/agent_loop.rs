@@ -157,6 +157,11 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
         let history = current.history(env, &store)?;
+        if clock_spent(env, started) {
+            // The loop's wall clock ran out (in a context round, or in the last run): no
+            // agent starts with what is not left.
+            return clock_stop(env, &repo, args, &current, history, &events, quiet);
+        }
         let prompt = if history.is_empty() {
             first_prompt.clone()
         } else {
@@ -326,7 +331,14 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         if recommendation == Recommendation::Iterate && iteration < max {
             continue;
         }
-        let stop = stop(env, &repo, args.on_exhaust, &records, &evaluation, tip)?;
+        let stop = stop(
+            env,
+            &repo,
+            (args.on_exhaust, false),
+            &records,
+            &evaluation,
+            tip,
+        )?;
         events.emit(&LoopEvent::Stopped {
             outcome: stop.outcome,
             exit_code: stop.exit_code,
@@ -604,7 +616,7 @@ struct Stop {
 fn stop(
     env: &Env,
     repo: &Repository,
-    on_exhaust: OnExhaust,
+    (on_exhaust, clock_out): (OnExhaust, bool),
     records: &[IterationRecord],
     evaluation: &Evaluation,
     tip: Oid,
@@ -615,7 +627,7 @@ fn stop(
         .and_then(|i| records.iter().find(|r| r.iteration == i));
     let (outcome, exit_code) = match decision.recommendation() {
         Recommendation::Accept => ("accepted", 0),
-        _ if decision.budget_stop_report.is_some() => ("budget_exhausted", 20),
+        _ if clock_out || decision.budget_stop_report.is_some() => ("budget_exhausted", 20),
         Recommendation::Abort => ("aborted", 20),
         _ => ("escalated", 20),
     };
@@ -629,29 +641,37 @@ fn stop(
             restore(repo, tip, oid)?;
             commit = oid;
             restored = Some(best.iteration);
-            if outcome != "budget_exhausted" {
-                // Back at the best iteration the history alone may read as "iterate": the
-                // escalation is filed there, so the loop waits for a person all the same.
-                let reason = decision
-                    .stopping_reason
-                    .as_ref()
-                    .map_or_else(|| outcome.to_string(), |r| r.summary.clone());
-                let store = task::open_store(env, repo)?;
-                store.append_decision(
-                    oid,
-                    &crate::history::notes::HumanDecision {
-                        action: crate::history::notes::HumanAction::Escalate {
-                            reason: Some(format!(
-                                "itergate loop stopped ({reason}); its last iteration is refs/itergate/loop/last"
-                            )),
-                        },
-                        by: "itergate loop".into(),
-                        email: None,
-                        at: chrono::Utc::now(),
-                    },
-                )?;
-            }
         }
+    }
+    if outcome != "accepted" {
+        // Where the branch is left, the history alone may read as "iterate" (a limit that
+        // a flag tightened for this run only, a wall clock): the escalation is filed there,
+        // so the next loop waits for a person's accept, adjust or budget all the same.
+        let reason = if clock_out {
+            "the loop's wall clock ran out".to_string()
+        } else {
+            decision
+                .stopping_reason
+                .as_ref()
+                .map_or_else(|| outcome.to_string(), |r| r.summary.clone())
+        };
+        let last = if restored.is_some() {
+            "; its last iteration is refs/itergate/loop/last"
+        } else {
+            ""
+        };
+        let store = task::open_store(env, repo)?;
+        store.append_decision(
+            commit,
+            &crate::history::notes::HumanDecision {
+                action: crate::history::notes::HumanAction::Escalate {
+                    reason: Some(format!("itergate loop stopped ({reason}){last}")),
+                },
+                by: crate::app::local::LOOP.into(),
+                email: None,
+                at: chrono::Utc::now(),
+            },
+        )?;
     }
     let summary = hand_off(records, evaluation, outcome, restored, tip);
     Ok(Stop {
@@ -926,6 +946,79 @@ fn minutes(d: Duration) -> String {
     } else {
         format!("{s}s")
     }
+}
+
+/// The loop's wall clock (`budget_limits.wall_clock_minutes`) has run out.
+fn clock_spent(env: &Env, started: Instant) -> bool {
+    env.config
+        .stopping_criteria
+        .budget_limits
+        .wall_clock_minutes
+        .is_some_and(|m| started.elapsed() >= Duration::from_secs(m.saturating_mul(60)))
+}
+
+/// Stops the loop on its wall clock: the branch at the best iteration, the hand-off, 20.
+fn clock_stop(
+    env: &Env,
+    repo: &Repository,
+    args: &LoopArgs,
+    current: &crate::app::local::Task,
+    history: crate::history::History,
+    events: &Events,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let minutes = env
+        .config
+        .stopping_criteria
+        .budget_limits
+        .wall_clock_minutes
+        .unwrap_or_default();
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    let (summary, commit, iteration, best) = if history.is_empty() {
+        (
+            format!("\nitergate loop: stopped: the loop's wall clock (budget_limits.wall_clock_minutes: {minutes}) ran out before the first iteration; nothing was committed\n"),
+            head,
+            0,
+            None,
+        )
+    } else {
+        let store = task::open_store(env, repo)?;
+        let feedback = current.feedback(&store, &history)?;
+        let base = task::stored_base(env, &store, current)?;
+        let evaluation = task::evaluate_task(env, current, &history, &feedback, base.as_ref())?;
+        let records = history.into_records();
+        let stop = stop(
+            env,
+            repo,
+            (args.on_exhaust, true),
+            &records,
+            &evaluation,
+            head,
+        )?;
+        (
+            format!(
+                "\nitergate loop: the loop's wall clock (budget_limits.wall_clock_minutes: {minutes}) ran out{}",
+                stop.summary
+            ),
+            stop.commit,
+            records.last().map_or(0, |r| r.iteration),
+            evaluation.decision.best_iteration,
+        )
+    };
+    events.clear_line();
+    events.emit(&LoopEvent::Stopped {
+        outcome: "budget_exhausted",
+        exit_code: 20,
+        iteration,
+        best_iteration: best,
+        commit: commit.to_string(),
+        summary: summary.clone(),
+        budget_stop_report: None,
+    });
+    if !events.json && !quiet {
+        eprint!("{summary}");
+    }
+    Err(Failure::Decided(20))
 }
 
 /// What is left of `budget_limits.wall_clock_minutes` since the loop started.

@@ -1132,3 +1132,68 @@ fn best_of_three_attempts_keeps_the_best_measured_one() {
         "worktrees removed"
     );
 }
+
+/// An agent that hangs in round 0 (asked what it needs) is stopped at the loop's wall
+/// clock there too, and the loop ends on that budget without running it again.
+#[test]
+fn the_loops_wall_clock_bounds_round_0_too() {
+    let project = Project::with_stopping(10, "  budget_limits: { wall_clock_minutes: 1 }\n");
+    let started = std::time::Instant::now();
+    let (code, events, stderr) = project.run(json!([{ "sleep": 600 }]), &[]);
+    let took = started.elapsed();
+    assert!(took.as_secs() < 100, "{took:?}\n{stderr}\n{events:#?}");
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), 1, "no agent ran after the clock ran out");
+    let stopped = &of(&events, "stopped")[0];
+    assert_ne!(stopped["outcome"], "accepted", "{stopped:#}");
+}
+
+/// An agent that stops changing anything: the stall rule ends the loop at once.
+#[test]
+fn a_stalling_agent_is_stopped_by_the_stall_rule() {
+    let project = Project::new(10);
+    let (code, events, stderr) = project.run(json!([wrong(), {}]), &["--skip-context"]);
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    assert!(project.runs() <= 3, "{} runs", project.runs());
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "escalated", "{stopped:#}");
+}
+
+/// A loop stopped by its iteration limit waits for a person; after `itergate budget`, the
+/// same task continues where it was: its numbers go on, its prompt still leads with it.
+#[test]
+fn a_task_resumes_after_a_person_raises_its_budget() {
+    let project = Project::new(10);
+    let (code, events, stderr) = project.run(
+        json!([wrong(), right()]),
+        &["--skip-context", "--max-iterations", "1"],
+    );
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), 1);
+    let refused = project.run(json!([right()]), &["--skip-context"]);
+    assert_ne!(refused.0, 0, "a person decides first: {}", refused.2);
+    assert!(
+        refused.2.contains("a person decides first"),
+        "{}",
+        refused.2
+    );
+    let budget = itergate(&project.repo(), &["budget", "5"], &[]);
+    assert!(
+        budget.status.success(),
+        "{}",
+        String::from_utf8_lossy(&budget.stderr)
+    );
+    let (code, events, stderr) = project.run(json!([right()]), &["--skip-context"]);
+    assert_eq!(code, 0, "{stderr}\n{events:#?}");
+    assert!(
+        stderr.contains("continuing the task started at"),
+        "{stderr}"
+    );
+    let judged = of(&events, "judged");
+    assert_eq!(judged[0]["iteration"], 2, "{judged:#?}");
+    assert!(
+        project.prompt(2).contains("Add multiply(a, b)"),
+        "{}",
+        project.prompt(2)
+    );
+}
