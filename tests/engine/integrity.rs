@@ -439,28 +439,36 @@ fn an_ignored_or_deleted_failing_rust_test_is_a_violation() {
         "{found:?}"
     );
 
-    // Compiled out behind a feature nobody enables.
-    p.git(&["checkout", "--quiet", "-b", "feature-gate", &first]);
-    p.write(
-        "src/lib.rs",
-        &broken.replace(
-            "    #[test]\n    fn adds()",
+    // Compiled out behind a feature nobody enables, the gate above or below `#[test]`.
+    for (branch, gated) in [
+        (
+            "feature-gate-above",
             "    #[cfg(feature = \"slow-tests\")]\n    #[test]\n    fn adds()",
         ),
-    );
-    p.commit(&["src/lib.rs"], "gate a slow test");
-    p.run().expect_decision("ITERATE", "feature gate");
-    let found = integrity_issues(&p.head_record());
-    assert!(
-        found.iter().any(|(s, f, _)| s == "BLOCKER"
-            && f.contains("tests::adds")
-            && f.contains("deselected")),
-        "{found:?}"
-    );
-    assert!(
-        !found
-            .iter()
-            .any(|(_, f, _)| f.contains("neither removed it nor deselected it")),
-        "{found:?}"
-    );
+        (
+            "feature-gate-below",
+            "    #[test]\n    #[cfg(feature = \"slow-tests\")]\n    fn adds()",
+        ),
+    ] {
+        p.git(&["checkout", "--quiet", "-b", branch, &first]);
+        p.write(
+            "src/lib.rs",
+            &broken.replace("    #[test]\n    fn adds()", gated),
+        );
+        p.commit(&["src/lib.rs"], "gate a slow test");
+        p.run().expect_decision("ITERATE", branch);
+        let found = integrity_issues(&p.head_record());
+        assert!(
+            found.iter().any(|(s, f, _)| s == "BLOCKER"
+                && f.contains("tests::adds")
+                && f.contains("deselected")),
+            "{branch}: {found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|(_, f, _)| f.contains("neither removed it nor deselected it")),
+            "{branch}: {found:?}"
+        );
+    }
 }

@@ -70,8 +70,8 @@ pub(super) fn deselection(
     })
 }
 
-/// An added `#[cfg(…)]` (a feature, a target: not `cfg(test)`) right above a Rust test's
-/// `#[test]`: the test is compiled out.
+/// An added `#[cfg(…)]` (a feature, a target: not `cfg(test)`) among a Rust test's
+/// attributes, above or below its `#[test]`: the test is compiled out.
 pub(super) fn gates_a_rust_test(
     path: &str,
     l: &crate::model::AddedLine,
@@ -84,13 +84,27 @@ pub(super) fn gates_a_rust_test(
     let Some(source) = head_source(path) else {
         return false;
     };
-    source
-        .lines()
-        .skip(l.line as usize)
-        .take(4)
-        .map(str::trim)
-        .take_while(|t| t.starts_with("#[") || t.starts_with("//"))
-        .any(|t| t == "#[test]" || t.ends_with("::test]"))
+    let lines: Vec<&str> = source.lines().map(str::trim).collect();
+    let at = (l.line as usize).saturating_sub(1);
+    if lines.get(at) != Some(&text) {
+        return false;
+    }
+    let attribute = |t: &&str| t.starts_with("#[") || t.starts_with("//");
+    let start = (0..at)
+        .rev()
+        .take_while(|&k| attribute(&lines[k]))
+        .last()
+        .unwrap_or(at);
+    let end = (at + 1..lines.len())
+        .take_while(|&k| attribute(&lines[k]))
+        .last()
+        .unwrap_or(at);
+    let block = &lines[start..=end];
+    let is_test = |t: &&str| *t == "#[test]" || t.ends_with("::test]");
+    block.iter().any(is_test)
+        && lines
+            .get(end + 1)
+            .is_some_and(|t| t.starts_with("fn ") || t.contains(" fn "))
 }
 
 /// An added `#[should_panic]` right above the test `name` in HEAD's `file`: a failing test
