@@ -164,6 +164,29 @@ impl RepoPaths {
         }
     }
 
+    /// Where a JVM frame's `package/File.java` is in the repository: under a source root
+    /// of the project or of one of its modules (one level down).
+    fn jvm_source(&self, path: &str) -> Option<String> {
+        let root = Path::new(self.roots.first()?);
+        let mut bases = vec![String::new()];
+        if let Ok(entries) = std::fs::read_dir(root) {
+            let mut modules: Vec<String> = entries
+                .flatten()
+                .filter(|e| e.path().join("src").is_dir())
+                .filter_map(|e| e.file_name().to_str().map(|n| format!("{n}/")))
+                .filter(|n| !n.starts_with('.'))
+                .collect();
+            modules.sort();
+            bases.extend(modules);
+        }
+        bases.iter().find_map(|base| {
+            JVM_SOURCE_ROOTS.iter().find_map(|source| {
+                let candidate = format!("{base}{source}/{path}");
+                root.join(&candidate).is_file().then_some(candidate)
+            })
+        })
+    }
+
     /// The case's location: the deepest frame inside the repository that its failure text
     /// names, else its own (reported) location when that is inside the repository.
     fn locate_test(&self, case: &mut TestCase) {
@@ -174,13 +197,21 @@ impl RepoPaths {
         // generated program's lines, not the file's; its example's line is in its name.
         let doctest = doctest_place(&case.id).map(|(file, line)| (self.relative(file), line));
         let text = [case.message.as_deref(), case.output.as_deref()];
-        let deepest = text
-            .iter()
-            .flatten()
-            .flat_map(|t| frames(t))
-            .map(|(file, line)| (self.relative(&file), line))
-            .filter(|(file, _)| doctest.as_ref().is_none_or(|(d, _)| d != file))
-            .rfind(|(file, _)| is_repository_path(file))
+        let found: Vec<(String, u32)> = text.iter().flatten().flat_map(|t| frames(t)).collect();
+        // A JVM trace lists the innermost frame first: the first that is the project's.
+        let jvm = found.iter().find_map(|(file, line)| {
+            let source = self.jvm_source(file.strip_prefix(JVM_FRAME)?)?;
+            Some((source, *line))
+        });
+        let deepest = jvm
+            .or_else(|| {
+                found
+                    .iter()
+                    .filter(|(file, _)| !file.starts_with(JVM_FRAME))
+                    .map(|(file, line)| (self.relative(file), *line))
+                    .filter(|(file, _)| doctest.as_ref().is_none_or(|(d, _)| d != file))
+                    .rfind(|(file, _)| is_repository_path(file))
+            })
             .or(doctest);
         match deepest {
             Some((file, line)) => {
@@ -199,6 +230,7 @@ impl RepoPaths {
 /// Whether a (normalised) path names the repository's own code.
 pub fn is_repository_path(path: &str) -> bool {
     !path.is_empty()
+        && !path.starts_with(JVM_FRAME)
         && !path.starts_with('/')
         && !path.starts_with("../")
         && !path.starts_with('<')
@@ -219,12 +251,49 @@ pub fn frames(text: &str) -> Vec<(String, u32)> {
             .or_else(|| panic_frame(line))
             .or_else(|| js_frame(line))
             .or_else(|| go_frame(line))
+            .or_else(|| jvm_frame(line))
         {
             out.push(frame);
         }
     }
     out
 }
+
+/// A JVM stack frame, `at ex.calc.AddTest.works(AddTest.java:12)`: the class's package as
+/// a path and the file name (`ex/calc/AddTest.java`), which [`RepoPaths::locate_test`]
+/// looks for under the source roots of a Maven or Gradle layout.
+fn jvm_frame(line: &str) -> Option<(String, u32)> {
+    let rest = line.strip_prefix("at ")?;
+    let (method, place) = rest.split_once('(')?;
+    let (file, line_no) = place.strip_suffix(')')?.rsplit_once(':')?;
+    if !(file.ends_with(".java") || file.ends_with(".kt") || file.ends_with(".scala")) {
+        return None;
+    }
+    // `ex.calc.AddTest$Inner.works` → the package `ex.calc`.
+    let mut parts: Vec<&str> = method.split('.').collect();
+    parts.pop(); // the method
+    parts.pop(); // the class
+    let package: String = parts.join("/");
+    let path = if package.is_empty() {
+        file.to_string()
+    } else {
+        format!("{package}/{file}")
+    };
+    Some((format!("{JVM_FRAME}{path}"), line_no.parse().ok()?))
+}
+
+/// Marks a JVM frame's path: relative to a source root, not to the repository.
+const JVM_FRAME: &str = "jvm:";
+
+/// The source roots of Maven and Gradle layouts, where a JVM frame's file is looked for.
+const JVM_SOURCE_ROOTS: [&str; 6] = [
+    "src/test/java",
+    "src/main/java",
+    "src/test/kotlin",
+    "src/main/kotlin",
+    "src/test/scala",
+    "src/main/scala",
+];
 
 fn python_frame(line: &str) -> Option<(String, u32)> {
     let rest = line.strip_prefix("File \"")?;
@@ -325,4 +394,24 @@ fn doctest_place(id: &str) -> Option<(&str, u32)> {
     let line = rest.trim_end().strip_suffix(')')?.rsplit_once("(line ")?.1;
     let line = line.trim().parse().ok()?;
     (file.ends_with(".rs") || file.ends_with(".md")).then_some((file, line))
+}
+
+#[cfg(test)]
+mod jvm_tests {
+    #[test]
+    fn a_jvm_frame_names_its_package_path_and_line() {
+        assert_eq!(
+            super::jvm_frame("at ex.calc.AddTest.works(AddTest.java:12)"),
+            Some(("jvm:ex/calc/AddTest.java".to_string(), 12))
+        );
+        assert_eq!(
+            super::jvm_frame("at ex.Outer$Inner.run(Outer.kt:3)"),
+            Some(("jvm:ex/Outer.kt".to_string(), 3))
+        );
+        assert_eq!(
+            super::jvm_frame("at java.base/jdk.internal.Native(Native Method)"),
+            None
+        );
+        assert!(!super::is_repository_path("jvm:ex/AddTest.java"));
+    }
 }

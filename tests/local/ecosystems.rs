@@ -847,4 +847,9 @@ fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
         prompt.contains("<3>") && prompt.contains("<-1>"),
         "{prompt}"
     );
+    // Placed where a person looks: the test's assertion line, from the stack trace.
+    assert!(
+        prompt.contains("src/test/java/ex/AddTest.java:10"),
+        "{prompt}"
+    );
 }
