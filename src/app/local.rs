@@ -121,7 +121,15 @@ impl Task {
                 stale = commits.contains(&merge_base);
                 (!stale).then_some((*start, commits))
             }
-            // Equal to the merge-base, or later on the branch (where a loop started).
+            // A loop that started later on the branch: its agent's first commit is its
+            // iteration 1 (what came before is where the task started, judged with it).
+            Some((start, s))
+                if s.is_loop()
+                    && *start != merge_base
+                    && git::is_ancestor(repo, merge_base, *start).unwrap_or(false) =>
+            {
+                Some((*start, git::first_parent_commits(repo, tip, Some(*start))?))
+            }
             _ => None,
         };
         let start_recorded = recorded.is_some() && !stale;

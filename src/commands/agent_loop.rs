@@ -641,6 +641,14 @@ fn stop(
             restore(repo, tip, oid)?;
             commit = oid;
             restored = Some(best.iteration);
+        } else if best.is_none() {
+            // No iteration is worth keeping (every one VOID or unscored): the branch goes
+            // back to where the task started, never left on a tampered commit.
+            if let Some(start) = loop_start(env, repo)?.filter(|s| *s != tip) {
+                restore(repo, tip, start)?;
+                commit = start;
+                restored = Some(0);
+            }
         }
     }
     if outcome != "accepted" {
@@ -710,9 +718,10 @@ fn hand_off(
     }
     text.push_str(&format!(" after {} iteration(s)\n", records.len()));
     for record in records {
-        let quality = record
-            .quality
-            .map_or_else(|| "unscored".to_string(), |q| format!("quality {q:.2}"));
+        let quality = record.quality.map_or_else(
+            || "unscored".to_string(),
+            |q| format!("quality {}", crate::summary::format_score(None, q)),
+        );
         let issues = record
             .issues
             .iter()
@@ -742,11 +751,16 @@ fn hand_off(
             ));
         }
     }
-    if let Some(iteration) = restored {
-        text.push_str(&format!(
+    match restored {
+        Some(0) => text.push_str(&format!(
+            "No iteration is worth keeping: the branch is back where the task started; the last ({}) is kept as refs/itergate/loop/last.\n",
+            short(tip)
+        )),
+        Some(iteration) => text.push_str(&format!(
             "The branch is back at iteration {iteration}, the best; the last ({}) is kept as refs/itergate/loop/last.\n",
             short(tip)
-        ));
+        )),
+        None => {}
     }
     if outcome != "accepted" && !decision.next_steps.is_empty() {
         text.push_str("What remains:\n");
@@ -946,6 +960,19 @@ fn minutes(d: Duration) -> String {
     } else {
         format!("{s}s")
     }
+}
+
+/// Where the current branch's loop task started, while it is below HEAD.
+fn loop_start(env: &Env, repo: &Repository) -> Result<Option<Oid>, Failure> {
+    let Some(branch) = git::head_branch(repo)? else {
+        return Ok(None);
+    };
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    Ok(task::open_store(env, repo)?
+        .read_task_start(&branch)?
+        .filter(|s| !s.ended && s.is_loop())
+        .and_then(|s| Oid::from_str(&s.commit).ok())
+        .filter(|c| *c == head || git::is_ancestor(repo, *c, head).unwrap_or(false)))
 }
 
 /// The loop's wall clock (`budget_limits.wall_clock_minutes`) has run out.

@@ -1197,3 +1197,40 @@ fn a_task_resumes_after_a_person_raises_its_budget() {
         project.prompt(2)
     );
 }
+
+/// A loop started on a branch that already has a commit above main: the agent's first
+/// commit is iteration 1 everywhere (started, judged, trailers); when every iteration is
+/// VOID (the failing test deleted), the branch goes back to where the task started.
+#[test]
+fn a_loop_started_above_main_counts_from_its_start_and_never_stays_on_a_tampered_commit() {
+    let project = Project::new(10);
+    project.commit_broken_add();
+    let start = project.log(&["rev-parse", "HEAD"]).trim().to_string();
+    let delete = json!({ "delete": ["test/math.test.js"] });
+    let (code, events, stderr) = project.fix_add(json!([delete]), &["--max-iterations", "2"]);
+    never_accepted(code, &events, &stderr);
+    let started: Vec<&Value> = of(&events, "iteration_started")
+        .iter()
+        .map(|e| &e["iteration"])
+        .collect();
+    let judged: Vec<&Value> = of(&events, "judged")
+        .iter()
+        .map(|e| &e["iteration"])
+        .collect();
+    assert_eq!(started, judged, "{events:#?}");
+    assert_eq!(judged.first(), Some(&&json!(1)), "{events:#?}");
+    assert_eq!(
+        project.log(&["rev-parse", "HEAD"]).trim(),
+        start,
+        "back at the start: {stderr}"
+    );
+    assert!(project.repo().join("test/math.test.js").exists());
+    let stopped = &of(&events, "stopped")[0];
+    assert!(
+        stopped["summary"]
+            .as_str()
+            .unwrap()
+            .contains("back where the task started"),
+        "{stopped:#}"
+    );
+}
