@@ -12,7 +12,8 @@
 //!
 //! Recognised: rustc/cargo human output, gcc/clang, tsc (plain and `--pretty`), `go build` and
 //! `go vet`, Python tracebacks (with or without the `Traceback` header, as a `SyntaxError`
-//! prints), and pytest's `ERROR collecting` sections.
+//! prints), pytest's `ERROR collecting` sections, and Node's load-time errors (a script's
+//! `path:line`, then `SyntaxError: msg`).
 
 use super::report::strip_ansi;
 use std::collections::HashSet;
@@ -160,6 +161,9 @@ enum Kind {
     Go,
     Traceback,
     Pytest,
+    /// Node's load-time error: `file:///x/math.mjs:2`, the line, a caret, then
+    /// `SyntaxError: msg` (the stack after it is Node's own).
+    Node,
 }
 
 impl Kind {
@@ -171,6 +175,7 @@ impl Kind {
             Kind::Go => "go",
             Kind::Traceback => "python",
             Kind::Pytest => "pytest",
+            Kind::Node => "node",
         }
     }
 
@@ -234,6 +239,8 @@ struct Block {
     after_blank_line: bool,
     /// pytest: the `E` line chosen as the message.
     has_exception_line: bool,
+    /// Lines read so far (a Node block is a few lines, or none).
+    lines: usize,
 }
 
 impl Block {
@@ -249,6 +256,7 @@ impl Block {
             detail: Detail::default(),
             after_blank_line: false,
             has_exception_line: false,
+            lines: 0,
         }
     }
 
@@ -264,11 +272,14 @@ impl Block {
             Kind::Traceback if blank || indented => Continue::Yes,
             Kind::Traceback => Continue::Last,
             Kind::Pytest => yes(!clean.starts_with("____") && !clean.starts_with("====")),
+            Kind::Node if js_error_name(clean).is_some() => Continue::Last,
+            Kind::Node => yes(self.lines < NODE_BLOCK_LINES),
         }
     }
 
     /// Appends a line to the detail and reads what the block's kind finds in it.
     fn add(&mut self, raw: &str, clean: &str) {
+        self.lines += 1;
         self.after_blank_line = clean.trim().is_empty();
         if self.error {
             self.detail.push_line(raw, self.after_blank_line);
@@ -280,6 +291,12 @@ impl Block {
             Kind::Rust => self.read_rust_line(clean),
             Kind::Traceback => self.read_traceback_line(clean),
             Kind::Pytest => self.read_pytest_line(clean),
+            Kind::Node => {
+                if let Some(name) = js_error_name(clean) {
+                    self.diagnostic.code = Some(name.to_string());
+                    self.diagnostic.message = capped(clean.trim().to_string());
+                }
+            }
             _ => {}
         }
     }
@@ -344,6 +361,10 @@ impl Block {
                 diagnostic.column = None;
             }
         }
+        if diagnostic.message.is_empty() && self.kind == Kind::Node {
+            // A `path:line` line that no error followed: not a diagnostic.
+            return None;
+        }
         if diagnostic.message.is_empty() && self.kind == Kind::Traceback {
             diagnostic.message = "traceback without its exception line".to_string();
         }
@@ -356,9 +377,36 @@ impl Block {
 fn header_of(clean: &str) -> Option<Header> {
     rust_header(clean)
         .or_else(|| tsc_header(clean))
+        .or_else(|| node_header(clean))
         .or_else(|| located_header(clean))
         .or_else(|| traceback_header(clean))
         .or_else(|| pytest_header(clean))
+}
+
+/// How many lines a Node error block may take before its error line: the place, the
+/// source line, the caret, a blank.
+const NODE_BLOCK_LINES: usize = 6;
+
+/// Node's `file:///abs/x.mjs:2` or `/abs/x.js:2`: a script's path and line, alone.
+fn node_header(clean: &str) -> Option<Header> {
+    let text = clean.trim_end();
+    let path = text.strip_prefix("file://").unwrap_or(text);
+    let (file, line) = path.rsplit_once(':')?;
+    let line = number(line)?;
+    const SCRIPTS: [&str; 8] = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"];
+    let script = SCRIPTS.iter().any(|x| file.ends_with(x));
+    (script && file.starts_with('/') && !file.contains(' '))
+        .then(|| Header::new(Kind::Node, true, "").at(file, line, None))
+}
+
+/// `SyntaxError: msg`, `ReferenceError: msg`, `Error [ERR_X]: msg`: the error's name.
+fn js_error_name(clean: &str) -> Option<&str> {
+    let (name, _) = clean.trim_start().split_once(": ")?;
+    let name = name.split(" [").next()?;
+    let valid = name.ends_with("Error")
+        && name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric());
+    valid.then_some(name)
 }
 
 /// `error[E0425]: msg`, `error: msg`, `warning: msg` (dropped), and cargo's summaries.

@@ -151,3 +151,56 @@ fn a_failing_doctest_is_placed_at_its_example() {
         "{prompt}"
     );
 }
+
+/// A script that does not parse, under a runner that then writes no report (mocha does
+/// this): Node's `SyntaxError` is the finding, at the script's line, and the iteration is
+/// recorded (ITERATE), not refused as an environment problem.
+#[test]
+fn a_node_syntax_error_before_any_report_is_a_located_finding() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "package.json",
+        r#"{"name":"m","version":"1.0.0","type":"module"}"#,
+    );
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a + b;\n}\n",
+    );
+    write(
+        p,
+        "test/math.test.js",
+        "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\ntest('adds', () => {\n  assert.equal(add(1, 2), 3);\n});\n",
+    );
+    // The runner loads the code first, as mocha does, and reports only after.
+    write(
+        p,
+        "run-tests.mjs",
+        "await import('./lib/math.js');\nconst { spawnSync } = await import('node:child_process');\nconst r = spawnSync('node', ['--test', '--test-reporter=tap', 'test/'], { stdio: 'inherit' });\nprocess.exit(r.status);\n",
+    );
+    write(
+        p,
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: node run-tests.mjs\n    report: { format: tap, from: stdout }\n",
+    );
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", "math"]);
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(
+        p,
+        "lib/math.js",
+        "export function add(a, b) {\n  return a +;\n}\n",
+    );
+    git(p, &["commit", "-q", "-am", "typo"]);
+    let (out, said) = run(p);
+    assert_eq!(out.status.code(), Some(10), "{said}");
+    let prompt = prompt(p);
+    assert!(
+        prompt.contains("SyntaxError: Unexpected token ';'"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("lib/math.js:2"), "{prompt}");
+}

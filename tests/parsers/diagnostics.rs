@@ -751,3 +751,30 @@ fn blank_lines_inside_a_block_are_kept_as_printed_and_trailing_ones_dropped() {
     let text = "error: one\n  |\n \t\n\n\nnext\n";
     assert_eq!(parse(text)[0].detail, "error: one\n  |");
 }
+
+/// Node's load-time syntax error (ESM and CommonJS, as node 20 prints it): one error at
+/// the script's line, named by its kind; Node's own stack frames are not places.
+#[test]
+fn node_syntax_errors_in_esm_and_commonjs() {
+    for (name, file) in [
+        ("node-esm-syntax-error.txt", "/tmp/nodesyn/math.mjs"),
+        ("node-cjs-syntax-error.txt", "/tmp/nodesyn/math.cjs"),
+    ] {
+        let found = parse(&fixture(name));
+        assert_eq!(
+            summaries(&found),
+            vec![(
+                "node",
+                Some("SyntaxError"),
+                "SyntaxError: Unexpected token ';'",
+                Some(file),
+                Some(2),
+                None
+            )],
+            "{name}"
+        );
+        assert_detail_has(&found[0], "return a +;");
+    }
+    // A path and line that no error follows is not a diagnostic.
+    assert!(parse("/abs/lib/x.js:3\nsome output\nmore\n").is_empty());
+}
