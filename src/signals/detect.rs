@@ -498,17 +498,31 @@ fn node(
             },
         );
     } else if has_dep("mocha") {
-        let run = format!(
-            "npx --no-install mocha --reporter xunit --reporter-option output={NODE_JUNIT_PATH}"
-        );
+        let mocha = format!("mocha --reporter xunit --reporter-option output={NODE_JUNIT_PATH}");
+        // Coverage through the wrapper the project has: c8 (V8's), else nyc (istanbul's).
+        let wrapper = ["c8", "nyc"].into_iter().find(|w| has_dep(w));
+        let run = match wrapper {
+            Some(w) => format!(
+                "npx --no-install {w} --reporter=lcov --report-dir={NODE_COVERAGE_DIR} {mocha}"
+            ),
+            None => format!("npx --no-install {mocha}"),
+        };
+        let mut report = vec![source(ReportFormat::Junit, Some(NODE_JUNIT_PATH))];
+        if wrapper.is_some() {
+            report.push(source(ReportFormat::Lcov, Some(NODE_LCOV_PATH)));
+        } else {
+            notes.push(format!(
+                "coverage: mocha has none of its own; `{}`, then run `itergate init --force`",
+                add("c8")
+            ));
+        }
         checks.insert(
             "tests".into(),
-            check(&run, ReportFormat::Junit, Some(NODE_JUNIT_PATH)),
+            Check {
+                report,
+                ..check(&run, ReportFormat::Junit, None)
+            },
         );
-        notes.push(format!(
-            "coverage: mocha has none of its own; `{}` and wrap the command in `npx c8 --reporter=lcov --report-dir={NODE_COVERAGE_DIR}`",
-            add("c8")
-        ));
     } else if !test_script.is_empty() {
         // An unknown runner: its exit status and the failures its output names.
         let run = format!("{manager} test");
@@ -728,6 +742,37 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::python_floor;
+
+    #[test]
+    fn mocha_is_measured_through_the_coverage_wrapper_the_project_declares() {
+        let detected = |dev: &str| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::write(
+                dir.path().join("package.json"),
+                format!(r#"{{"name":"m","scripts":{{"test":"mocha"}},"devDependencies":{{"mocha":"11.0.0"{dev}}}}}"#),
+            )
+            .expect("write");
+            super::detect(dir.path()).expect("a node project")
+        };
+        let with_nyc = detected(r#","nyc":"17.0.0""#);
+        let tests = &with_nyc.checks["tests"];
+        let run = tests.run.as_deref().unwrap_or("");
+        assert!(
+            run.starts_with("npx --no-install nyc --reporter=lcov"),
+            "{run}"
+        );
+        assert!(run.contains("mocha --reporter xunit"), "{run}");
+        assert_eq!(tests.report.len(), 2, "JUnit and LCOV");
+        let bare = detected("");
+        assert_eq!(bare.checks["tests"].report.len(), 1);
+        assert!(
+            bare.notes
+                .iter()
+                .any(|n| n.contains("mocha has none of its own")),
+            "{:?}",
+            bare.notes
+        );
+    }
 
     fn floor(file: &str, text: &str) -> Option<(u32, u32)> {
         let dir = tempfile::tempdir().expect("tempdir");
