@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the pinned Node dev tools that wrote the JavaScript/TypeScript report fixtures
 # (tests/fixtures/reports/VERSIONS.md): vitest with its v8 coverage provider, typescript,
-# eslint 9 (flat config) with @eslint/js, jest and jest-junit. They go into a cache
-# directory, $1 (default: target/node-tools under the repository root), with
-# `npm install --prefix DIR` from a package.json this script writes there. Nothing is done
-# when the tools are present and the stamp file records the same pins. Needs node (20.19 or
-# newer) and npm; prints the directory at the end.
+# eslint 9 (flat config) with @eslint/js, jest and jest-junit; and mocha, which scenario tests
+# in tests/local run. They go into a cache directory, $1 (default: target/node-tools under
+# the repository root), with `npm install --prefix DIR` from a package.json this script
+# writes there. Nothing is done when the tools are present and the stamp file records the
+# same pins. Needs node (20.19 or newer) and npm; prints the directory at the end.
 #
 # A throwaway project uses the tools through a hard-linked copy of DIR/node_modules (a
 # symlink works too, but Node then reports the tools' frames under DIR, not the project):
@@ -16,7 +16,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/target/node-tools}
 
 # Exact versions, checked to install and run on Node 20.20: vitest 5 needs Node 22, 4.1
-# still runs on 20; eslint is held at 9 (flat config), 9.39 being its last minor.
+# still runs on 20; eslint is held at 9 (flat config), 9.39 being its last minor; mocha at
+# 11.8, its last 11.x (Node 18.18 or 20.9 and newer; 12 needs 20.19).
 pins='{
   "name": "itergate-node-tools",
   "private": true,
@@ -28,7 +29,8 @@ pins='{
     "eslint": "9.39.5",
     "@eslint/js": "9.39.5",
     "jest": "30.5.2",
-    "jest-junit": "17.0.0"
+    "jest-junit": "17.0.0",
+    "mocha": "11.8.0"
   }
 }'
 
@@ -47,7 +49,7 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 stamp=$dir/.itergate-node-tools.stamp
-bins=(vitest tsc eslint jest)
+bins=(vitest tsc eslint jest mocha)
 
 present=1
 for bin in "${bins[@]}"; do

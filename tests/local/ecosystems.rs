@@ -9,6 +9,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::node_tools::node_tools_into;
+
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(args)
@@ -404,32 +406,6 @@ fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
     commit(p, "add again");
     let (status, _, text) = run(p);
     assert_eq!(status, 0, "{text}");
-}
-
-/// The pinned vitest, typescript and eslint of `scripts/ensure-node-tools.sh` (installed
-/// by it when missing), given to `project` as its `node_modules`.
-fn node_tools_into(project: &Path) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-node-tools.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = String::from_utf8_lossy(&out.stdout);
-    let modules = Path::new(dir.lines().last().expect("the directory")).join("node_modules");
-    let copied = Command::new("cp")
-        .arg("-al")
-        .arg(&modules)
-        .arg(project.join("node_modules"))
-        .status()
-        .is_ok_and(|s| s.success());
-    if !copied {
-        std::os::unix::fs::symlink(&modules, project.join("node_modules")).expect("link");
-    }
 }
 
 const TS_PRICE: &str = "export function total(prices: number[]): number {\n  return prices.reduce((a, b) => a + b, 0);\n}\n\nexport function discount(price: number, percent: number): number {\n  return price - (price * percent) / 100;\n}\n";

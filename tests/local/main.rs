@@ -19,6 +19,7 @@ mod init_detect;
 mod local_decisions;
 mod locked_harness;
 mod markers;
+mod node_tools;
 mod prompt_hygiene;
 mod score_e2e;
 mod scratch_isolation;
