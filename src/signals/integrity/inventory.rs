@@ -109,7 +109,7 @@ pub(super) fn tests(input: &Input) -> Vec<Finding> {
             Some(now) if now.outcome == TestOutcome::Skipped => {
                 if entry.outcome != TestOutcome::Skipped {
                     flagged.insert(key);
-                    findings.push(skipped(check, id, now, was_failing));
+                    findings.push(skipped(check, id, now, entry, was_failing));
                 }
             }
             Some(_) => {}
@@ -294,7 +294,13 @@ pub(super) fn container(id: &str) -> &str {
     }
 }
 
-pub(super) fn skipped(check: &str, id: &str, now: &Entry, was_failing: bool) -> Finding {
+pub(super) fn skipped(
+    check: &str,
+    id: &str,
+    now: &Entry,
+    before: &Entry,
+    was_failing: bool,
+) -> Finding {
     let why = if was_failing {
         "it was failing when it last ran"
     } else {
@@ -303,7 +309,11 @@ pub(super) fn skipped(check: &str, id: &str, now: &Entry, was_failing: bool) -> 
     finding(
         severity_for(was_failing),
         format!("test {id} is newly skipped in check `{check}`: {why}, and a skipped test proves nothing"),
-        at(now.file.as_deref(), now.line, id),
+        // A runner may not locate a skipped test: where it ran before.
+        match now.file {
+            Some(_) => at(now.file.as_deref(), now.line, id),
+            None => at(before.file.as_deref(), before.line, id),
+        },
         restore(id),
     )
 }
