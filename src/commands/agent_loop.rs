@@ -225,17 +225,72 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                     git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
                 let tick =
                     |t: Duration| events.phase(number, &format!("agent running {}", minutes(t)));
-                let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
-                let run = run_agent(
-                    &agent,
-                    &prompt,
-                    &env.root,
-                    &logs,
-                    (limit.min(remaining), cap),
-                    &tick,
-                )
-                .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
-                notes.restore(&repo)?;
+                let mut asked = Usage::unknown();
+                let mut rounds = 0;
+                let mut prompt_now = prompt.clone();
+                let run = loop {
+                    let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
+                    let mut run = run_agent(
+                        &agent,
+                        &prompt_now,
+                        &env.root,
+                        &logs,
+                        (limit.min(total_remaining(env, started)), cap),
+                        &tick,
+                    )
+                    .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
+                    notes.restore(&repo)?;
+                    // A context report instead of work, after an iteration: answered by
+                    // `itergate context`'s rules, and the agent runs again with what it got.
+                    let report = (!history.is_empty()
+                        && rounds < env.config.context.max_rounds
+                        && !matches!(run.exit, AgentExit::Interrupted(_))
+                        && !changed(&env.root, &repo, before, &leftovers)?)
+                    .then(|| crate::context::parse_gap_report(&run.text))
+                    .flatten()
+                    .filter(|r| !r.is_ready());
+                    let Some(report) = report else {
+                        run.usage.add(&asked);
+                        break run;
+                    };
+                    rounds += 1;
+                    let store = task::open_store(env, &repo)?;
+                    let answer = crate::app::context::answer(env, &store, &current, &report)?;
+                    events.emit(&LoopEvent::ContextRound {
+                        round: rounds,
+                        outcome: if answer.escalated {
+                            "escalated"
+                        } else {
+                            "delivered"
+                        },
+                        items: answer.reply.items.len(),
+                    });
+                    if answer.escalated {
+                        // Filed on the latest iteration: nothing of this run is committed.
+                        let summary = format!(
+                            "\nitergate loop: escalated at iteration {number}: the agent asked for context that cannot be given ({})\n",
+                            crate::context::escalation_reason(&answer.reply, "itergate loop")
+                        );
+                        events.emit(&LoopEvent::Stopped {
+                            outcome: "escalated",
+                            exit_code: 20,
+                            iteration: number,
+                            best_iteration: None,
+                            commit: before.to_string(),
+                            summary: summary.clone(),
+                            budget_stop_report: None,
+                        });
+                        if !events.json && !quiet {
+                            eprint!("{summary}");
+                        }
+                        return Err(Failure::Decided(20));
+                    }
+                    asked.add(&run.usage);
+                    let view =
+                        crate::context::delivery_view(&answer.reply, Some(&answer.commit), false);
+                    let delivery = env.renderer()?.render("context-delivery.md.j2", &view)?;
+                    prompt_now = format!("{prompt}\n{delivery}");
+                };
                 (before, run)
             }
         };

@@ -1234,3 +1234,37 @@ fn a_loop_started_above_main_counts_from_its_start_and_never_stays_on_a_tampered
         "{stopped:#}"
     );
 }
+
+/// After an iteration, an agent that answers with a context report instead of work is
+/// given what it asked for (by `itergate context`'s rules) and runs again: no empty
+/// iteration, no escalation.
+#[test]
+fn a_context_report_after_an_iteration_is_answered_and_the_agent_runs_again() {
+    let project = Project::new(10);
+    let gap = "CONTEXT_GAP_REPORT\n------------------\nNEEDS: lib/math.js | REASON: how the other functions are written | ALTERNATIVE: none — required\nREADY_TO_EXECUTE: false";
+    let ask = json!({ "print": gap });
+    let (code, events, stderr) = project.run(json!([wrong(), ask, right()]), &["--skip-context"]);
+    assert_eq!(code, 0, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), 3);
+    let rounds = of(&events, "context_round");
+    assert_eq!(rounds.len(), 1, "{events:#?}");
+    assert_eq!(rounds[0]["outcome"], "delivered");
+    let judged: Vec<&Value> = of(&events, "judged")
+        .iter()
+        .map(|j| &j["iteration"])
+        .collect();
+    assert_eq!(
+        judged,
+        [&json!(1), &json!(2)],
+        "no empty iteration: {events:#?}"
+    );
+    let again = project.prompt(3);
+    assert!(
+        again.contains("CONTEXT_DELIVERY") && again.contains("return a + b;"),
+        "{again}"
+    );
+    assert!(
+        again.contains("Add multiply(a, b)"),
+        "the task first: {again}"
+    );
+}
