@@ -40,9 +40,9 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "claude",
         program: "claude",
-        args: &["-p", "--output-format", "json"],
+        args: &["-p", "--output-format", "stream-json", "--verbose"],
         prompt: PromptInput::Stdin,
-        usage: UsageFormat::ClaudeJson,
+        usage: UsageFormat::ClaudeStreamJson,
         commits: false,
         opt_in:
             "--permission-mode acceptEdits (edits only) or --allowedTools \"Edit Bash(npm test:*)\"",

@@ -2,9 +2,9 @@
 //! as its preset says, its output kept in files (it can be large), and a wall clock that
 //! ends it (SIGTERM to the group, SIGKILL after a grace period). Ctrl-C or SIGTERM to
 //! itergate stops the agent the same way and says so. An agent that streams its usage
-//! (JSON lines: Codex's `exec --json`, opencode's `run --format json`) is stopped the same
-//! way once what it reports reaches the run's [`SpendCap`]; one that reports at the end
-//! (Claude Code's and Gemini's `json`) is held to the budget after its run.
+//! (JSON lines: Claude Code's `stream-json`, Codex's `exec --json`, opencode's `run --format
+//! json`) is stopped the same way once what it reports reaches the run's [`SpendCap`]; one
+//! that reports at the end (Gemini's `json`) is held to the budget after its run.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -14,6 +14,9 @@ pub enum UsageFormat {
     None,
     /// Claude Code's `--output-format json`: one `result` object.
     ClaudeJson,
+    /// Claude Code's `--output-format stream-json --verbose`: JSON lines, `assistant`
+    /// messages with the API's `usage` while it works, the `result` object last.
+    ClaudeStreamJson,
     /// Codex's `exec --json`: JSON lines, `turn.completed` carrying `usage`.
     CodexJsonl,
     /// Gemini CLI's `--output-format json`: `{response, stats, error}`.
@@ -27,12 +30,16 @@ pub enum UsageFormat {
 impl UsageFormat {
     /// Formats whose lines arrive while the agent works (its usage can be read mid-run).
     pub fn streams(self) -> bool {
-        matches!(self, UsageFormat::CodexJsonl | UsageFormat::OpencodeJsonl)
+        matches!(
+            self,
+            UsageFormat::CodexJsonl | UsageFormat::OpencodeJsonl | UsageFormat::ClaudeStreamJson
+        )
     }
 
     /// The formats that read something.
-    pub const READ: [UsageFormat; 5] = [
+    pub const READ: [UsageFormat; 6] = [
         UsageFormat::ClaudeJson,
+        UsageFormat::ClaudeStreamJson,
         UsageFormat::CodexJsonl,
         UsageFormat::GeminiJson,
         UsageFormat::OpencodeJsonl,
@@ -100,6 +107,10 @@ pub fn read_text(format: UsageFormat, output: &str) -> String {
             .and_then(|d| d.get("result").and_then(Value::as_str).map(str::to_string))
             .into_iter()
             .collect(),
+        UsageFormat::ClaudeStreamJson => json_lines(output)
+            .filter(|e| e.get("type").and_then(Value::as_str) == Some("result"))
+            .filter_map(|e| e.get("result").and_then(Value::as_str).map(str::to_string))
+            .collect(),
         UsageFormat::GeminiJson => one_document(output)
             .and_then(|d| {
                 d.get("response")
@@ -138,6 +149,7 @@ pub fn read_usage(format: UsageFormat, output: &str) -> Usage {
     match format {
         UsageFormat::None => Usage::unknown(),
         UsageFormat::ClaudeJson => claude(output),
+        UsageFormat::ClaudeStreamJson => claude_stream(output),
         UsageFormat::CodexJsonl => codex(output),
         UsageFormat::GeminiJson => gemini(output),
         UsageFormat::OpencodeJsonl => opencode(output),
@@ -224,6 +236,56 @@ fn claude(output: &str) -> Usage {
         },
         failure,
     }
+}
+
+/// The `result` line when the run finished; while it runs, the `assistant` messages' usage,
+/// each API message counted once (its content blocks arrive as events sharing its id).
+fn claude_stream(output: &str) -> Usage {
+    let mut result = None;
+    let mut messages: Vec<(String, Value)> = Vec::new();
+    for event in json_lines(output) {
+        match event.get("type").and_then(Value::as_str) {
+            Some("result") => result = Some(event),
+            Some("assistant") => {
+                let id = event
+                    .pointer("/message/id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let Some(usage) = event.pointer("/message/usage").cloned() else {
+                    continue;
+                };
+                match messages
+                    .iter_mut()
+                    .find(|(seen, _)| *seen == id && !id.is_empty())
+                {
+                    Some((_, last)) => *last = usage,
+                    None => messages.push((id, usage)),
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(result) = result {
+        return claude(&result.to_string());
+    }
+    let mut usage = Usage::unknown();
+    for (_, m) in &messages {
+        let input = n(m, "/input_tokens");
+        let out = n(m, "/output_tokens");
+        add(&mut usage.input_tokens, input);
+        add(&mut usage.output_tokens, out);
+        add(
+            &mut usage.total_tokens,
+            sum(&[
+                input,
+                out,
+                n(m, "/cache_creation_input_tokens"),
+                n(m, "/cache_read_input_tokens"),
+            ]),
+        );
+    }
+    usage
 }
 
 fn codex(output: &str) -> Usage {

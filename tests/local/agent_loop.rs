@@ -1030,59 +1030,63 @@ fn a_crashing_agent_is_shown_and_counted_by_the_stall_rule() {
     );
 }
 
-/// An agent that streams its usage (the `codex` preset: `exec --json` lines) is stopped
-/// mid-run when what it reports reaches the token budget, not when it finishes; the stop
-/// names the budget and the overshoot.
+/// An agent that streams its usage (the `codex` preset's `exec --json` lines, the `claude`
+/// preset's `stream-json`) is stopped mid-run when what it reports reaches the token budget,
+/// not when it finishes; the stop names the budget and the overshoot.
 #[test]
 fn a_streaming_agent_is_stopped_mid_run_at_the_token_budget() {
-    let project = Project::with_stopping(10, "  budget_limits: { total_tokens: 1000 }\n");
-    let bin = project.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let codex = bin.join("codex");
-    std::fs::write(&codex, AGENT).unwrap();
-    std::fs::set_permissions(
-        &codex,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .unwrap();
-    let turn = json!({ "type": "turn.completed",
-        "usage": { "input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300 } })
-    .to_string();
-    // It reports 1800 tokens, then would work on for a minute.
-    let mut spender = wrong();
-    spender["print"] = json!(turn);
-    spender["sleep"] = json!(60);
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let started = std::time::Instant::now();
-    let output = project
-        .command_with("codex", json!([spender]), &[])
-        .env("PATH", path)
-        .output()
+    let codex = json!({ "type": "turn.completed",
+        "usage": { "input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300 } });
+    let claude = json!({ "type": "assistant", "message": { "id": "msg_1", "role": "assistant",
+        "content": [{ "type": "text", "text": "working" }],
+        "usage": { "input_tokens": 1500, "output_tokens": 300 } } });
+    for (preset, line) in [("codex", codex), ("claude", claude)] {
+        let project = Project::with_stopping(10, "  budget_limits: { total_tokens: 1000 }\n");
+        let bin = project.dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join(preset);
+        std::fs::write(&program, AGENT).unwrap();
+        std::fs::set_permissions(
+            &program,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
         .unwrap();
-    let took = started.elapsed();
-    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        took < std::time::Duration::from_secs(30),
-        "stopped mid-run, not after its minute: {took:?}\n{stderr}"
-    );
-    let finished = of(&events, "agent_finished");
-    let exit = finished[0]["exit"].as_str().unwrap();
-    assert!(
-        exit.contains("1800 tokens")
-            && exit.contains("total_tokens")
-            && exit.contains("over by 800"),
-        "{exit}"
-    );
-    let stopped = &of(&events, "stopped")[0];
-    assert_eq!(
-        stopped["outcome"], "budget_exhausted",
-        "{stopped:#}\n{stderr}"
-    );
-    assert_ne!(output.status.code(), Some(0));
+        // It reports 1800 tokens, then would work on for a minute.
+        let mut spender = wrong();
+        spender["print"] = json!(line.to_string());
+        spender["sleep"] = json!(60);
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let started = std::time::Instant::now();
+        let output = project
+            .command_with(preset, json!([spender]), &["--skip-context"])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            took < std::time::Duration::from_secs(30),
+            "{preset}: stopped mid-run, not after its minute: {took:?}\n{stderr}"
+        );
+        let finished = of(&events, "agent_finished");
+        let exit = finished[0]["exit"].as_str().unwrap();
+        assert!(
+            exit.contains("1800 tokens")
+                && exit.contains("total_tokens")
+                && exit.contains("over by 800"),
+            "{preset}: {exit}"
+        );
+        let stopped = &of(&events, "stopped")[0];
+        assert_eq!(
+            stopped["outcome"], "budget_exhausted",
+            "{preset}: {stopped:#}\n{stderr}"
+        );
+        assert_ne!(output.status.code(), Some(0));
+    }
 }
 
 /// `--attempts 3`: three agents from the same commit, each in its own worktree; the best

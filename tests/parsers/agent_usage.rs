@@ -39,6 +39,31 @@ fn claude_codes_result_gives_tokens_with_the_cache_and_a_reported_cost() {
     assert_eq!(capped.failure.as_deref(), Some("error_max_turns"));
 }
 
+/// The preset's `stream-json`: the result line when the run is over; mid-run (what
+/// itergate reads to hold a run to its budget) the assistant messages so far, each API
+/// message once though its content blocks arrive as separate events.
+#[test]
+fn claude_codes_stream_gives_the_result_at_the_end_and_the_messages_so_far_before() {
+    let stream = fixture("claude-code-2.1.stream.jsonl");
+    let done = read_usage(UsageFormat::ClaudeStreamJson, &stream);
+    assert_eq!(done.total_tokens, Some(1840 + 2210 + 68453 + 21012));
+    assert_eq!(done.cost_usd, Some(0.1873));
+    let running: String = stream
+        .lines()
+        .filter(|l| !l.contains(r#""type":"result""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let so_far = read_usage(UsageFormat::ClaudeStreamJson, &running);
+    assert_eq!(so_far.input_tokens, Some(920 + 920));
+    assert_eq!(so_far.output_tokens, Some(610 + 1600));
+    assert_eq!(
+        so_far.total_tokens,
+        Some((920 + 610 + 34226) + (920 + 1600 + 34227 + 21012))
+    );
+    assert_eq!(so_far.cost_usd, None, "no dollar figure before the result");
+    assert!(UsageFormat::ClaudeStreamJson.streams());
+}
+
 #[test]
 fn codex_gives_tokens_and_tool_calls_but_no_dollars() {
     let usage = read_usage(UsageFormat::CodexJsonl, &fixture("codex-exec-json.jsonl"));
