@@ -519,7 +519,8 @@ pub struct LoopArgs {
     /// refs/itergate/loop/last), or at the last.
     #[arg(long, value_enum, default_value_t = OnExhaust::Best)]
     pub on_exhaust: OnExhaust,
-    /// The most one agent run may take: 90s, 20m, 1h (default: loop.iteration_minutes).
+    /// The most one agent run may take: 90s, 20m, 1h (default, and the most it may be:
+    /// the base's loop.iteration_minutes).
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub iteration_timeout: Option<std::time::Duration>,
     /// `json`: one JSON object per line on stdout (iteration_started, agent_finished,

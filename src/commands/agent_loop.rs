@@ -98,9 +98,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
     record_start(env, &repo, &branch, &task_text, args, &events)?;
     // What the checks left in the work tree (`.coverage`, caches): never the agent's work.
     let mut leftovers = untracked(&env.root)?;
-    let limit = args.iteration_timeout.unwrap_or_else(|| {
-        Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
-    });
+    let limit = per_run_limit(env, args);
     // A hard stop beside the engine's iteration limit (which a person's `itergate budget`
     // raises), should a decision keep iterating past it.
     let mut max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
@@ -1030,6 +1028,13 @@ fn loop_start(env: &Env, repo: &Repository) -> Result<Option<Oid>, Failure> {
         .filter(|c| *c == head || git::is_ancestor(repo, *c, head).unwrap_or(false)))
 }
 
+/// How long one agent run may take: `loop.iteration_minutes` of the base's configuration,
+/// which `--iteration-timeout` can only shorten.
+fn per_run_limit(env: &Env, args: &LoopArgs) -> Duration {
+    let base = Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1));
+    args.iteration_timeout.map_or(base, |flag| flag.min(base))
+}
+
 /// The loop's wall clock (`budget_limits.wall_clock_minutes`) has run out.
 fn clock_spent(env: &Env, started: Instant) -> bool {
     env.config
@@ -1325,9 +1330,7 @@ fn dry_run(
     );
     let criteria = &env.config.stopping_criteria;
     let budget = &criteria.budget_limits;
-    let per_run = args.iteration_timeout.unwrap_or_else(|| {
-        Duration::from_secs(60 * env.config.agent_loop.iteration_minutes.max(1))
-    });
+    let per_run = per_run_limit(env, args);
     let mut plan = format!(
         "itergate loop --dry-run on `{branch}` at {}: no agent runs, nothing is committed\n\nAgent: {}\n\nChecks (they ran on the start):\n",
         short(head),

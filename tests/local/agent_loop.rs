@@ -1272,3 +1272,19 @@ fn a_context_report_after_an_iteration_is_answered_and_the_agent_runs_again() {
         "the task first: {again}"
     );
 }
+
+/// `--iteration-timeout` only shortens the base's `loop.iteration_minutes`: a longer one is
+/// the base's (the dry run's plan says what holds).
+#[test]
+fn iteration_timeout_only_tightens_the_bases_per_run_limit() {
+    let project = Project::with_config(10, "", "loop:\n  iteration_minutes: 2\n");
+    let plan = |flag: &str| {
+        let out = project
+            .command(json!([{}]), &["--dry-run", "--iteration-timeout", flag])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(plan("1h").contains("2m00s a run"), "{}", plan("1h"));
+    assert!(plan("30s").contains("30s a run"), "{}", plan("30s"));
+}
