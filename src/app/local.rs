@@ -189,6 +189,18 @@ impl Task {
             None => &self.commits[..],
         };
         let mut out = Vec::new();
+        // A loop's start above the merge-base is no iteration, but what failed there (its
+        // targets) failed earlier in the task all the same.
+        if let (Some(start), Some(base)) = (self.start, self.merge_base) {
+            let repo = store.repository();
+            if start != base && git::is_ancestor(repo, base, start).unwrap_or(false) {
+                if let Some(observed) =
+                    store.find_observation(tree_of(repo, start)?, &fingerprint)?
+                {
+                    out.push((start, observed));
+                }
+            }
+        }
         for earlier in before {
             let tree = tree_of(store.repository(), *earlier)?;
             if let Some(observed) = store.find_observation(tree, &fingerprint)? {

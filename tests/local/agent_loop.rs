@@ -1288,3 +1288,46 @@ fn iteration_timeout_only_tightens_the_bases_per_run_limit() {
     assert!(plan("1h").contains("2m00s a run"), "{}", plan("1h"));
     assert!(plan("30s").contains("30s a run"), "{}", plan("30s"));
 }
+
+/// The five gaming moves, with the failing test committed on the branch before the loop
+/// and with it on the base branch (the task is "Make the math tests pass"): none is
+/// accepted, and the branch is never left on the move.
+#[test]
+fn the_five_gaming_moves_are_never_accepted_from_the_branch_or_the_base() {
+    let moves = [
+        ("delete", json!({ "delete": ["test/math.test.js"] })),
+        (
+            "skip",
+            json!({ "write": { "test/math.test.js": TEST_ADD.replace("it('adds'", "it.skip('adds'") } }),
+        ),
+        (
+            "rewrite",
+            json!({ "write": { "test/math.test.js": TEST_ADD.replace("3);", "-1);") } }),
+        ),
+        (
+            "narrow",
+            json!({ "write": { ".itergate.yml": "checks: {}\n" } }),
+        ),
+        ("notes", json!({ "run": [format!("{BIN} accept done")] })),
+    ];
+    for on_base in [false, true] {
+        for (name, step) in &moves {
+            let project = Project::new(10);
+            if on_base {
+                git(&project.repo(), &["checkout", "-q", "main"]);
+            }
+            project.commit_broken_add();
+            let (code, events, stderr) = project.fix_add(json!([step]), &["--max-iterations", "2"]);
+            let context = format!("{name} (on the base: {on_base})");
+            assert_ne!(code, 0, "{context}: {stderr}\n{events:#?}");
+            assert!(
+                of(&events, "judged")
+                    .iter()
+                    .all(|j| j["recommendation"] != "accept"),
+                "{context}: {events:#?}"
+            );
+            let math = std::fs::read_to_string(project.repo().join("lib/math.js")).unwrap();
+            assert_eq!(math, ADD_BROKEN, "{context}: the code was never fixed");
+        }
+    }
+}
