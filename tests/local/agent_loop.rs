@@ -1331,3 +1331,30 @@ fn the_five_gaming_moves_are_never_accepted_from_the_branch_or_the_base() {
         }
     }
 }
+
+/// The loop's wall clock running out mid-run: the agent's process group is stopped, what it
+/// left is judged, the stop names the wall clock, and no agent starts again.
+#[test]
+fn the_loops_wall_clock_running_out_mid_run_stops_the_agent_and_the_loop() {
+    let project = Project::with_stopping(10, "  budget_limits: { wall_clock_minutes: 1 }\n");
+    let hang = json!({ "write": { "lib/multiply.js": MULTIPLY_WRONG, "test/multiply.test.js": TEST_MULTIPLY }, "sleep": 600 });
+    let started = std::time::Instant::now();
+    let (code, events, stderr) = project.run(json!([hang]), &["--skip-context"]);
+    assert!(started.elapsed().as_secs() < 110, "{stderr}");
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), 1, "no agent after the clock ran out");
+    let exit = of(&events, "agent_finished")[0]["exit"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        exit.starts_with("stopped at the loop's wall clock"),
+        "{exit}"
+    );
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["outcome"], "budget_exhausted", "{stopped:#}");
+    assert!(
+        stopped["summary"].as_str().unwrap().contains("wall clock"),
+        "{stopped:#}"
+    );
+}
