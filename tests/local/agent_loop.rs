@@ -1358,3 +1358,49 @@ fn the_loops_wall_clock_running_out_mid_run_stops_the_agent_and_the_loop() {
         "{stopped:#}"
     );
 }
+
+/// Round 0 can deliver a failing test and a check's output: the start was checked before
+/// any agent ran.
+#[test]
+fn round_0_delivers_the_starts_failing_test_and_a_checks_output() {
+    let project = Project::new(10);
+    project.commit_broken_add();
+    let gap = "CONTEXT_GAP_REPORT\n------------------\nNEEDS: test adds | REASON: what fails | ALTERNATIVE: none — required\nNEEDS: check tests | REASON: how it fails | ALTERNATIVE: none — required\nREADY_TO_EXECUTE: false";
+    let ask = json!({ "print": gap });
+    let fix = json!({ "write": { "lib/math.js": MATH } });
+    let output = {
+        let plan_file = project.dir.path().join("plan.json");
+        std::fs::write(&plan_file, json!([ask, fix]).to_string()).unwrap();
+        let agent = format!(
+            "python3 {} {{prompt_file}}",
+            project.dir.path().join("agent.py").display()
+        );
+        Command::new(BIN)
+            .args([
+                "loop",
+                "--agent",
+                &agent,
+                "--task",
+                "Make the math tests pass.",
+            ])
+            .args(["--format", "json"])
+            .current_dir(project.repo())
+            .env("NO_COLOR", "1")
+            .env("AGENT_PLAN", &plan_file)
+            .env("AGENT_STATE", project.state())
+            .output()
+            .unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let delivery = project.prompt(2);
+    assert!(delivery.contains("CONTEXT_DELIVERY"), "{delivery}");
+    assert!(
+        delivery.contains("adds") && delivery.contains("-1"),
+        "the start's failure is delivered: {delivery}"
+    );
+    assert!(
+        !delivery.contains("NOT AVAILABLE") && !delivery.contains("not available"),
+        "{delivery}"
+    );
+}
