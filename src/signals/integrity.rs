@@ -248,32 +248,26 @@ pub fn check(input: &Input) -> Vec<Finding> {
             Severity::Warning => 1,
             Severity::Info => 0,
         };
+        // A line-based finding says as much when it names the edit: a deselecting line,
+        // the test's own rewritten lines, its removed definition, or a skip in a file the
+        // change edited. A skip that configuration elsewhere caused ("newly skipped" at
+        // the test) says less than the verdict, which names the files the change edited.
+        let names_the_edit = |f: &Finding| {
+            let text = &f.issue.finding;
+            let in_an_edited_file = f.issue.affected_field.as_deref().is_some_and(|at| {
+                trusted
+                    .edited
+                    .iter()
+                    .any(|file| at.starts_with(&format!("{file}:")))
+            });
+            text.contains("deselected")
+                || text.contains("its own lines")
+                || text.contains("was removed")
+                || (text.contains("newly skipped") && in_an_edited_file)
+        };
         let earlier = input.earlier.observations;
         for verdict in trusted::findings(trusted, input.head, input.base, earlier) {
             let key = acceptance_key(&verdict.issue);
-            // A line-based finding says as much when it names the edit: a deselecting line,
-            // the test's own rewritten lines, its removed definition, or a skip in a file the
-            // change edited. A skip that configuration elsewhere caused ("newly skipped" at
-            // the test) says less than the verdict, which names the files the change edited.
-            let names_the_edit = |f: &Finding| {
-                let text = &f.issue.finding;
-                let edited = verdict
-                    .issue
-                    .finding
-                    .rsplit_once("the change edited ")
-                    .map_or("", |(_, files)| files);
-                let in_an_edited_file = f.issue.affected_field.as_deref().is_some_and(|at| {
-                    edited
-                        .split('`')
-                        .skip(1)
-                        .step_by(2)
-                        .any(|file| at.starts_with(&format!("{file}:")))
-                });
-                text.contains("deselected")
-                    || text.contains("its own lines")
-                    || text.contains("was removed")
-                    || (text.contains("newly skipped") && in_an_edited_file)
-            };
             let said = findings
                 .iter()
                 .filter(|f| acceptance_key(&f.issue) == key && names_the_edit(f))

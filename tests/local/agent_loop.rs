@@ -153,6 +153,20 @@ impl Project {
         command
     }
 
+    /// The scripted agent on a `PATH` (returned) as the preset's program `name`.
+    fn as_preset(&self, name: &str) -> String {
+        let bin = self.dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join(name);
+        std::fs::write(&program, AGENT).unwrap();
+        std::fs::set_permissions(
+            &program,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
+        .unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+    }
+
     fn prompt(&self, run: u32) -> String {
         std::fs::read_to_string(format!("{}.prompt-{run}", self.state().display())).unwrap()
     }
@@ -367,15 +381,7 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     let project = Project::with_config(10, "  budget_limits: { total_tokens: 1000 }\n", hooks);
     // The scripted agent as the `claude` preset: on PATH as `claude`, printing Claude
     // Code's `result` object with 600 tokens a run.
-    let bin = project.dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let claude = bin.join("claude");
-    std::fs::write(&claude, AGENT).unwrap();
-    std::fs::set_permissions(
-        &claude,
-        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-    )
-    .unwrap();
+    let path = project.as_preset("claude");
     let result = json!({ "type": "result", "subtype": "success", "is_error": false,
         "total_cost_usd": 0.01, "usage": { "input_tokens": 500, "output_tokens": 100 } })
     .to_string();
@@ -388,7 +394,6 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     .to_string();
     let broken =
         json!({ "write": { "lib/math.js": MATH.replace("a + b", "a - b") }, "print": capped });
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let output = project
         .command_with("claude", json!([good, broken]), &[])
         .env("PATH", path)
@@ -1042,20 +1047,11 @@ fn a_streaming_agent_is_stopped_mid_run_at_the_token_budget() {
         "usage": { "input_tokens": 1500, "output_tokens": 300 } } });
     for (preset, line) in [("codex", codex), ("claude", claude)] {
         let project = Project::with_stopping(10, "  budget_limits: { total_tokens: 1000 }\n");
-        let bin = project.dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let program = bin.join(preset);
-        std::fs::write(&program, AGENT).unwrap();
-        std::fs::set_permissions(
-            &program,
-            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
-        )
-        .unwrap();
+        let path = project.as_preset(preset);
         // It reports 1800 tokens, then would work on for a minute.
         let mut spender = wrong();
         spender["print"] = json!(line.to_string());
         spender["sleep"] = json!(60);
-        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
         let started = std::time::Instant::now();
         let output = project
             .command_with(preset, json!([spender]), &["--skip-context"])
