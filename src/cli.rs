@@ -215,8 +215,9 @@ pub enum Command {
     /// before it is acknowledged (202; a delivery seen before gets 200). Workers then apply
     /// it: scores come from the iteration record the PR's workflow uploaded (`itergate ci
     /// --score-only` in a job that uploads `itergate-record/`), commands and reviews as in
-    /// the Actions mode, the configuration from the PR's base commit. `/healthz`,
-    /// `/readyz` and `/metrics` (Prometheus) are served beside the webhook. SIGTERM stops
+    /// the Actions mode, the configuration from the PR's base commit. `/healthz` and
+    /// `/readyz` are served beside the webhook; `/metrics` (Prometheus) only on
+    /// --metrics-listen. SIGTERM stops
     /// accepting, lets running jobs finish (up to --drain-seconds) and leaves the rest
     /// queued for the next start.
     #[command(after_help = SERVE_AFTER_HELP)]
@@ -295,6 +296,11 @@ pub struct ServeArgs {
     /// third of it while it runs; what a crashed replica held runs again after this).
     #[arg(long, default_value_t = 6, value_name = "SECONDS")]
     pub lease_seconds: u64,
+    /// How long after a lease ran out its job is left alone before another worker takes it
+    /// over: time for a write the dead worker had in flight to land, so that it is not made
+    /// twice (GitHub ends a request it takes over 10 s to serve).
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub takeover_settle_seconds: u64,
     /// How often the App's recent deliveries are checked for ones GitHub could not hand
     /// over (they are redelivered), also done at start; and how long a pull request waits
     /// for CI's record before it is checked against GitHub (then after twice as long each
@@ -322,8 +328,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = crate::serve::limits::MAX_CONNECTIONS_PER_PEER,
           value_name = "N", value_parser = clap::value_parser!(usize))]
     pub max_connections_per_peer: usize,
-    /// Serve /metrics and /readyz on this address instead of --listen (keep them off the
-    /// port the internet reaches); /healthz answers on both.
+    /// Serve /metrics (Prometheus) and /readyz on this address, e.g. 127.0.0.1:9464.
+    /// Without it /metrics is not served at all (never on the port the internet reaches)
+    /// and /readyz answers on --listen; /healthz answers on both.
     #[arg(long, env = "ITERGATE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
 }
@@ -344,6 +351,7 @@ impl ServeArgs {
             workers: self.workers,
             drain_seconds: self.drain_seconds,
             lease_seconds: self.lease_seconds,
+            takeover_settle_seconds: self.takeover_settle_seconds,
             sweep_minutes: self.sweep_minutes,
             keep_days: self.keep_days,
             writes_per_minute: self.writes_per_minute,

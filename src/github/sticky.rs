@@ -125,6 +125,10 @@ pub enum StateError {
     UnsupportedVersion(String),
     #[error("the state was written by a newer itergate (state `{0}`; this itergate reads v1)")]
     NewerVersion(String),
+    /// The App signs a newer version with its version; this one names a version it was not
+    /// signed with (an edit by hand).
+    #[error("the state names version `{0}`, which its signature does not cover: it was edited")]
+    ForgedVersion(String),
     #[error("the state is not valid base64: {0}")]
     Base64(String),
     #[error("the state is not valid: {0}")]
@@ -339,10 +343,21 @@ pub fn load_state_keyed(comments: &[Comment], bot_login: &str, key: Option<&Stat
     let Some(comment) = find_sticky_keyed(comments, bot_login, key) else {
         return Loaded::default();
     };
-    let parsed = parse_state(&comment.body).and_then(|state| match key {
-        Some(key) => verify_state(&comment.body, key).map(|()| state),
-        None => Ok(state),
-    });
+    let parsed = parse_state(&comment.body)
+        .map_err(|problem| match (problem, key) {
+            // A state that names a newer version is believed only when its signature covers
+            // that version: a hand edit of `v1` to `v2` must not freeze the pull request.
+            (StateError::NewerVersion(version), Some(key))
+                if verify_newer_state(&comment.body, key).is_err() =>
+            {
+                StateError::ForgedVersion(version)
+            }
+            (problem, _) => problem,
+        })
+        .and_then(|state| match key {
+            Some(key) => verify_state(&comment.body, key).map(|()| state),
+            None => Ok(state),
+        });
     match parsed {
         Ok(state) => Loaded {
             comment: Some(comment.id),
@@ -406,6 +421,24 @@ pub fn verify_state(body: &str, key: &StateKey) -> Result<(), StateError> {
     let (_, payload) = rest.split_once(' ').ok_or(StateError::NoState)?;
     let (payload, mac) = payload.split_once(MAC_FIELD).ok_or(StateError::Unsigned)?;
     if key.verify(payload, mac.trim()) {
+        Ok(())
+    } else {
+        Err(StateError::Forged)
+    }
+}
+
+/// Whether the App signed a state of a version this itergate does not read. From `v2` on,
+/// a state's MAC covers its version with its payload (`v2 BASE64`); a `v1` state's covers
+/// only the payload, so a `v1` state relabelled by hand never verifies here.
+fn verify_newer_state(body: &str, key: &StateKey) -> Result<(), StateError> {
+    let inner = body
+        .trim_end()
+        .strip_suffix(STATE_CLOSE)
+        .ok_or(StateError::NoState)?;
+    let start = inner.rfind(STATE_OPEN).ok_or(StateError::NoState)?;
+    let rest = &inner[start + STATE_OPEN.len()..];
+    let (signed, mac) = rest.split_once(MAC_FIELD).ok_or(StateError::Unsigned)?;
+    if key.verify(signed.trim_end(), mac.trim()) {
         Ok(())
     } else {
         Err(StateError::Forged)

@@ -65,6 +65,8 @@ pub struct Settings {
     pub drain_seconds: u64,
     /// How long a claimed job is a worker's before another may take it over.
     pub lease_seconds: u64,
+    /// How long a lease that ran out settles before its job is taken over.
+    pub takeover_settle_seconds: u64,
     /// The redelivery sweep's interval.
     pub sweep_minutes: f64,
     /// Days a finished delivery is kept.
@@ -112,6 +114,7 @@ async fn run(args: &Settings) -> Result<(), Failure> {
         max_connections: args
             .database_connections
             .unwrap_or_else(|| default_connections(&location, args.workers)),
+        takeover_settle: Duration::from_secs(args.takeover_settle_seconds),
     };
     let store = store::Store::connect(&location, &open)
         .await
@@ -139,23 +142,34 @@ async fn run(args: &Settings) -> Result<(), Failure> {
         wake: wake.clone(),
         budget: intake::BodyBudget::default(),
     });
-    let health = axum::Router::new()
-        .route("/readyz", get(intake::readyz))
-        .route("/metrics", get(intake::metrics))
-        .with_state(intake.clone());
     let webhook = axum::Router::new()
         .route(&args.webhook_path, post(intake::webhook))
         .route("/healthz", get(intake::healthz))
-        .with_state(intake);
+        .with_state(intake.clone());
+    // `/metrics` tells anyone who can reach it what the App is doing (installations, queue,
+    // errors): it is served only on an address of its own, never beside the webhook.
     let (router, health) = match &args.metrics_listen {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| user(format!("--metrics-listen {addr}: {e}")))?;
-            let health = health.route("/healthz", get(intake::healthz));
+            let bound = listener
+                .local_addr()
+                .map_or_else(|_| addr.clone(), |a| a.to_string());
+            eprintln!("itergate serve: /metrics and /readyz on http://{bound}");
+            let health = axum::Router::new()
+                .route("/readyz", get(intake::readyz))
+                .route("/metrics", get(intake::metrics))
+                .route("/healthz", get(intake::healthz))
+                .with_state(intake);
             (webhook, Some((listener, health)))
         }
-        None => (webhook.merge(health), None),
+        None => {
+            let ready = axum::Router::new()
+                .route("/readyz", get(intake::readyz))
+                .with_state(intake);
+            (webhook.merge(ready), None)
+        }
     };
     if args.max_connections == 0 {
         return Err(user("--max-connections must be at least 1"));

@@ -122,6 +122,8 @@ pub fn replies(server: &FakeGithub, pr: u64) -> usize {
 pub struct Serve {
     pub child: Child,
     pub addr: String,
+    /// Where `/metrics` is served (`--metrics-listen`), once it said so.
+    pub metrics_addr: Option<String>,
     log: Arc<Mutex<String>>,
 }
 
@@ -130,6 +132,16 @@ impl Serve {
     /// 3-second leases (unless `extra` names its own) and no write pacing to speak of;
     /// `extra` arguments come last.
     pub fn start(api_url: &str, database: impl AsRef<std::ffi::OsStr>, extra: &[&str]) -> Serve {
+        Serve::start_with(api_url, database, extra, true)
+    }
+
+    /// [`Serve::start`]; `metrics: false` leaves out `--metrics-listen` (the default).
+    pub fn start_with(
+        api_url: &str,
+        database: impl AsRef<std::ffi::OsStr>,
+        extra: &[&str],
+        metrics: bool,
+    ) -> Serve {
         let lease: &[&str] = if extra.contains(&"--lease-seconds") {
             &[]
         } else {
@@ -140,10 +152,17 @@ impl Serve {
         } else {
             &["--writes-per-minute", "100000"]
         };
+        // /metrics is served only on an address of its own.
+        let metrics: &[&str] = if !metrics || extra.contains(&"--metrics-listen") {
+            &[]
+        } else {
+            &["--metrics-listen", "127.0.0.1:0"]
+        };
         let mut child = Command::new(BIN)
             .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
             .args(lease)
             .args(pace)
+            .args(metrics)
             .arg("--database")
             .arg(database)
             .args(extra)
@@ -168,11 +187,15 @@ impl Serve {
             .expect("spawn itergate serve");
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let mut addr = None;
+        let mut metrics_addr = None;
         let mut seen = String::new();
         for line in lines.by_ref() {
             let line = line.expect("read");
             seen.push_str(&line);
             seen.push('\n');
+            if let Some(rest) = line.split("/metrics and /readyz on http://").nth(1) {
+                metrics_addr = rest.split_whitespace().next().map(String::from);
+            }
             if let Some(rest) = line.split("listening on http://").nth(1) {
                 addr = rest.split_whitespace().next().map(String::from);
                 break;
@@ -188,7 +211,12 @@ impl Serve {
                 log.push('\n');
             }
         });
-        Serve { child, addr, log }
+        Serve {
+            child,
+            addr,
+            metrics_addr,
+            log,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -225,9 +253,21 @@ impl Serve {
         try_request(&self.addr, "GET", path, &[], b"").unwrap_or((0, String::new()))
     }
 
+    /// `/metrics` from its own address (`--metrics-listen`).
+    pub fn metrics(&self) -> (u16, String) {
+        let addr = self.metrics_addr.as_deref().expect("--metrics-listen");
+        try_request(addr, "GET", "/metrics", &[], b"").unwrap_or((0, String::new()))
+    }
+
+    /// `/readyz`, where it is served (beside `/metrics` when that has an address).
+    pub fn ready(&self) -> u16 {
+        let addr = self.metrics_addr.as_deref().unwrap_or(&self.addr);
+        try_request(addr, "GET", "/readyz", &[], b"").map_or(0, |(status, _)| status)
+    }
+
     /// A metric's value in `/metrics` (the line that starts with `name`).
     pub fn metric(&self, name: &str) -> Option<f64> {
-        let (_, text) = self.get("/metrics");
+        let (_, text) = self.metrics();
         text.lines()
             .find(|line| line.starts_with(name))
             .and_then(|line| line.rsplit(' ').next())
@@ -559,8 +599,14 @@ pub async fn check_claim_rules(store: &itergate::serve::store::Store) {
     assert!(claim("w2", t + 1).await.is_none());
     let (id, attempts, _) = claim("w2", t + 3_600_000).await.unwrap();
     assert_eq!((id.as_str(), attempts), ("b0", 2));
-    // A lease that ran out (its worker died) is taken over, counted as one more attempt.
-    let expired = t + 61_000;
+    // A lease that ran out (its worker died) is left alone while a write its worker sent
+    // may still land, then taken over, counted as one more attempt.
+    let settle = i64::try_from(itergate::serve::store::TAKEOVER_SETTLE.as_millis()).unwrap();
+    assert!(
+        claim("w5", t + 61_000).await.is_none(),
+        "a lease that just ran out has not settled"
+    );
+    let expired = t + 61_000 + settle;
     let (id, attempts, _) = claim("w5", expired).await.unwrap();
     assert_eq!((id.as_str(), attempts), ("a1", 2));
     let (id, attempts, c0_again) = claim("w6", expired).await.unwrap();

@@ -59,6 +59,9 @@ pub enum Fault {
     /// The request is carried out on the model, then the answer is replaced by `fault`
     /// (a 502, or a timeout): the client cannot know that it worked.
     Lost(Box<Fault>),
+    /// The request is carried out on the model this long after it arrived and then answered,
+    /// whether or not the client is still there (a write GitHub is slow to serve).
+    Slow(Duration),
 }
 
 pub struct Options {
@@ -309,6 +312,20 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .and_then(|q| q.pop_front())
     };
     let fault = match fault {
+        Some(Fault::Slow(after)) => {
+            // Carried out on a task of its own: a client that goes away does not cancel it.
+            let (done, answer) = tokio::sync::oneshot::channel();
+            let (shared, params) = (shared.clone(), matched.params.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let answer = lock(&shared.model).handle(&operation_id, &params, &query, &body);
+                let _ = done.send(answer);
+            });
+            return match answer.await {
+                Ok(answer) => respond(answer),
+                Err(_) => respond(Answer::message(500, "the fake's slow write was lost")),
+            };
+        }
         Some(Fault::Lost(after)) => {
             // Done, then the answer is lost.
             let _ = lock(&shared.model).handle(&operation_id, &matched.params, &query, &body);
@@ -383,6 +400,7 @@ async fn fault_answer_now(fault: Fault) -> Answer {
         Fault::BadCredentials => Answer::message(401, "Bad credentials"),
         Fault::Unprocessable => Answer::message(422, "Validation Failed"),
         Fault::Lost(after) => fault_answer(*after).await,
+        Fault::Slow(_) => unreachable!("a slow write is carried out where it arrives"),
         Fault::RateLimitReset { in_secs } => limited(
             403,
             vec![

@@ -402,6 +402,23 @@ fn a_keyed_state_verifies_only_under_its_key_and_fits_the_limit() {
 }
 
 #[test]
+fn a_signed_state_relabelled_as_a_newer_version_is_an_edit_not_a_newer_itergate() {
+    let key = StateKey::derive(b"the App's private key");
+    let body = render_body_keyed("visible", &state(3, 2), Some(&key))
+        .replace("itergate:state v1 ", "itergate:state v2 ");
+    let comments = [comment(1, BOT_LOGIN, body)];
+    // Without the App's key nothing tells them apart: a newer version is left alone.
+    assert_eq!(
+        load_state(&comments, BOT_LOGIN).problem,
+        Some(StateError::NewerVersion("v2".into()))
+    );
+    let loaded = load_state_keyed(&comments, BOT_LOGIN, Some(&key));
+    assert_eq!(loaded.problem, Some(StateError::ForgedVersion("v2".into())));
+    assert!(loaded.state.records.is_empty());
+    assert!(loaded.state.lost_state.is_some());
+}
+
+#[test]
 fn the_state_key_survives_a_re_encoded_private_key_and_a_rotation_that_names_the_old_one() {
     let fixture = |name: &str| {
         std::fs::read(format!(

@@ -203,6 +203,24 @@ async fn sigterm_finishes_within_its_deadline_whatever_the_clients_hold_open() {
     );
 }
 
+/// What the App is doing is nobody's business on the port the internet reaches: without
+/// `--metrics-listen`, `/metrics` is not served; readiness is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_not_served_beside_the_webhook_by_default() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_with(
+        &server.api_url(),
+        dir.path().join("itergate.db"),
+        &[],
+        false,
+    );
+    assert_eq!(serve.get("/metrics").0, 404);
+    assert_eq!(serve.get("/readyz").0, 200);
+    assert_eq!(serve.get("/healthz").0, 200);
+    assert_eq!(serve.metrics_addr, None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_and_readiness_can_live_on_their_own_address() {
     let server = fake().await;

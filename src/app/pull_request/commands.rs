@@ -163,16 +163,21 @@ impl Handler<'_> {
         }
         // Someone without the permission changes nothing: only a reply given (its time is
         // recorded) is written, and a refusal past the reply limit writes nothing at all.
+        // Anyone else's command re-renders the comment there is from its verified state, so
+        // an edit of its visible text (the revision prompt an agent reads) does not outlive it.
         let unprivileged_silent = !commenter.privileged && !answer.state_changed;
-        let outcome = if unprivileged_silent || (actions.is_empty() && !answer.state_changed) {
-            Outcome {
-                actions,
-                ..Outcome::default()
-            }
-        } else {
-            self.publish(event.pr, &comments, state, None, actions)
-                .await?
-        };
+        let refresh =
+            commenter.privileged && sticky::find_sticky(&comments, &self.bot_login).is_some();
+        let outcome =
+            if unprivileged_silent || (actions.is_empty() && !answer.state_changed && !refresh) {
+                Outcome {
+                    actions,
+                    ..Outcome::default()
+                }
+            } else {
+                self.publish(event.pr, &comments, state, None, actions)
+                    .await?
+            };
         if commenter.privileged || answer.text.is_some() {
             self.forge
                 .add_reaction(repo, event.comment_id, reaction)

@@ -272,12 +272,35 @@ pub enum StoreError {
 pub struct OpenOptions {
     /// Connections in this process's pool at most.
     pub max_connections: u32,
+    /// How long a lease that ran out stays untouched before another worker takes its job
+    /// over ([`TAKEOVER_SETTLE`]).
+    pub takeover_settle: Duration,
 }
+
+/// A job whose lease ran out (its worker died or stalled) is taken over only this long after
+/// the lease's end: a write the old worker sent just before (a reply, a check run) has
+/// landed by then, so the taker's look before each create finds it. GitHub ends a request
+/// it takes over 10 s to serve. A job released on a failure (a retry) waits for nothing.
+pub const TAKEOVER_SETTLE: Duration = Duration::from_secs(10);
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { max_connections: 4 }
+        OpenOptions {
+            max_connections: 4,
+            takeover_settle: TAKEOVER_SETTLE,
+        }
     }
+}
+
+/// The instants a claim compares with (milliseconds since the epoch).
+#[derive(Debug, Clone, Copy)]
+struct ClaimTimes {
+    /// Jobs due by now are runnable.
+    now: i64,
+    /// A lease that ended before this has settled: its job may be taken over.
+    lapsed_before: i64,
+    /// The new lease's end.
+    lease_until: i64,
 }
 
 type Reply = oneshot::Sender<Result<Received, String>>;
@@ -316,6 +339,8 @@ fn owner_pid(owner: &str, host: &str) -> Option<u32> {
 pub struct Store {
     backend: Backend,
     writer: mpsc::Sender<(NewDelivery, Reply)>,
+    /// [`OpenOptions::takeover_settle`], in milliseconds.
+    settle_ms: i64,
 }
 
 impl Store {
@@ -346,7 +371,12 @@ impl Store {
             (Backend::Sqlite(_), Location::Sqlite(path)) => sqlite::spawn_writer(path, inbox)?,
             (Backend::Sqlite(_), Location::Postgres(_)) => unreachable!("backend of location"),
         }
-        Ok(Store { backend, writer })
+        let settle_ms = i64::try_from(options.takeover_settle.as_millis()).unwrap_or(i64::MAX / 4);
+        Ok(Store {
+            backend,
+            writer,
+            settle_ms,
+        })
     }
 
     /// The backend's name (`sqlite`, `postgres`).
@@ -441,7 +471,8 @@ impl Store {
         .rows_affected()))
     }
 
-    /// Claims the next runnable job for `owner` until `now + lease`.
+    /// Claims the next runnable job for `owner` until `now + lease`. A job another worker
+    /// leased is runnable again [`OpenOptions::takeover_settle`] after its lease ran out.
     pub async fn claim(
         &self,
         owner: &str,
@@ -461,9 +492,14 @@ impl Store {
         avoid: &[i64],
     ) -> Result<Option<Job>, StoreError> {
         let lease_until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
+        let times = ClaimTimes {
+            now,
+            lapsed_before: now - self.settle_ms,
+            lease_until,
+        };
         let job = match &self.backend {
-            Backend::Sqlite(pool) => sqlite::claim(pool, owner, now, lease_until, avoid).await?,
-            Backend::Postgres(pg) => pg.claim(owner, now, lease_until, avoid).await?,
+            Backend::Sqlite(pool) => sqlite::claim(pool, owner, times, avoid).await?,
+            Backend::Postgres(pg) => pg.claim(owner, times, avoid).await?,
         };
         Ok(job.map(Job::from))
     }

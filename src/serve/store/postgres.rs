@@ -23,7 +23,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection as _, PgConnection, PgPool};
 use tokio::sync::Mutex;
 
-use super::{JobRow, NewDelivery, OpenOptions, Received, StoreError};
+use super::{ClaimTimes, JobRow, NewDelivery, OpenOptions, Received, StoreError};
 
 /// The first key of every advisory lock this App takes ("itgt").
 const LOCK_CLASS: i32 = 0x6974_6774;
@@ -108,18 +108,18 @@ const SCHEMA: &[&str] = &[
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
-/// leased (or its lease ran out), no earlier unfinished job of its key and no other job of
+/// leased (or its lease ran out before `$4`, settled), no earlier unfinished job of its key and no other job of
 /// its key leased, of none of the installations in `$3`. One is usually there;
 /// [`CANDIDATE_BY_KEY`] looks further.
 const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
     WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
       AND d.done_at IS NULL AND d.run_at <= $1
-      AND (d.lease_until IS NULL OR d.lease_until < $1)
+      AND (d.lease_until IS NULL OR d.lease_until < $4)
       AND (d.installation_id IS NULL OR d.installation_id <> ALL($3::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
-          AND (e.seq < d.seq OR e.lease_until >= $1))
+          AND (e.seq < d.seq OR e.lease_until >= $4))
     ORDER BY d.seq LIMIT 1
     FOR UPDATE OF d SKIP LOCKED";
 
@@ -138,12 +138,12 @@ const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
         SELECT h.seq FROM deliveries h
         WHERE h.done_at IS NULL AND h.job_key = keys.job_key
         ORDER BY h.seq LIMIT 1)
-    WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
+    WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $3)
       AND (d.installation_id IS NULL OR d.installation_id <> ALL($2::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
-          AND e.lease_until >= $1)
+          AND e.lease_until >= $3)
     ORDER BY d.seq LIMIT 1
     FOR UPDATE OF d SKIP LOCKED";
 
@@ -198,22 +198,28 @@ impl Postgres {
     pub(super) async fn claim(
         &self,
         owner: &str,
-        now: i64,
-        lease_until: i64,
+        times: ClaimTimes,
         avoid: &[i64],
     ) -> Result<Option<JobRow>, StoreError> {
+        let ClaimTimes {
+            now,
+            lapsed_before,
+            lease_until,
+        } = times;
         for _ in 0..CLAIM_TRIES {
             let mut tx = self.pool.begin().await?;
             let mut candidate: Option<(i64, String)> = sqlx::query_as(CANDIDATE_NEAR)
                 .bind(now)
                 .bind(super::CLAIM_NEAR)
                 .bind(avoid)
+                .bind(lapsed_before)
                 .fetch_optional(&mut *tx)
                 .await?;
             if candidate.is_none() {
                 candidate = sqlx::query_as(CANDIDATE_BY_KEY)
                     .bind(now)
                     .bind(avoid)
+                    .bind(lapsed_before)
                     .fetch_optional(&mut *tx)
                     .await?;
             }
@@ -229,7 +235,7 @@ impl Postgres {
             let free: bool = sqlx::query_scalar(KEY_IS_FREE)
                 .bind(&key)
                 .bind(seq)
-                .bind(now)
+                .bind(lapsed_before)
                 .fetch_one(&mut *tx)
                 .await?;
             if !free {
@@ -241,7 +247,7 @@ impl Postgres {
                 .bind(owner)
                 .bind(lease_until)
                 .bind(seq)
-                .bind(now)
+                .bind(lapsed_before)
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some(row) = taken else {

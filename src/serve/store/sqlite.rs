@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
-use super::{Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply, StoreError};
+use super::{ClaimTimes, Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply, StoreError};
 
 /// The WAL's size in pages at which a commit checkpoints it itself (SQLite's default is
 /// 1,000, about 170 deliveries of 14 KB): only if [`checkpoint_loop`] falls behind.
@@ -249,8 +249,7 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
 pub(super) async fn claim(
     pool: &SqlitePool,
     owner: &str,
-    now: i64,
-    lease_until: i64,
+    times: ClaimTimes,
     avoid: &[i64],
 ) -> Result<Option<JobRow>, StoreError> {
     // The runnable job is the first unfinished one of its key (one job at a time per pull
@@ -259,7 +258,8 @@ pub(super) async fn claim(
     // is usually runnable there), and only when none is does it walk the keys with
     // unfinished jobs, one index seek each (a loose index scan), instead of reading every
     // delivery queued behind a running job. COALESCE runs the walk only when needed.
-    // `avoid` is a JSON array of installations whose jobs are passed over.
+    // `avoid` is a JSON array of installations whose jobs are passed over. A lease that ran
+    // out is taken over once it has settled ($6).
     let row = sqlx::query_as::<_, JobRow>(concat!(
         "WITH RECURSIVE keys (job_key) AS (
             SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
@@ -272,7 +272,7 @@ pub(super) async fn claim(
             (SELECT d.seq FROM deliveries d
              WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL
                              ORDER BY seq LIMIT $4)
-               AND d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+               AND d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $6)
                AND (d.installation_id IS NULL
                     OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
                AND NOT EXISTS (
@@ -283,7 +283,7 @@ pub(super) async fn claim(
              JOIN deliveries d ON d.seq = (
                  SELECT MIN(h.seq) FROM deliveries h
                  WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
-             WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $3)
+             WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $6)
                AND (d.installation_id IS NULL
                     OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
              ORDER BY d.seq LIMIT 1))
@@ -291,10 +291,11 @@ pub(super) async fn claim(
         job_columns!()
     ))
     .bind(owner)
-    .bind(lease_until)
-    .bind(now)
+    .bind(times.lease_until)
+    .bind(times.now)
     .bind(super::CLAIM_NEAR)
     .bind(serde_json::to_string(avoid).unwrap_or_else(|_| "[]".into()))
+    .bind(times.lapsed_before)
     .fetch_optional(pool)
     .await?;
     Ok(row)
