@@ -1,11 +1,11 @@
 //! Parser throughput on large generated reports (`cargo bench --bench parsers`).
 //!
 //! Inputs are generated in memory at start (about 100 MB of LCOV, JUnit with 100,000
-//! testcases, SARIF with 100,000 results, Cobertura with 500,000 lines) and read through
+//! testcases, SARIF with 100,000 results, Cobertura and JaCoCo with 500,000 lines) and read through
 //! a 256 KiB `BufReader`, as `parse_file` reads a file; then `go test -json` with 100,000
 //! tests, a 100 MB Go coverage profile, tsc output with 200,000 errors, Clover with 500,000
 //! lines, `jest --json` with 100,000 tests and istanbul JSON with 500,000 statements. Targets: LCOV,
-//! JUnit and the Go coverage profile at least 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
+//! JUnit, JaCoCo and the Go coverage profile at least 200 MB/s. `diagnostics::parse` scans about 50 MB of cargo output (warnings, status lines)
 //! that ends in a few errors.
 
 use std::hint::black_box;
@@ -59,6 +59,9 @@ fn parsers(c: &mut Criterion) {
         &cobertura,
     );
     drop(cobertura);
+    let jacoco = report_gen::jacoco(1_000);
+    bench_format(c, ReportFormat::Jacoco, "jacoco_500k_lines", &jacoco);
+    drop(jacoco);
     let go_test = report_gen::go_test_json(100_000);
     bench_format(
         c,

@@ -155,6 +155,37 @@ pub fn cobertura(classes: u32) -> String {
     out
 }
 
+/// A JaCoCo XML report of `classes` source files of 500 lines each, 50 to a package, the
+/// class counters JaCoCo writes before each source file included.
+pub fn jacoco(classes: u32) -> String {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut out = String::with_capacity(classes as usize * 500 * 48);
+    out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?><!DOCTYPE report PUBLIC \"-//JACOCO//DTD Report 1.1//EN\" \"report.dtd\"><report name=\"bench\"><sessioninfo id=\"s\" start=\"1\" dump=\"2\"/>");
+    for class in 0..classes {
+        if class % 50 == 0 {
+            if class > 0 {
+                out.push_str("</package>");
+            }
+            let _ = write!(out, "<package name=\"com/example/pkg{}\">", class / 50);
+        }
+        let _ = write!(out, "<class name=\"com/example/pkg{}/C{class}\" sourcefilename=\"C{class}.java\"><method name=\"run\" desc=\"()V\" line=\"3\"><counter type=\"INSTRUCTION\" missed=\"4\" covered=\"9\"/><counter type=\"LINE\" missed=\"1\" covered=\"3\"/></method><counter type=\"LINE\" missed=\"100\" covered=\"400\"/></class><sourcefile name=\"C{class}.java\">", class / 50);
+        for line in 1..=500 {
+            let (mi, ci) = if rng.next() % 5 == 0 {
+                (rng.next() % 9 + 1, 0)
+            } else {
+                (0, rng.next() % 9 + 1)
+            };
+            let _ = write!(
+                out,
+                "<line nr=\"{line}\" mi=\"{mi}\" ci=\"{ci}\" mb=\"0\" cb=\"0\"/>"
+            );
+        }
+        out.push_str("<counter type=\"LINE\" missed=\"100\" covered=\"400\"/></sourcefile>");
+    }
+    out.push_str("</package><counter type=\"LINE\" missed=\"0\" covered=\"0\"/></report>");
+    out
+}
+
 /// `go test -json` events for `tests` passing tests (run, output, pass each) in 100
 /// packages, every 1,000th failing with a located message.
 pub fn go_test_json(tests: u32) -> String {

@@ -805,8 +805,9 @@ fn is_pattern(path: &Path) -> bool {
 const MAX_REPORT_FILES: usize = 10_000;
 
 /// The reports a directory (each of its `*.xml`/`*.json` files) or a glob names, read and
-/// merged into one: Maven Surefire writes one JUnit file per test class. Test and lint
-/// reports merge; coverage and complexity must come one file at a time.
+/// merged into one: Maven Surefire writes one JUnit file per test class. Test, lint and
+/// coverage reports merge (coverage of disjoint files, a module's each); complexity must
+/// come from one file.
 fn read_many(
     root: &Path,
     source: &ReportSource,
@@ -837,6 +838,19 @@ fn read_many(
             (Some(report::Report::Lint(mut a)), report::Report::Lint(b)) => {
                 a.findings.extend(b.findings);
                 report::Report::Lint(a)
+            }
+            // A module's report each (JaCoCo in a multi-module build): their files add up.
+            (Some(report::Report::Coverage(mut a)), report::Report::Coverage(b)) => {
+                a.lines_found = a.lines_found.saturating_add(b.lines_found);
+                a.lines_hit = a.lines_hit.saturating_add(b.lines_hit);
+                for (file, lines) in b.files {
+                    let merged = a.files.entry(file).or_default();
+                    for (line, hits) in lines.lines {
+                        merged.add(line, hits);
+                    }
+                }
+                a.sources.extend(b.sources);
+                report::Report::Coverage(a)
             }
             (Some(_), _) => {
                 return Err(ReadError::Unreadable(format!(

@@ -4,7 +4,8 @@
 //! function, E0432/E0433 unresolved import or path, E0599 no such method, E0609 no such
 //! field, E0463 missing crate), TypeScript's TS2304/TS2307/TS2339/TS2305, and Python's
 //! `ModuleNotFoundError`, `ImportError`, `NameError`, `AttributeError: module ...`, and Go's
-//! `undefined: name` — wherever the tool says it: a build's output, a test that errored
+//! `undefined: name`, javac's `cannot find symbol` and `package x does not exist`, kotlinc's
+//! `Unresolved reference` — wherever the tool says it: a build's output, a test that errored
 //! while building, `go vet`.
 //! Work left undone is [`super::markers`].
 
@@ -23,6 +24,12 @@ const PYTHON_UNKNOWN_NAME_ERRORS: [&str; 4] = [
     "NameError",
     "AttributeError: module",
 ];
+
+/// javac's words for a name that does not exist.
+fn javac_unknown_name(message: &str) -> bool {
+    message.starts_with("cannot find symbol")
+        || (message.starts_with("package ") && message.ends_with("does not exist"))
+}
 
 /// Go's compiler (and `go vet`, which type-checks first): `./calc.go:8:9: undefined: Mul`.
 fn go_undefined(text: &str) -> bool {
@@ -127,7 +134,9 @@ pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {
         || go_undefined(&d.message)
         || ["undeclared", "No module named"]
             .iter()
-            .any(|m| d.message.contains(m));
+            .any(|m| d.message.contains(m))
+        || (d.tool == "javac" && javac_unknown_name(&d.message))
+        || (d.tool == "kotlinc" && d.message.starts_with("Unresolved reference"));
     names_unknown.then_some(TriggerType::HallucinationDetected)
 }
 

@@ -84,8 +84,14 @@ pub fn detect(root: &Path) -> Option<Detected> {
 /// Where Maven Surefire writes its JUnit reports: one file per test class, in every module.
 const SUREFIRE_REPORTS: &str = "**/target/surefire-reports/TEST-*.xml";
 
+/// Where JaCoCo's `report` goal writes its XML: in every module.
+const JACOCO_REPORTS: &str = "**/target/site/jacoco/jacoco.xml";
+/// Where the checkstyle plugin's `checkstyle` goal writes its XML: in every module.
+const CHECKSTYLE_REPORTS: &str = "**/target/checkstyle-result.xml";
+
 /// A Maven project: `mvn test` (the wrapper when the project has one), read from Surefire's
-/// JUnit files.
+/// JUnit files; coverage from JaCoCo and lint from checkstyle when the build configures
+/// them (the root `pom.xml`, where a multi-module build declares its plugins).
 fn maven(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
     let mvn = if root.join("mvnw").is_file() {
         "./mvnw"
@@ -98,16 +104,44 @@ fn maven(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<Stri
         }
         "mvn"
     };
+    let pom = std::fs::read_to_string(root.join("pom.xml")).unwrap_or_default();
     // Batch mode, no download progress; a failing test still writes every report.
     let command = format!("{mvn} -B -ntp test -Dsurefire.printSummary=true");
-    checks.insert(
-        "tests".into(),
-        check(&command, ReportFormat::Junit, Some(SUREFIRE_REPORTS)),
-    );
-    notes.push(
-        "coverage: JaCoCo reports are not read yet; lint: checkstyle's XML is (`format: checkstyle`) when the project runs it"
-            .into(),
-    );
+    let tests = if pom.contains("jacoco-maven-plugin") {
+        // Failing tests do not stop the build before the coverage report; the failures are
+        // read from Surefire's files, not from Maven's exit status.
+        let command = format!("{command} -Dmaven.test.failure.ignore=true jacoco:report");
+        Check {
+            report: vec![
+                source(ReportFormat::Junit, Some(SUREFIRE_REPORTS)),
+                source(ReportFormat::Jacoco, Some(JACOCO_REPORTS)),
+            ],
+            ..check(&command, ReportFormat::Junit, None)
+        }
+    } else {
+        notes.push(
+            "coverage: the build does not configure jacoco-maven-plugin; add it (goal `prepare-agent`), then run `itergate init --force`"
+                .into(),
+        );
+        check(&command, ReportFormat::Junit, Some(SUREFIRE_REPORTS))
+    };
+    checks.insert("tests".into(), tests);
+    if pom.contains("maven-checkstyle-plugin") {
+        checks.insert(
+            "lint".into(),
+            check(
+                &format!("{mvn} -B -ntp checkstyle:checkstyle"),
+                ReportFormat::Checkstyle,
+                Some(CHECKSTYLE_REPORTS),
+            ),
+        );
+    }
+    if pom.contains("apache-rat-plugin") {
+        notes.push(
+            "the build checks licence headers with Apache RAT: add `.itergate.yml` to its `<excludes>`, or `mvn verify` fails on it"
+                .into(),
+        );
+    }
 }
 
 /// Cyclomatic complexity with lizard (every language here) when it is on PATH.

@@ -12,8 +12,9 @@
 //!
 //! Recognised: rustc/cargo human output, gcc/clang, tsc (plain and `--pretty`), `go build` and
 //! `go vet`, Python tracebacks (with or without the `Traceback` header, as a `SyntaxError`
-//! prints), pytest's `ERROR collecting` sections, and Node's load-time errors (a script's
-//! `path:line`, then `SyntaxError: msg`).
+//! prints), pytest's `ERROR collecting` sections, Node's load-time errors (a script's
+//! `path:line`, then `SyntaxError: msg`), javac (Maven's `[ERROR] File.java:[l,c]` and the
+//! plain form) and kotlinc (`e: file:///x.kt:l:c msg`).
 
 use super::report::strip_ansi;
 use std::collections::HashSet;
@@ -164,6 +165,11 @@ enum Kind {
     /// Node's load-time error: `file:///x/math.mjs:2`, the line, a caret, then
     /// `SyntaxError: msg` (the stack after it is Node's own).
     Node,
+    /// javac, as Maven prints it (`[ERROR] /x/Calc.java:[5,16] msg`, then `[ERROR]   symbol:`
+    /// lines) or plain (`/x/Calc.java:5: error: msg`, as Gradle prints it).
+    Javac,
+    /// kotlinc, as Gradle prints it: `e: file:///x/Calc.kt:5:16 msg`.
+    Kotlinc,
 }
 
 impl Kind {
@@ -176,6 +182,8 @@ impl Kind {
             Kind::Traceback => "python",
             Kind::Pytest => "pytest",
             Kind::Node => "node",
+            Kind::Javac => "javac",
+            Kind::Kotlinc => "kotlinc",
         }
     }
 
@@ -274,6 +282,12 @@ impl Block {
             Kind::Pytest => yes(!clean.starts_with("____") && !clean.starts_with("====")),
             Kind::Node if js_error_name(clean).is_some() => Continue::Last,
             Kind::Node => yes(self.lines < NODE_BLOCK_LINES),
+            // Maven's detail lines keep its prefix: `[ERROR]   symbol:   method m(int)`.
+            Kind::Javac => match clean.strip_prefix("[ERROR]") {
+                Some(rest) => yes(rest.starts_with("  ") && !rest.trim().is_empty()),
+                None => yes(indented && !blank || is_snippet_line(clean)),
+            },
+            Kind::Kotlinc => Continue::No,
         }
     }
 
@@ -378,10 +392,53 @@ fn header_of(clean: &str) -> Option<Header> {
     rust_header(clean)
         .or_else(|| tsc_header(clean))
         .or_else(|| node_header(clean))
+        .or_else(|| maven_javac_header(clean))
+        .or_else(|| kotlinc_header(clean))
         .or_else(|| located_header(clean))
         .or_else(|| traceback_header(clean))
         .or_else(|| pytest_header(clean))
 }
+
+/// Maven's compiler plugin: `[ERROR] /x/Calc.java:[5,16] msg` (a `[WARNING]` is dropped).
+fn maven_javac_header(clean: &str) -> Option<Header> {
+    let (error, rest) = match clean.strip_prefix("[ERROR] ") {
+        Some(rest) => (true, rest),
+        None => (false, clean.strip_prefix("[WARNING] ")?),
+    };
+    let (file, place) = rest.split_once(":[")?;
+    if !JVM_SOURCES.iter().any(|x| file.ends_with(x)) {
+        return None;
+    }
+    let (place, message) = place.split_once("] ")?;
+    let (line, column) = place.split_once(',')?;
+    Some(Header::new(Kind::Javac, error, message).at(file, number(line)?, number(column)))
+}
+
+/// kotlinc under Gradle: `e: file:///x/Calc.kt:5:16 msg`, or the older
+/// `e: /x/Calc.kt: (5, 16): msg` (`w:` warnings are dropped).
+fn kotlinc_header(clean: &str) -> Option<Header> {
+    let (error, rest) = match clean.strip_prefix("e: ") {
+        Some(rest) => (true, rest),
+        None => (false, clean.strip_prefix("w: ")?),
+    };
+    let rest = rest.strip_prefix("file://").unwrap_or(rest);
+    if let Some((file, after)) = rest.split_once(": (") {
+        let (place, message) = after.split_once("): ")?;
+        let (line, column) = place.split_once(", ")?;
+        return Some(Header::new(Kind::Kotlinc, error, message).at(
+            file,
+            number(line)?,
+            number(column),
+        ));
+    }
+    let (place, message) = rest.split_once(' ')?;
+    let (file, line, column) = split_place(place)?;
+    file.ends_with(".kt")
+        .then(|| Header::new(Kind::Kotlinc, error, message).at(file, line, column))
+}
+
+/// The JVM languages' source files.
+const JVM_SOURCES: [&str; 4] = [".java", ".kt", ".scala", ".groovy"];
 
 /// How many lines a Node error block may take before its error line: the place, the
 /// source line, the caret, a blank.
@@ -487,6 +544,10 @@ fn located_header(clean: &str) -> Option<Header> {
             .map(|message| (kind, error, message))
     });
     let (kind, error, message) = match gcc {
+        // javac prints gcc's shape without a column: `/x/Calc.java:5: error: msg`.
+        Some((Kind::Gcc, error, message)) if file.ends_with(".java") => {
+            (Kind::Javac, error, message)
+        }
         Some(found) => found,
         None if file.ends_with(".go") => (Kind::Go, true, rest),
         None => return None,

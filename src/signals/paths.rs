@@ -96,13 +96,21 @@ impl RepoPaths {
             return path.to_string();
         };
         let exists = |p: &str| Path::new(root).join(p).is_file();
-        if path.starts_with('/') || sources.is_empty() || exists(path) {
+        if path.starts_with('/') || exists(path) {
             return path.to_string();
         }
         sources
             .iter()
             .map(|source| self.relative(&format!("{}/{path}", source.trim_end_matches('/'))))
             .find(|candidate| !candidate.starts_with('/') && exists(candidate))
+            // JaCoCo names no source root: `ex/Calc.java` is under the project's.
+            .or_else(|| {
+                let jvm = [".java", ".kt", ".scala", ".groovy"];
+                jvm.iter()
+                    .any(|ext| path.ends_with(ext))
+                    .then(|| self.jvm_source(path))
+                    .flatten()
+            })
             .unwrap_or_else(|| path.to_string())
     }
 

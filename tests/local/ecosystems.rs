@@ -829,3 +829,118 @@ fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
         "{prompt}"
     );
 }
+
+const MAVEN_MEASURED_POM: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>ex</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.source>17</maven.compiler.source>\n    <maven.compiler.target>17</maven.compiler.target>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>org.junit.jupiter</groupId>\n      <artifactId>junit-jupiter</artifactId>\n      <version>5.14.1</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-surefire-plugin</artifactId>\n        <version>3.5.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.jacoco</groupId>\n        <artifactId>jacoco-maven-plugin</artifactId>\n        <version>0.8.15</version>\n        <executions>\n          <execution><goals><goal>prepare-agent</goal></goals></execution>\n        </executions>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-checkstyle-plugin</artifactId>\n        <version>3.6.0</version>\n        <configuration>\n          <configLocation>checkstyle.xml</configLocation>\n        </configuration>\n      </plugin>\n    </plugins>\n  </build>\n</project>\n";
+
+const MAVEN_CHECKSTYLE: &str = "<?xml version=\"1.0\"?>\n<!DOCTYPE module PUBLIC \"-//Checkstyle//DTD Checkstyle Configuration 1.3//EN\" \"https://checkstyle.org/dtds/configuration_1_3.dtd\">\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"UnusedImports\"/>\n  </module>\n</module>\n";
+
+fn java_test(class: &str, body: &str) -> String {
+    format!("package ex;\n\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n\nimport org.junit.jupiter.api.Test;\n\nclass {class} {{\n    @Test\n    void works() {{\n        {body}\n    }}\n}}\n")
+}
+
+/// A Maven build that configures JaCoCo and checkstyle, with a test that already fails at
+/// the base: `init` measures tests, coverage and lint; an agent's untested public method is
+/// asked for a test and its unused import named, a compile error is a blocker at its line,
+/// and a new failure is never hidden behind the base's.
+#[test]
+fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(p, "pom.xml", MAVEN_MEASURED_POM);
+    write(p, "checkstyle.xml", MAVEN_CHECKSTYLE);
+    let calc = "package ex;\n\npublic class Calc {\n    public static int add(int a, int b) {\n        return a + b;\n    }\n}\n";
+    write(p, "src/main/java/ex/Calc.java", calc);
+    write(
+        p,
+        "src/test/java/ex/AddTest.java",
+        &java_test("AddTest", "assertEquals(3, Calc.add(1, 2));"),
+    );
+    // The base's debt: a test that fails before any agent came.
+    write(
+        p,
+        "src/test/java/ex/LegacyTest.java",
+        &java_test("LegacyTest", "assertEquals(4, Calc.add(2, 3));"),
+    );
+    write(p, ".gitignore", "target/\n.itergate-*\n");
+    let init = itergate(p, &["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("config");
+    assert!(
+        config.contains("jacoco:report") && config.contains("format: jacoco"),
+        "{config}"
+    );
+    assert!(config.contains("checkstyle-result.xml"), "{config}");
+    commit(p, "calc");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+
+    // 1. A new public method without a test, and an import nobody uses.
+    write(
+        p,
+        "src/main/java/ex/Calc.java",
+        &calc
+            .replace("package ex;\n", "package ex;\n\nimport java.util.List;\n")
+            .replace(
+                "        return a + b;\n    }\n",
+                "        return a + b;\n    }\n\n    public static int mul(int a, int b) {\n        return a * b;\n    }\n",
+            ),
+    );
+    commit(p, "agent: mul");
+    let (code, prompt, text) = run(p);
+    assert_eq!(code, 10, "{text}");
+    assert!(prompt.contains("Unused import"), "{prompt}");
+    assert!(prompt.contains("src/main/java/ex/Calc.java:3"), "{prompt}");
+    assert!(
+        prompt.contains("src/main/java/ex/Calc.java:11"),
+        "the untested method's lines are named: {prompt}"
+    );
+    assert!(
+        text.contains("LegacyTest"),
+        "the base's debt is shown: {text}"
+    );
+    assert!(
+        !prompt.contains("ex.LegacyTest::works") || prompt.contains("already"),
+        "the debt is not the agent's to fix: {prompt}"
+    );
+
+    // 2. A call to a method that does not exist: the build fails at its line.
+    let with_mul = std::fs::read_to_string(p.join("src/main/java/ex/Calc.java")).expect("read");
+    write(
+        p,
+        "src/main/java/ex/Calc.java",
+        &with_mul
+            .replace("import java.util.List;\n\n", "")
+            .replace("return a * b;", "return multiply(a, b);"),
+    );
+    write(
+        p,
+        "src/test/java/ex/MulTest.java",
+        &java_test("MulTest", "assertEquals(6, Calc.mul(2, 3));"),
+    );
+    commit(p, "agent: test mul");
+    let (code, prompt, text) = run(p);
+    assert_eq!(code, 10, "{text}");
+    assert!(prompt.contains("cannot find symbol"), "{prompt}");
+    assert!(prompt.contains("src/main/java/ex/Calc.java:9"), "{prompt}");
+    assert!(text.contains("hallucination"), "{text}");
+
+    // 3. It compiles, but `add` is broken: a new failure beside the base's.
+    let fixed = std::fs::read_to_string(p.join("src/main/java/ex/Calc.java"))
+        .expect("read")
+        .replace("return multiply(a, b);", "return a * b;")
+        .replace("return a + b;", "return a + b + 1;");
+    write(p, "src/main/java/ex/Calc.java", &fixed);
+    commit(p, "agent: add");
+    let (code, prompt, text) = run(p);
+    assert_eq!(code, 10, "{text}");
+    assert!(prompt.contains("ex.AddTest::works"), "{prompt}");
+    assert!(prompt.contains("<3>") && prompt.contains("<4>"), "{prompt}");
+    assert!(
+        prompt.contains("src/test/java/ex/AddTest.java:10"),
+        "{prompt}"
+    );
+}

@@ -778,3 +778,86 @@ fn node_syntax_errors_in_esm_and_commonjs() {
     // A path and line that no error follows is not a diagnostic.
     assert!(parse("/abs/lib/x.js:3\nsome output\nmore\n").is_empty());
 }
+
+/// javac as Maven 3.8 prints it (each error twice: in the compiler's section and in the
+/// build's summary) and as javac 17 prints it alone: one error per place, the detail lines
+/// kept, and "cannot find symbol" and a missing package are names that do not exist.
+#[test]
+fn javac_errors_from_maven_and_plain() {
+    let found = parse(&fixture("maven-javac-error.txt"));
+    assert_eq!(
+        summaries(&found),
+        vec![
+            (
+                "javac",
+                None,
+                "package org.nowhere does not exist",
+                Some("/tmp/mvnt/src/main/java/ex/Calc.java"),
+                Some(3),
+                Some(19)
+            ),
+            (
+                "javac",
+                None,
+                "cannot find symbol",
+                Some("/tmp/mvnt/src/main/java/ex/Calc.java"),
+                Some(7),
+                Some(16)
+            ),
+        ]
+    );
+    assert_detail_has(&found[1], "symbol:   method multiply(int,int)");
+    let found = parse(&fixture("javac-plain.txt"));
+    assert_eq!(
+        summaries(&found),
+        vec![
+            (
+                "javac",
+                None,
+                "package org.nowhere does not exist",
+                Some("Calc.java"),
+                Some(3),
+                None
+            ),
+            (
+                "javac",
+                None,
+                "cannot find symbol",
+                Some("Calc.java"),
+                Some(7),
+                None
+            ),
+        ]
+    );
+    assert_detail_has(&found[1], "location: class Calc");
+    for d in &found {
+        assert_eq!(
+            itergate::signals::classify::diagnostic_trigger(d),
+            Some(itergate::model::TriggerType::HallucinationDetected),
+            "{d:?}"
+        );
+    }
+    // kotlinc under Gradle, both of its forms; warnings are dropped.
+    let kotlin = "w: file:///p/src/main/kotlin/A.kt:2:5 Variable 'x' is never used\ne: file:///p/src/main/kotlin/A.kt:7:16 Unresolved reference 'multiply'.\ne: /p/src/main/kotlin/B.kt: (3, 1): Expecting a top level declaration\n";
+    assert_eq!(
+        summaries(&parse(kotlin)),
+        vec![
+            (
+                "kotlinc",
+                None,
+                "Unresolved reference 'multiply'.",
+                Some("/p/src/main/kotlin/A.kt"),
+                Some(7),
+                Some(16)
+            ),
+            (
+                "kotlinc",
+                None,
+                "Expecting a top level declaration",
+                Some("/p/src/main/kotlin/B.kt"),
+                Some(3),
+                Some(1)
+            ),
+        ]
+    );
+}

@@ -3,7 +3,7 @@
 use std::io::Cursor;
 
 use itergate::signals::report::{
-    parse, LintFinding, LintLevel, ParseOptions, Report, ReportFormat,
+    parse, parse_file, LintFinding, LintLevel, ParseOptions, Report, ReportFormat,
 };
 
 use super::*;
@@ -75,6 +75,67 @@ fn cobertura_from_coverage_py() {
             ..c
         },
         lcov
+    );
+}
+
+/// Written by JaCoCo 0.8.15 (`jacoco-maven-plugin`, `mvn test` with `prepare-agent` and
+/// `report`) on a project of two packages, a nested class and an untested method.
+#[test]
+fn jacoco_reads_each_source_files_lines_as_jacoco_counts_them() {
+    let keep = |_: &str| true;
+    let opts = ParseOptions {
+        keep_lines_for: Some(&keep),
+    };
+    let c = coverage(ReportFormat::Jacoco, "jacoco/maven-calc.xml", &opts);
+    // The root's LINE counter says 7 missed, 5 covered: the lines agree with it.
+    assert_eq!((c.lines_found, c.lines_hit), (12, 5));
+    let calc = &c.files["ex/Calc.java"];
+    assert_eq!(calc.lines.len(), 11);
+    // `clamp`'s two returns, `untested` and the nested class are not covered.
+    assert_eq!(
+        calc.uncovered().collect::<Vec<_>>(),
+        [12, 13, 15, 19, 20, 23, 25]
+    );
+    assert_eq!(c.files["ex/util/Text.java"].uncovered().count(), 0);
+    assert!(c.sources.is_empty());
+    // Without lines (no debug information), the root's counter is the figure.
+    let xml = r#"<report name="x"><package name="p"><class name="p/A"/></package><counter type="LINE" missed="3" covered="1"/></report>"#;
+    let Ok(Report::Coverage(c)) = parse(ReportFormat::Jacoco, Cursor::new(xml), "j.xml", &opts)
+    else {
+        panic!("should parse");
+    };
+    assert_eq!((c.lines_found, c.lines_hit), (4, 1));
+}
+
+/// A JaCoCo report given as Cobertura, or a Cobertura one as JaCoCo, is refused and named.
+#[test]
+fn jacoco_and_cobertura_are_never_read_as_each_other() {
+    let err = parse_file(
+        ReportFormat::Cobertura,
+        &fixture("jacoco/maven-calc.xml"),
+        &ParseOptions::default(),
+    )
+    .expect_err("not Cobertura");
+    assert!(err.message.contains("give it as `jacoco`"), "{err}");
+    let err = parse_file(
+        ReportFormat::Jacoco,
+        &fixture("cobertura/coverage-py.xml"),
+        &ParseOptions::default(),
+    )
+    .expect_err("not JaCoCo");
+    assert!(err.message.contains("<coverage>, not <report>"), "{err}");
+    let broken = "<report name=\"x\"><package name=\"p\"><sourcefile name=\"A.java\"><line nr=\"x\" ci=\"1\"/>";
+    let err = parse(
+        ReportFormat::Jacoco,
+        Cursor::new(broken),
+        "j.xml",
+        &ParseOptions::default(),
+    )
+    .expect_err("a bad line number");
+    assert!(
+        err.to_string().contains("j.xml: line 1, column 62")
+            && err.to_string().contains("nr=\"x\""),
+        "{err}"
     );
 }
 

@@ -34,6 +34,7 @@ mod eslint;
 mod go_cover;
 mod go_test;
 mod istanbul;
+mod jacoco;
 mod jest;
 mod junit;
 mod lcov;
@@ -89,6 +90,8 @@ pub enum ReportFormat {
     Cobertura,
     /// Clover XML (istanbul's `clover` reporter, PHPUnit, Kover).
     Clover,
+    /// JaCoCo XML (`jacoco:report`, Gradle's `jacocoTestReport`).
+    Jacoco,
     /// SARIF 2.1.0.
     Sarif,
     /// `cargo build|check|clippy --message-format=json` lines.
@@ -129,13 +132,14 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 19] = [
+    pub const ALL: [ReportFormat; 20] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
         ReportFormat::Lcov,
         ReportFormat::Cobertura,
         ReportFormat::Clover,
+        ReportFormat::Jacoco,
         ReportFormat::Sarif,
         ReportFormat::CargoJson,
         ReportFormat::Checkstyle,
@@ -160,6 +164,7 @@ impl ReportFormat {
             ReportFormat::Lcov => "lcov",
             ReportFormat::Cobertura => "cobertura",
             ReportFormat::Clover => "clover",
+            ReportFormat::Jacoco => "jacoco",
             ReportFormat::Sarif => "sarif",
             ReportFormat::CargoJson => "cargo-json",
             ReportFormat::Checkstyle => "checkstyle",
@@ -187,6 +192,7 @@ impl ReportFormat {
             ReportFormat::Lcov
             | ReportFormat::Cobertura
             | ReportFormat::Clover
+            | ReportFormat::Jacoco
             | ReportFormat::GoCover
             | ReportFormat::IstanbulJson => ReportKind::Coverage,
             ReportFormat::Lizard => ReportKind::Complexity,
@@ -212,6 +218,9 @@ impl ReportFormat {
             ReportFormat::Lcov => "an LCOV tracefile (`SF:`, `DA:`, `end_of_record`)",
             ReportFormat::Cobertura => "a complete Cobertura XML document",
             ReportFormat::Clover => "a complete Clover XML document (`<coverage>`, `<project>`)",
+            ReportFormat::Jacoco => {
+                "a complete JaCoCo XML document (`<report>`, `<package>`, `<sourcefile>`)"
+            }
             ReportFormat::Sarif => "a SARIF 2.1.0 JSON document",
             ReportFormat::CargoJson => "cargo `--message-format=json` lines",
             ReportFormat::Checkstyle => "a complete checkstyle XML document",
@@ -315,6 +324,7 @@ pub fn parse(
         ReportFormat::Lcov => lcov::parse(&mut input, &ctx, opts).map(Report::Coverage),
         ReportFormat::Cobertura => cobertura::parse(&mut input, &ctx, opts).map(Report::Coverage),
         ReportFormat::Clover => clover::parse(&mut input, &ctx, opts).map(Report::Coverage),
+        ReportFormat::Jacoco => jacoco::parse(&mut input, &ctx, opts).map(Report::Coverage),
         ReportFormat::Sarif => sarif::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::CargoJson => cargo_json::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Checkstyle => checkstyle::parse(&mut input, &ctx).map(Report::Lint),

@@ -248,8 +248,18 @@ fn check_root(handler: &impl XmlHandler, stack: &ElementStack, name: &[u8]) -> R
         return Ok(());
     }
     let wanted: Vec<String> = handler.roots().iter().map(|r| format!("<{r}>")).collect();
+    // The roots of the XML formats read here, and the format each says the report is.
+    let known = match name {
+        b"testsuites" | b"testsuite" => Some("junit"),
+        b"report" => Some("jacoco"),
+        b"checkstyle" => Some("checkstyle"),
+        _ => None,
+    };
+    let hint = known.map_or_else(String::new, |f| {
+        format!(": it looks like {f}, give it as `{f}`")
+    });
     Err(format!(
-        "the root element is <{}>, not {}",
+        "the root element is <{}>, not {}{hint}",
         String::from_utf8_lossy(name),
         wanted.join(" or ")
     ))
