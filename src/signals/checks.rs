@@ -505,6 +505,17 @@ fn kill_group(pid: Option<u32>) {
 }
 
 /// The last lines of the output, stderr preferred: where a tool says what went wrong.
+/// The last line of a tool's error output that says `error` (cargo-llvm-cov's
+/// `error: ...`), without colour, cut to a line's length: why a report was not written.
+fn last_error_line(stderr: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(&stderr[stderr.len().saturating_sub(64 * 1024)..]);
+    let line = text
+        .lines()
+        .map(|l| report::strip_ansi(l).trim().to_string())
+        .rfind(|l| l.to_ascii_lowercase().contains("error"))?;
+    Some(line.chars().take(300).collect())
+}
+
 fn tail(stdout: &[u8], stderr: &[u8]) -> String {
     let text = if stderr.iter().all(u8::is_ascii_whitespace) {
         stdout
@@ -618,6 +629,7 @@ fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(usize, ReadR
                 Ok(CheckResult::NotWritten {
                     path,
                     format: source.format,
+                    said: last_error_line(&stderr),
                 }),
             ));
             continue;
@@ -944,8 +956,9 @@ impl Display {
             Ok(CheckResult::TrackedFilesChanged { files, .. }) => {
                 format!("changed {} tracked file(s)", files.len())
             }
-            Ok(CheckResult::NotWritten { path, .. }) => {
-                format!("report read; {path} was not written (unmeasured this time)")
+            Ok(CheckResult::NotWritten { path, said, .. }) => {
+                let said = said.as_ref().map(|s| format!(": {s}")).unwrap_or_default();
+                format!("report read; {path} was not written (unmeasured this time){said}")
             }
         };
         let line = format!(

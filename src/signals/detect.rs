@@ -51,13 +51,14 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-/// The first toolchain found at `root`: Cargo, Python, Node (npm, pnpm, yarn, bun), Go.
+/// The first toolchain found at `root`: Cargo, Python, Node (npm, pnpm, yarn, bun), Go,
+/// Maven, Gradle.
 pub fn detect(root: &Path) -> Option<Detected> {
     let has = |f: &str| root.join(f).exists();
     let mut checks = BTreeMap::new();
     let mut notes = Vec::new();
     let toolchain = if has("Cargo.toml") {
-        cargo(&mut checks, &mut notes);
+        cargo(root, &mut checks, &mut notes);
         "cargo"
     } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
         python(root, &mut checks, &mut notes);
@@ -70,6 +71,9 @@ pub fn detect(root: &Path) -> Option<Detected> {
     } else if has("pom.xml") {
         maven(root, &mut checks, &mut notes);
         "maven"
+    } else if GRADLE_BUILDS.iter().any(|f| has(f)) {
+        gradle(root, &mut checks, &mut notes);
+        "gradle"
     } else {
         return None;
     };
@@ -144,6 +148,71 @@ fn maven(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<Stri
     }
 }
 
+/// The files that make a directory a Gradle build.
+const GRADLE_BUILDS: [&str; 4] = [
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+];
+/// Where Gradle's `test` task writes its JUnit reports: one file per test class.
+const GRADLE_TEST_REPORTS: &str = "**/build/test-results/test/TEST-*.xml";
+/// Where the jacoco plugin's `jacocoTestReport` writes its XML (when `xml.required`).
+const GRADLE_JACOCO_REPORTS: &str = "**/build/reports/jacoco/test/jacocoTestReport.xml";
+
+/// A Gradle build (Java or Kotlin): `./gradlew test` when the wrapper is committed (the
+/// build's own Gradle), else `gradle`; JUnit XML from the test task; JaCoCo when a build
+/// file applies its plugin (its XML report must be enabled: `xml.required = true`).
+fn gradle(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    let gradle = if root.join("gradlew").is_file() {
+        "./gradlew"
+    } else {
+        if !on_path("gradle") {
+            notes.push(
+                "tests: `gradle` is not on PATH and the project has no `gradlew`; commit the wrapper (`gradle wrapper`) or install Gradle"
+                    .into(),
+            );
+        }
+        "gradle"
+    };
+    let build: String = GRADLE_BUILDS
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
+        .collect();
+    // `--continue`: a failing test task still lets the coverage report run.
+    let command = format!("{gradle} test --continue --console=plain");
+    let tests = if build.contains("jacoco") {
+        Check {
+            report: vec![
+                source(ReportFormat::Junit, Some(GRADLE_TEST_REPORTS)),
+                source(ReportFormat::Jacoco, Some(GRADLE_JACOCO_REPORTS)),
+            ],
+            ..check(
+                &format!("{command} jacocoTestReport"),
+                ReportFormat::Junit,
+                None,
+            )
+        }
+    } else {
+        notes.push(
+            "coverage: the build does not apply the jacoco plugin; add `id(\"jacoco\")` with `jacocoTestReport { reports { xml.required = true } }`, then run `itergate init --force`"
+                .into(),
+        );
+        check(&command, ReportFormat::Junit, Some(GRADLE_TEST_REPORTS))
+    };
+    checks.insert("tests".into(), tests);
+    if build.contains("checkstyle") {
+        checks.insert(
+            "lint".into(),
+            check(
+                &format!("{gradle} checkstyleMain --continue --console=plain"),
+                ReportFormat::Checkstyle,
+                Some("**/build/reports/checkstyle/main.xml"),
+            ),
+        );
+    }
+}
+
 /// Cyclomatic complexity with lizard (every language here) when it is on PATH.
 fn complexity(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
     if on_path("lizard") {
@@ -163,8 +232,10 @@ fn complexity(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
     }
 }
 
-/// Where cargo coverage tools write their LCOV report (inside `target/`, never tracked).
-const CARGO_LCOV_PATH: &str = "target/itergate-lcov.info";
+/// Where cargo-llvm-cov writes its LCOV report: beside the manifest, not under `target/`
+/// (`CARGO_TARGET_DIR` may put that elsewhere, and a scratch worktree has none);
+/// `.itergate-*` is ignored by git once `init` ran.
+const CARGO_LCOV_PATH: &str = ".itergate-lcov.info";
 
 /// cargo-llvm-cov is installed and can run: the toolchain has llvm-tools (its
 /// `llvm-profdata` in the sysroot), or `LLVM_PROFDATA` names one.
@@ -190,7 +261,29 @@ fn llvm_cov_runs() -> bool {
     })
 }
 
-fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+/// Whether the project (or a member of its workspace, up to two levels down) has a library
+/// target: doctests live only there.
+fn has_library(root: &Path) -> bool {
+    let declared = std::fs::read_to_string(root.join("Cargo.toml"))
+        .is_ok_and(|manifest| manifest.contains("[lib]"));
+    let lib_rs = |dir: &Path| dir.join("src/lib.rs").is_file();
+    let children = |dir: &Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && !p.ends_with("target") && !p.ends_with(".git"))
+            .collect()
+    };
+    declared
+        || lib_rs(root)
+        || children(root)
+            .iter()
+            .any(|child| lib_rs(child) || children(child).iter().any(|c| lib_rs(c)))
+}
+
+fn cargo(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
     let llvm_cov = llvm_cov_runs();
     let tests = if llvm_cov {
         // One run: libtest's output on stdout, coverage in the LCOV file.
@@ -213,6 +306,21 @@ fn cargo(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
         )
     };
     checks.insert("tests".into(), tests);
+    // cargo-llvm-cov runs no doctests on a stable toolchain: they run on their own, so a
+    // crate's examples stay among its tests whatever measures coverage.
+    if llvm_cov && has_library(root) {
+        let workspace = std::fs::read_to_string(root.join("Cargo.toml"))
+            .is_ok_and(|manifest| manifest.contains("[workspace]"));
+        let every = if workspace { " --workspace" } else { "" };
+        checks.insert(
+            "doctests".into(),
+            check(
+                &format!("cargo test --doc{every} --no-fail-fast --color never"),
+                ReportFormat::Libtest,
+                None,
+            ),
+        );
+    }
     if !llvm_cov {
         if on_path("cargo-tarpaulin") {
             checks.insert(
@@ -776,6 +884,57 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::python_floor;
+
+    fn detected_in(files: &[(&str, &str)]) -> super::Detected {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (file, text) in files {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        super::detect(dir.path()).expect("a toolchain")
+    }
+
+    #[test]
+    fn a_gradle_build_runs_its_wrapper_and_reads_jacoco_when_the_build_applies_it() {
+        let build = "plugins {\n    java\n    jacoco\n    checkstyle\n}\n";
+        let found = detected_in(&[("build.gradle.kts", build), ("gradlew", "#!/bin/sh\n")]);
+        assert_eq!(found.toolchain, "gradle");
+        let tests = &found.checks["tests"];
+        let run = tests.run.as_deref().unwrap_or("");
+        assert_eq!(
+            run,
+            "./gradlew test --continue --console=plain jacocoTestReport"
+        );
+        let formats: Vec<_> = tests.report.iter().map(|r| r.format.name()).collect();
+        assert_eq!(formats, ["junit", "jacoco"]);
+        assert!(found.checks.contains_key("lint"));
+        let bare = detected_in(&[("build.gradle", "apply plugin: 'java'\n")]);
+        assert_eq!(bare.checks["tests"].report.len(), 1);
+        assert!(
+            bare.notes.iter().any(|n| n.contains("jacoco plugin")),
+            "{:?}",
+            bare.notes
+        );
+    }
+
+    #[test]
+    fn a_rust_library_is_found_at_the_root_or_in_a_workspace_member() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"crates/*\"]\n",
+        )
+        .unwrap();
+        assert!(!super::has_library(root));
+        std::fs::create_dir_all(root.join("crates/app/src")).unwrap();
+        std::fs::write(root.join("crates/app/src/main.rs"), "fn main() {}\n").unwrap();
+        assert!(!super::has_library(root), "a binary has no doctests");
+        std::fs::create_dir_all(root.join("crates/core/src")).unwrap();
+        std::fs::write(root.join("crates/core/src/lib.rs"), "").unwrap();
+        assert!(super::has_library(root));
+    }
 
     #[test]
     fn mocha_is_measured_through_the_coverage_wrapper_the_project_declares() {

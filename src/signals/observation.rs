@@ -132,6 +132,9 @@ pub enum CheckResult {
         /// Its path, relative to the checkout.
         path: String,
         format: ReportFormat,
+        /// The tool's own last error line, when it printed one (why it wrote nothing).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        said: Option<String>,
     },
     /// Not a check: tracked files changed while the checks ran (a formatter or `ruff` with
     /// `fix = true`), so their results describe the rewritten files, not the commit. Kept

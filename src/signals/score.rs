@@ -246,8 +246,12 @@ impl Accumulator {
             CheckResult::TrackedFilesChanged { files, checks } => {
                 self.issues.push(tracked_files_changed(files, checks));
             }
-            CheckResult::NotWritten { path, format } => {
+            CheckResult::NotWritten { path, format, said } => {
                 let what = format!("{:?}", format.kind()).to_lowercase();
+                let said = said
+                    .as_ref()
+                    .map(|s| format!("; it said: {s}"))
+                    .unwrap_or_default();
                 let name = check
                     .name
                     .strip_suffix(&format!(".{}", format.name()))
@@ -256,7 +260,7 @@ impl Accumulator {
                     UNMEASURED,
                     Severity::Info,
                     format!(
-                        "{what} unmeasured: check `{name}` did not write {path} this time (its other report was read)"
+                        "{what} unmeasured: check `{name}` did not write {path} this time (its other report was read){said}"
                     ),
                     None,
                 ));

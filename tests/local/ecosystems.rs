@@ -664,6 +664,79 @@ fn a_rust_crate_without_llvm_tools_is_measured_by_tarpaulin() {
     assert!(text.contains("tests::adds failed"), "{text}");
 }
 
+/// Rust coverage with cargo-llvm-cov (`scripts/ensure-llvm-cov.sh` builds it, minutes),
+/// which runs no doctests on a stable toolchain: `init` runs them as a check of their own,
+/// so a function broken where only its example shows it is a failure, not 100% passing;
+/// and the LCOV file is written beside the manifest, so the base's scratch worktree (no
+/// `target/` of its own) measures coverage too. Run with
+/// `cargo test --test local llvm_cov -- --ignored`.
+#[test]
+#[ignore = "builds cargo-llvm-cov first: cargo test --test local llvm_cov -- --ignored"]
+fn a_rust_crate_under_llvm_cov_keeps_its_doctests() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ensure-llvm-cov.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(
+        p,
+        "Cargo.toml",
+        "[package]\nname = \"shop\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    let lib = "/// Twice `n`.\n///\n/// ```\n/// assert_eq!(shop::double(2), 4);\n/// ```\npub fn double(n: u32) -> u32 {\n    n * 2\n}\n\npub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n}\n";
+    write(p, "src/lib.rs", lib);
+    write(p, ".gitignore", "target/\n");
+    let with_path = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(args)
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .env("PATH", &path)
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("itergate runs")
+    };
+    let init = with_path(&["init"]);
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+    assert!(
+        config.contains("cargo llvm-cov") && config.contains(".itergate-lcov.info"),
+        "{config}"
+    );
+    assert!(config.contains("cargo test --doc"), "{config}");
+    commit(p, "base");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    write(p, "src/lib.rs", &lib.replace("n * 2", "n * 3"));
+    commit(p, "a broken double");
+    let out = with_path(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(
+        text.contains("src/lib.rs - double"),
+        "the doctest is named: {text}"
+    );
+    assert!(!text.contains("Tests Passing: 100%"), "{text}");
+    assert!(
+        !text.contains("unmeasured"),
+        "coverage is measured at HEAD and base: {text}"
+    );
+}
+
 /// The pinned lizard of `scripts/ensure-lizard.sh` (installed on first use), as a PATH
 /// with it first.
 fn path_with_lizard() -> String {
