@@ -5,7 +5,7 @@
 # no release asset exists (a branch, a commit, `uses: ./`). Tested by tests/local/action_install.rs.
 #
 # Environment (set by the runner unless noted):
-#   RUNNER_OS, RUNNER_ARCH          Linux|macOS|Windows, X64|ARM64: pick the archive
+#   RUNNER_OS, RUNNER_ARCH          Linux|macOS, X64|ARM64: pick the archive (Windows is refused)
 #   GITHUB_ACTION_REF               the ref the action was used at (v0.2.0): the version
 #   GITHUB_ACTION_REPOSITORY        owner/name of the action: where its releases are
 #   GITHUB_ACTION_PATH              the action's source, for the fallback build
@@ -59,7 +59,6 @@ target_for() {
     Linux/ARM64) echo aarch64-unknown-linux-musl ;;
     macOS/X64) echo x86_64-apple-darwin ;;
     macOS/ARM64) echo aarch64-apple-darwin ;;
-    Windows/X64) echo x86_64-pc-windows-msvc ;;
     *) return 1 ;;
   esac
 }
@@ -76,16 +75,6 @@ sha256_of() {
 download() {
   curl --silent --show-error --location --retry 3 --connect-timeout 20 \
     --output "$2" --write-out '%{http_code}' "$1" || true
-}
-
-extract_zip() {
-  if command -v unzip >/dev/null 2>&1; then
-    unzip -q "$1" -d "$2"
-  elif command -v 7z >/dev/null 2>&1; then
-    7z x -y -o"$2" "$1" >/dev/null
-  else
-    die "neither unzip nor 7z is installed to extract $1"
-  fi
 }
 
 # --- which version ---------------------------------------------------------------------
@@ -110,14 +99,12 @@ exact=false
 # --- which asset -----------------------------------------------------------------------
 os="${RUNNER_OS:-}"
 arch="${RUNNER_ARCH:-}"
+[ "$os" != Windows ] \
+  || die "itergate does not run on Windows (its checks' process groups, scratch worktrees and notes use Unix APIs): use a Linux or macOS runner"
 target=$(target_for "$os" "$arch") \
-  || fallback "no prebuilt itergate for $os/$arch (prebuilt: Linux, macOS X64/ARM64, Windows X64)"
+  || fallback "no prebuilt itergate for $os/$arch (prebuilt: Linux X64/ARM64, macOS X64/ARM64)"
 exe=itergate
 ext=tar.gz
-if [ "$os" = Windows ]; then
-  exe=itergate.exe
-  ext=zip
-fi
 asset="itergate-$tag-$target.$ext"
 arch_dir=$(printf '%s' "$arch" | tr '[:upper:]' '[:lower:]')
 [ -n "${RUNNER_TOOL_CACHE:-}" ] || die "RUNNER_TOOL_CACHE is not set: not running in GitHub Actions?"
@@ -167,11 +154,7 @@ fi
 say "checksum verified: $actual"
 
 mkdir "$scratch/x"
-if [ "$ext" = zip ]; then
-  extract_zip "$scratch/$asset" "$scratch/x"
-else
-  tar -xzf "$scratch/$asset" -C "$scratch/x"
-fi
+tar -xzf "$scratch/$asset" -C "$scratch/x"
 binary="$scratch/x/itergate-$tag-$target/$exe"
 [ -f "$binary" ] || die "$asset does not contain itergate-$tag-$target/$exe"
 chmod +x "$binary"

@@ -18,17 +18,14 @@ Examples:
   itergate analytics --history h.json --format csv    export for a spreadsheet
 
 Configuration is read from .itergate.yml (or .github/itergate.yml) in the repository;
-`itergate config --default` prints every key with its default and what it means.
-
-Exit status: 0 on success; 2 on a usage, configuration or input error; 3 when a check could
-not run (nothing was recorded); 1 on any other failure.";
+`itergate config --default` prints every key with its default and what it means.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "itergate",
     version = env!("ITERGATE_LONG_VERSION"),
     about = ABOUT,
-    after_help = AFTER_HELP
+    after_help = format!("{AFTER_HELP}\n\n{}", crate::app::exit::table())
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -121,7 +118,7 @@ pub enum Command {
     /// Drive a coding agent on the current branch until its work is accepted, or a person
     /// is needed. Each iteration starts the agent afresh with the prompt (the task, then
     /// the revision prompt), commits what it left as one iteration, runs the checks and
-    /// decides. Exit 0 accepted, 20 escalated or out of budget, 130 on Ctrl-C.
+    /// decides. Exit 0 accepted, 20 escalated or out of budget, 30 aborted, 130 on Ctrl-C.
     ///
     ///   itergate loop --agent claude --agent-args "--permission-mode acceptEdits" \
     ///       --task "Make the failing parser tests pass"

@@ -11,6 +11,7 @@
 
 pub mod context;
 pub mod evaluate;
+pub mod exit;
 pub mod forge_flow;
 pub mod judge;
 pub mod local;
@@ -51,12 +52,13 @@ pub enum Failure {
 
 impl Failure {
     pub fn exit_code(&self) -> u8 {
+        use exit::ExitStatus;
         match self {
-            Failure::User(_) => 2,
-            Failure::Check(_) => 3,
+            Failure::User(_) => ExitStatus::Usage.code(),
+            Failure::Check(_) => ExitStatus::CheckCouldNotRun.code(),
             Failure::Decided(code) => *code,
-            Failure::Interrupted(signal) => u8::try_from(128 + signal).unwrap_or(130),
-            Failure::Blocked(_) | Failure::Internal(_) => 1,
+            Failure::Interrupted(signal) => ExitStatus::Interrupted(*signal).code(),
+            Failure::Blocked(_) | Failure::Internal(_) => ExitStatus::Failure.code(),
         }
     }
 }
@@ -144,6 +146,16 @@ impl Rules {
 
 impl Env {
     pub fn load(global: &Settings) -> Result<Env, Failure> {
+        Env::load_reading(global, true)
+    }
+
+    /// [`Env::load`] with the built-in configuration, whatever `.itergate.yml` says: for
+    /// commands that write one (`init --force` repairs a broken file).
+    pub fn load_without_config(global: &Settings) -> Result<Env, Failure> {
+        Env::load_reading(global, false)
+    }
+
+    fn load_reading(global: &Settings, read_config: bool) -> Result<Env, Failure> {
         let root = match &global.directory {
             Some(dir) => dir.clone(),
             None => std::env::current_dir().map_err(|e| Failure::Internal(e.into()))?,
@@ -152,6 +164,7 @@ impl Env {
             return Err(user(format!("-C {}: not a directory", root.display())));
         }
         let (config, rules) = match &global.config {
+            _ if !read_config => (Config::default(), Rules::Unlocked),
             Some(path) => {
                 let path = resolve(&root, path);
                 (Config::load(&path).map_err(user)?, Rules::Named(path))

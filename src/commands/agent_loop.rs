@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::agent::process::{Overspend, SpendCap};
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun, CostSource, Usage};
+use crate::app::exit::ExitStatus;
 use crate::app::local::{self as task, RecordOptions};
 use crate::cli::{LoopArgs, OnExhaust, OutputFormat};
 use crate::engine::{BudgetStopReport, Evaluation, Recommendation};
@@ -133,7 +134,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                     format!("\nitergate loop: escalated before any iteration: {reason}\n");
                 events.emit(&LoopEvent::Stopped {
                     outcome: "escalated",
-                    exit_code: 20,
+                    exit_code: ExitStatus::Escalate.code(),
                     iteration: 0,
                     best_iteration: None,
                     commit: git::resolve_commit(&repo, "HEAD")
@@ -145,7 +146,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                 if !events.json && !quiet {
                     eprint!("{summary}");
                 }
-                return Err(Failure::Decided(20));
+                return Err(Failure::Decided(ExitStatus::Escalate.code()));
             }
         }
     }
@@ -271,7 +272,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                         );
                         events.emit(&LoopEvent::Stopped {
                             outcome: "escalated",
-                            exit_code: 20,
+                            exit_code: ExitStatus::Escalate.code(),
                             iteration: number,
                             best_iteration: None,
                             commit: before.to_string(),
@@ -281,7 +282,7 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
                         if !events.json && !quiet {
                             eprint!("{summary}");
                         }
-                        return Err(Failure::Decided(20));
+                        return Err(Failure::Decided(ExitStatus::Escalate.code()));
                     }
                     asked.add(&run.usage);
                     let view =
@@ -678,12 +679,18 @@ fn stop(
     let best = decision
         .best_iteration
         .and_then(|i| records.iter().find(|r| r.iteration == i));
-    let (outcome, exit_code) = match decision.recommendation() {
-        Recommendation::Accept => ("accepted", 0),
-        _ if clock_out || decision.budget_stop_report.is_some() => ("budget_exhausted", 20),
-        Recommendation::Abort => ("aborted", 20),
-        _ => ("escalated", 20),
+    // `run --exit-code`'s statuses: a budget that ran out stops for a person, as an
+    // escalation does.
+    let recommendation = decision.recommendation();
+    let (outcome, exit_code) = match recommendation {
+        Recommendation::Accept => ("accepted", ExitStatus::Success),
+        _ if clock_out || decision.budget_stop_report.is_some() => {
+            ("budget_exhausted", ExitStatus::Escalate)
+        }
+        Recommendation::Abort => ("aborted", ExitStatus::Abort),
+        _ => ("escalated", ExitStatus::Escalate),
     };
+    let exit_code = exit_code.code();
     let mut commit = tip;
     let mut restored = None;
     // Whatever stopped the loop short of an accept, the branch is left at the best
@@ -1095,7 +1102,7 @@ fn clock_stop(
     events.clear_line();
     events.emit(&LoopEvent::Stopped {
         outcome: "budget_exhausted",
-        exit_code: 20,
+        exit_code: ExitStatus::Escalate.code(),
         iteration,
         best_iteration: best,
         commit: commit.to_string(),
@@ -1105,7 +1112,7 @@ fn clock_stop(
     if !events.json && !quiet {
         eprint!("{summary}");
     }
-    Err(Failure::Decided(20))
+    Err(Failure::Decided(ExitStatus::Escalate.code()))
 }
 
 /// What is left of `budget_limits.wall_clock_minutes` since the loop started.

@@ -36,24 +36,17 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Serve(args) = &cli.command {
         return crate::serve::serve(&args.settings());
     }
-    // What needs no repository and no configuration works with a broken one: `config
-    // --default` is what a user reaches for to fix it.
+    // What needs no configuration works with a broken one: `config --default` and `init
+    // --force` are what a user reaches for to fix it.
     match &cli.command {
-        Command::Completions { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
-            let mut out = Vec::new();
-            clap_complete::generate(*shell, &mut command, "itergate", &mut out);
-            return print(&String::from_utf8_lossy(&out));
-        }
-        Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-                .render(&mut out)
-                .map_err(|e| Failure::Internal(e.into()))?;
-            return print(&String::from_utf8_lossy(&out));
-        }
+        Command::Completions { shell } => return completions(*shell),
+        Command::Man => return man(),
         Command::Config(args) if args.default => {
             return print(crate::config::DEFAULT_CONFIG_YAML);
+        }
+        Command::Init(args) => {
+            let env = Env::load_without_config(&cli.global.settings())?;
+            return score::init(&env, args);
         }
         _ => {}
     }
@@ -115,19 +108,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Context(args) => context::context(&env, &args, cli.global.quiet),
         Command::Hook(command) => hook::hook(&env, command, cli.global.quiet),
         Command::Notes(command) => run::notes_command(&env, &command),
-        Command::Completions { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
-            let mut out = Vec::new();
-            clap_complete::generate(shell, &mut command, "itergate", &mut out);
-            print(&String::from_utf8_lossy(&out))
-        }
-        Command::Man => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-                .render(&mut out)
-                .map_err(|e| Failure::Internal(e.into()))?;
-            print(&String::from_utf8_lossy(&out))
-        }
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
         Command::Config(args) => print(&if args.default {
             crate::config::DEFAULT_CONFIG_YAML.to_string()
         } else {
@@ -153,4 +135,19 @@ pub fn gate_blocks(
         ),
         Gate::BlockOnIterate => recommendation != Recommendation::Accept,
     }
+}
+
+fn completions(shell: clap_complete::Shell) -> Result<(), Failure> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "itergate", &mut out);
+    print(&String::from_utf8_lossy(&out))
+}
+
+fn man() -> Result<(), Failure> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut out)
+        .map_err(|e| Failure::Internal(e.into()))?;
+    print(&String::from_utf8_lossy(&out))
 }

@@ -94,15 +94,9 @@ pub fn deliver(
     Ok(())
 }
 
-/// `--exit-code`: one status per recommendation, apart from itergate's own error statuses
-/// (1, 2, 3).
+/// `--exit-code`: one status per recommendation ([`crate::app::exit`]).
 pub fn exit_code(recommendation: Recommendation) -> u8 {
-    match recommendation {
-        Recommendation::Accept => 0,
-        Recommendation::Iterate => 10,
-        Recommendation::Escalate => 20,
-        Recommendation::Abort => 30,
-    }
+    crate::app::exit::ExitStatus::of(recommendation).code()
 }
 
 /// The current branch's recorded history and the decision on it; scores nothing.

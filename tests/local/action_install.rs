@@ -18,13 +18,12 @@ use sha2::{Digest, Sha256};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install-action.sh");
 
-/// (RUNNER_OS, RUNNER_ARCH, target triple, binary name): the release's five targets.
-const TARGETS: [(&str, &str, &str, &str); 5] = [
+/// (RUNNER_OS, RUNNER_ARCH, target triple, binary name): the release's four targets.
+const TARGETS: [(&str, &str, &str, &str); 4] = [
     ("Linux", "X64", "x86_64-unknown-linux-musl", "itergate"),
     ("Linux", "ARM64", "aarch64-unknown-linux-musl", "itergate"),
     ("macOS", "X64", "x86_64-apple-darwin", "itergate"),
     ("macOS", "ARM64", "aarch64-apple-darwin", "itergate"),
-    ("Windows", "X64", "x86_64-pc-windows-msvc", "itergate.exe"),
 ];
 
 type Files = Arc<Mutex<HashMap<String, Vec<u8>>>>;
@@ -81,11 +80,7 @@ impl FakeRelease {
         for (_, _, target, exe) in TARGETS {
             let binary = format!("#!/bin/sh\necho \"fake itergate {marker} {target}\"\n");
             let dir = format!("itergate-{tag}-{target}");
-            let (name, archive) = if exe.ends_with(".exe") {
-                (format!("{dir}.zip"), zip_archive(&dir, exe, &binary))
-            } else {
-                (format!("{dir}.tar.gz"), tar_archive(&dir, exe, &binary))
-            };
+            let (name, archive) = (format!("{dir}.tar.gz"), tar_archive(&dir, exe, &binary));
             sums.push_str(&format!("{}  {name}\n", sha256_hex(&archive)));
             self.put(&format!("/releases/download/{tag}/{name}"), archive);
         }
@@ -169,18 +164,6 @@ fn tar_archive(dir: &str, exe: &str, binary: &str) -> Vec<u8> {
         .expect("tar must be installed");
     assert!(status.success(), "tar failed");
     std::fs::read(archive).expect("read archive")
-}
-
-fn zip_archive(dir: &str, exe: &str, binary: &str) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
-    for (name, content) in [(exe, binary), ("README.md", "readme")] {
-        writer
-            .start_file(format!("{dir}/{name}"), options)
-            .expect("start");
-        writer.write_all(content.as_bytes()).expect("write");
-    }
-    writer.finish().expect("finish").into_inner()
 }
 
 /// One runner: its tool cache, temp directory and GITHUB_PATH file, kept across runs.
@@ -287,11 +270,7 @@ fn each_runner_gets_its_targets_archive_verified_and_cached() {
     for (os, arch, target, exe) in TARGETS {
         let runner = Runner::new();
         let run = runner.install(&server, os, arch, &[]).assert_ok();
-        let ext = if exe.ends_with(".exe") {
-            "zip"
-        } else {
-            "tar.gz"
-        };
+        let ext = "tar.gz";
         assert_eq!(
             server.take_log(),
             [
@@ -422,10 +401,19 @@ fn a_release_without_this_target_or_an_unsupported_runner_falls_back() {
     let server = FakeRelease::start();
     server.publish("v0.2.0", "v0.2.0");
     let runner = Runner::new();
-    let run = runner.install(&server, "Windows", "ARM64", &[]).assert_ok();
+    let run = runner.install(&server, "Linux", "RISCV64", &[]).assert_ok();
     assert!(
         run.stderr()
-            .contains("no prebuilt itergate for Windows/ARM64"),
+            .contains("no prebuilt itergate for Linux/RISCV64"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(server.take_log(), Vec::<String>::new());
+    // Windows is no target at all: said at once, nothing built or downloaded.
+    let run = runner.install(&server, "Windows", "X64", &[]);
+    assert!(!run.0.status.success());
+    assert!(
+        run.stderr().contains("does not run on Windows"),
         "{}",
         run.stderr()
     );

@@ -446,4 +446,49 @@ fn help_for_a_broken_configuration_works_with_one() {
         "{}",
         stderr(&out)
     );
+    // `init --force` writes a good one over it.
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .expect("git runs");
+    assert!(git.success());
+    let out = itergate(&["init"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("use --force"), "{}", stderr(&out));
+    let out = itergate(&["init", "--force"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = itergate(&["config"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// One table of exit statuses: `--help` prints every one, with the code the commands use
+/// for each recommendation (`run --exit-code`, the hook, `loop`).
+#[test]
+fn help_lists_the_one_table_of_exit_statuses() {
+    use itergate::app::exit::ExitStatus;
+    use itergate::engine::Recommendation;
+    let o = itergate(&["--help"], &root());
+    let help = stdout(&o);
+    let table = help.split("Exit status:\n").nth(1).expect("the table");
+    let codes: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        codes,
+        ["0", "1", "2", "3", "10", "20", "30", "128+N"],
+        "{help}"
+    );
+    let by_recommendation: Vec<u8> = [
+        Recommendation::Accept,
+        Recommendation::Iterate,
+        Recommendation::Escalate,
+        Recommendation::Abort,
+    ]
+    .into_iter()
+    .map(|r| ExitStatus::of(r).code())
+    .collect();
+    assert_eq!(by_recommendation, [0, 10, 20, 30]);
+    assert_eq!(ExitStatus::Interrupted(2).code(), 130);
 }
