@@ -188,7 +188,8 @@ pub enum Command {
     #[command(subcommand)]
     Notes(NotesCommand),
     /// Print the configuration in force here (YAML), or with --default every key with its
-    /// default and what it means (a starting point for .itergate.yml).
+    /// default and what it means (a starting point for .itergate.yml), or with --schema its
+    /// JSON Schema.
     Config(ConfigArgs),
     /// Print a shell completion script: `itergate completions bash > /etc/bash_completion.d/itergate`,
     /// `itergate completions zsh > "${fpath[1]}/_itergate"`, `itergate completions fish`.
@@ -490,8 +491,11 @@ pub struct BudgetArgs {
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// The documented defaults instead of the configuration in force.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "schema")]
     pub default: bool,
+    /// The JSON Schema of .itergate.yml (for editors: `# yaml-language-server: $schema=`).
+    #[arg(long)]
+    pub schema: bool,
 }
 
 #[derive(Debug, Args)]

@@ -321,7 +321,7 @@ pub fn prompt_issues_yaml(items: &[PromptIssue]) -> String {
             tests: item.tests.iter().map(|t| neutralise_tags(t)).collect(),
         })
         .collect();
-    serde_yaml::to_string(&neutral)
+    serde_norway::to_string(&neutral)
         .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
 }
 
@@ -380,7 +380,7 @@ pub fn issues_yaml(issues: &[&CheckerIssue]) -> String {
             suggested_fix: issue.suggested_fix.as_deref().map(neutralise_tags),
         })
         .collect();
-    serde_yaml::to_string(&neutral)
+    serde_norway::to_string(&neutral)
         .unwrap_or_else(|e| format!("# issues could not be listed: {e}\n"))
 }
 

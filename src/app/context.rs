@@ -64,7 +64,7 @@ pub fn answer(
     let feedback = task.feedback(store, &history)?;
     let base = task::stored_base(env, store, task)?;
     let evaluation = task::evaluate_task(env, task, &history, &feedback, base.as_ref())?;
-    let decision = serde_yaml::to_string(&DecisionReport {
+    let decision = serde_norway::to_string(&DecisionReport {
         iteration_decision: evaluation.decision,
         task: None,
     })

@@ -63,7 +63,7 @@ pub fn decide(env: &Env, args: &DecideArgs) -> Result<(), Failure> {
                 .render("decision.txt.j2", &view)
                 .map_err(user)?
         }
-        DecideFormat::Yaml => serde_yaml::to_string(&DecisionReport {
+        DecideFormat::Yaml => serde_norway::to_string(&DecisionReport {
             iteration_decision: loaded.evaluation.decision,
             task: None,
         })

@@ -44,6 +44,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Config(args) if args.default => {
             return print(crate::config::DEFAULT_CONFIG_YAML);
         }
+        Command::Config(args) if args.schema => return print(&crate::config::json_schema()),
         Command::Init(args) => {
             let env = Env::load_without_config(&cli.global.settings())?;
             return score::init(&env, args);
@@ -113,7 +114,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Config(args) => print(&if args.default {
             crate::config::DEFAULT_CONFIG_YAML.to_string()
         } else {
-            serde_yaml::to_string(&env.config).map_err(|e| Failure::Internal(e.into()))?
+            serde_norway::to_string(&env.config).map_err(|e| Failure::Internal(e.into()))?
         }),
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
         Command::Serve(args) => crate::serve::serve(&args.settings()),

@@ -82,7 +82,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             serde_json::to_string_pretty(&record).map_err(|e| Failure::Internal(e.into()))? + "\n"
         }
         DecideFormat::Yaml => {
-            serde_yaml::to_string(&record).map_err(|e| Failure::Internal(e.into()))?
+            serde_norway::to_string(&record).map_err(|e| Failure::Internal(e.into()))?
         }
         DecideFormat::Text => record_text(&env.config, &record),
     };

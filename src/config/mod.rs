@@ -200,7 +200,7 @@ fn check_needs(config: &Config, text: &str, file: &Path) -> Result<(), ConfigErr
 
 /// One parse: the first error, with its place.
 fn parse_once(text: &str, file: &Path) -> Result<Config, ConfigError> {
-    let de = serde_yaml::Deserializer::from_str(text);
+    let de = serde_norway::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|err| {
         let key = Some(err.path().to_string()).filter(|p| p != ".");
         let inner = err.into_inner();
@@ -237,7 +237,7 @@ fn blank_entry(lines: &mut [String], line: usize) -> bool {
     true
 }
 
-/// Rewrites serde_yaml's message: drops its own position and key path (we print ours) and
+/// Rewrites serde_norway's message: drops its own position and key path (we print ours) and
 /// adds a "did you mean" to unknown-field errors.
 fn explain(raw: &str, key: Option<&str>) -> String {
     let mut message = match raw.rfind(" at line ") {
@@ -269,4 +269,19 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -
         .filter(|(_, score)| *score >= 0.8)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, _)| c)
+}
+
+/// The JSON Schema of `.itergate.yml`, generated from the configuration's types (what
+/// `itergate config --schema` prints and `config/itergate.schema.json` holds).
+pub fn json_schema() -> String {
+    let mut schema = schemars::schema_for!(Config);
+    schema.insert(
+        "$id".into(),
+        "https://raw.githubusercontent.com/itergate/itergate/main/config/itergate.schema.json"
+            .into(),
+    );
+    schema.insert("title".into(), ".itergate.yml".into());
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::values::{Fraction, QualityWeights};
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub quality_weights: QualityWeights,
@@ -36,7 +36,7 @@ pub struct Config {
 
 /// `itergate loop`. Each hook is a list of shell commands, run in the repository with the
 /// iteration's decision report (JSON) on stdin; a failing hook is reported, never fatal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AgentLoop {
     /// The most one agent run may take, in minutes: then it is stopped (SIGTERM, then
@@ -61,7 +61,7 @@ impl Default for AgentLoop {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoppingCriteria {
     pub quality_threshold: Threshold,
@@ -74,7 +74,7 @@ pub struct StoppingCriteria {
 }
 
 /// Stop (accept) once quality reaches `value`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Threshold {
     pub value: Fraction,
@@ -91,7 +91,7 @@ impl Default for Threshold {
 }
 
 /// An iteration that improves quality by less than `value` is a flat cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ImprovementThreshold {
     pub value: Fraction,
@@ -107,7 +107,7 @@ impl Default for ImprovementThreshold {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields, try_from = "RawIterationLimits")]
 pub struct IterationLimits {
     pub min: u32,
@@ -120,7 +120,7 @@ impl Default for IterationLimits {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 struct RawIterationLimits {
     min: u32,
@@ -156,7 +156,7 @@ impl TryFrom<RawIterationLimits> for IterationLimits {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlateauDetection {
     /// Iterations to look back over.
@@ -176,7 +176,7 @@ impl Default for PlateauDetection {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RegressionProtection {
     pub allow_regression: bool,
@@ -196,7 +196,7 @@ impl Default for RegressionProtection {
 
 /// Hard ceilings. A dimension left out is not limited; a declared one stops the loop when
 /// exhausted, and is reported as unobservable when no iteration reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct BudgetLimits {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,7 +214,9 @@ pub struct BudgetLimits {
     pub rate_caps_are_hard_stops: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FlatCycleAction {
     /// Ask for a structurally different attempt; stop when that one is flat too.
@@ -226,7 +228,7 @@ pub enum FlatCycleAction {
     HumanReview,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExplorationQuota {
     pub enabled: bool,
@@ -246,7 +248,7 @@ impl Default for ExplorationQuota {
 }
 
 /// Thresholds for trigger detection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Detection {
     /// A `Confidence:` trailer below this raises `low_confidence`.
@@ -265,7 +267,7 @@ pub struct Detection {
 
 /// Tamper evidence: what a change that removes, skips, rewrites or deselects a failing
 /// test (a violation) does to its iteration.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Integrity {
     pub on_violation: OnViolation,
@@ -280,7 +282,9 @@ pub struct Integrity {
 }
 
 /// `integrity.expectation_changes`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExpectationChanges {
     /// An INFO note for the reviewer ("expectation changed: confirm the behaviour change").
@@ -291,7 +295,9 @@ pub enum ExpectationChanges {
 }
 
 /// `integrity.on_violation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OnViolation {
     /// The iteration is VOID: no score, never the best output, no trend point; it is sent
@@ -303,7 +309,9 @@ pub enum OnViolation {
 }
 
 /// The weight of a marker comment (`detection.marker_comments`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MarkerComments {
     #[default]
@@ -360,7 +368,7 @@ impl Default for Detection {
 
 /// Files chosen by glob patterns (`**` any directories, `*` within one name), matched
 /// against repository-relative paths: included and not excluded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathFilter {
     pub include: Vec<String>,
@@ -368,7 +376,9 @@ pub struct PathFilter {
 }
 
 /// What a score measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// What the change did relative to its base: the base's own failures and findings are
@@ -380,7 +390,9 @@ pub enum Scope {
 }
 
 /// How lint findings become the `code_quality` score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LintScore {
     /// 1 / (1 + weight / size): falls with the number and severity of (new) findings,
@@ -392,7 +404,7 @@ pub enum LintScore {
 }
 
 /// How reports become scores.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Scoring {
     /// Cyclomatic complexity at which the complexity score reaches 0; changed functions
@@ -428,7 +440,7 @@ impl Default for Scoring {
 }
 
 /// The check-revise-escalate loop.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Revision {
     pub max_iterations: u32,
@@ -446,7 +458,9 @@ impl Default for Revision {
 }
 
 /// `revision.stall`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Stall {
     /// The count did not fall and an issue of the previous iteration is still open: an
@@ -458,7 +472,9 @@ pub enum Stall {
     Count,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RequirementPriority {
     #[default]
@@ -467,7 +483,7 @@ pub enum RequirementPriority {
 }
 
 /// A measurable requirement, e.g. `{metric: coverage, min: 0.8}` or `{metric: lint.errors, max: 0}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Requirement {
     pub metric: super::values::Metric,
@@ -481,7 +497,9 @@ pub struct Requirement {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Visibility {
     /// Details reach agent-visible output.
@@ -492,7 +510,7 @@ pub enum Visibility {
 }
 
 /// Where a check's report is read from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportSource {
     /// A report format (`junit`, `lcov`, `sarif`, ...): an unknown name is an error when
@@ -512,6 +530,15 @@ where
 {
     let name = String::deserialize(deserializer)?;
     name.parse().map_err(serde::de::Error::custom)
+}
+
+/// `report:` as the schema describes it: one report or a list of them.
+#[derive(schemars::JsonSchema)]
+#[schemars(untagged)]
+#[allow(dead_code)] // only its schema is used
+enum OneOrManyReports {
+    One(ReportSource),
+    Many(Vec<ReportSource>),
 }
 
 /// A check's reports: one (`report: {format: junit, ...}`) or several (`report: [...]`, a
@@ -556,7 +583,7 @@ fn serialize_reports<S: serde::Serializer>(
 }
 
 /// A named command whose report feeds one or more scores.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     /// Shell command; absent when the check only ingests a report an earlier step wrote.
@@ -572,6 +599,7 @@ pub struct Check {
         deserialize_with = "one_or_many_reports",
         serialize_with = "serialize_reports"
     )]
+    #[schemars(with = "OneOrManyReports")]
     pub report: Vec<ReportSource>,
     /// Seconds before the command is stopped.
     #[serde(default = "default_check_timeout_s")]
@@ -640,7 +668,9 @@ fn default_check_timeout_s() -> u64 {
     600
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Gate {
     /// Never block a push.
@@ -650,7 +680,9 @@ pub enum Gate {
     BlockOnIterate,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OnError {
     #[default]
@@ -658,7 +690,9 @@ pub enum OnError {
     Block,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ScoreMode {
     /// Score only the pushed tip.
@@ -668,7 +702,7 @@ pub enum ScoreMode {
     Each,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Hook {
     /// Base branch; default: the remote's HEAD branch, else `main`, else `master`.
@@ -695,7 +729,7 @@ impl Default for Hook {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Github {
     /// Label added on escalation and removed on `/iterate accept`.
@@ -735,7 +769,7 @@ pub struct Github {
 /// How a pull request's revision reaches the repository's agent: a `repository_dispatch`
 /// or a `workflow_dispatch` whose workflow runs the agent. It carries a pointer (the pull
 /// request, its head, the iteration, the sticky comment's URL), never the prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Handoff {
     pub via: HandoffVia,
@@ -777,7 +811,7 @@ impl Default for Handoff {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HandoffVia {
     Off,
@@ -787,7 +821,7 @@ pub enum HandoffVia {
 }
 
 /// Reports inside a workflow artifact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactReports {
     /// The artifact's name (`actions/upload-artifact`'s `name`).
@@ -817,7 +851,7 @@ impl Default for Github {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Templates {
     /// Directory whose `*.j2` (Jinja) files override the built-in templates of the same name,
@@ -828,7 +862,7 @@ pub struct Templates {
 
 /// Minimum sufficient context: the revision prompt's size and the `CONTEXT_GAP_REPORT`
 /// rounds an agent may ask for more.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Context {
     /// The revision prompt never exceeds this many bytes: issues past it are counted, not

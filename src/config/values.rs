@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::Dimension;
 
 /// A number in 0..=1 (a score, a threshold, a weight).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(try_from = "f64", into = "f64")]
 pub struct Fraction(f64);
 
@@ -42,7 +44,9 @@ impl From<Fraction> for f64 {
 }
 
 /// A finite number >= 0 (money).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(try_from = "f64", into = "f64")]
 pub struct NonNegative(f64);
 
@@ -70,7 +74,7 @@ impl From<NonNegative> for f64 {
 }
 
 /// Weights of the four dimensions in the aggregate quality; they sum to 1.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "RawWeights")]
 pub struct QualityWeights {
     pub tests_passing: f64,
@@ -101,7 +105,7 @@ impl QualityWeights {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 struct RawWeights {
     tests_passing: f64,
@@ -153,7 +157,7 @@ impl TryFrom<RawWeights> for QualityWeights {
 }
 
 /// A metric a requirement can name: a score, the aggregate quality, or a count.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "String", into = "String")]
 pub struct Metric(String);
 
@@ -212,7 +216,18 @@ impl From<Metric> for String {
 
 /// A repository permission level, ordered `None < Read < Triage < Write < Maintain < Admin`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Permission {

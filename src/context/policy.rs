@@ -279,6 +279,6 @@ pub fn redacted_config(config: &Config) -> String {
             check.files.clear();
         }
     }
-    serde_yaml::to_string(&shown)
+    serde_norway::to_string(&shown)
         .unwrap_or_else(|e| format!("# the configuration could not be written: {e}\n"))
 }

@@ -76,7 +76,7 @@ pub fn parse<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, InputErro
             error(Some(inner.line()), Some(inner.column()), field, message)
         })
     } else {
-        let de = serde_yaml::Deserializer::from_str(trimmed);
+        let de = serde_norway::Deserializer::from_str(trimmed);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let field = e.path().to_string();
             let inner = e.into_inner();

@@ -857,7 +857,7 @@ fn article(word: &str) -> &'static str {
 /// A commented `.itergate.yml` for the detected toolchain.
 pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
     let mut text = String::from(
-        "# itergate configuration. Every key and its default: `itergate config --default`\n",
+        "# yaml-language-server: $schema=https://raw.githubusercontent.com/itergate/itergate/main/config/itergate.schema.json\n# itergate configuration. Every key and its default: `itergate config --default`\n",
     );
     match detected {
         Some(d) => {
@@ -871,7 +871,7 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
             }
             let mut wrapper = BTreeMap::new();
             wrapper.insert("checks", &d.checks);
-            text.push_str(&serde_yaml::to_string(&wrapper)?);
+            text.push_str(&serde_norway::to_string(&wrapper)?);
         }
         None => text.push_str("# No toolchain detected: add your checks.\nchecks: {}\n"),
     }

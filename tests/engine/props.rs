@@ -47,7 +47,7 @@ fn feedback() -> impl Strategy<Value = Feedback> {
 fn prompt_items(
     record: &IterationRecord,
     decision: &itergate::engine::Decision,
-) -> Vec<serde_yaml::Value> {
+) -> Vec<serde_norway::Value> {
     let prompt = itergate::render::Renderer::new(None, false)
         .expect("templates")
         .render(
@@ -62,7 +62,7 @@ fn prompt_items(
     let block = &prompt[at..];
     let start = block.find("```yaml\n").expect("a yaml fence") + "```yaml\n".len();
     let end = block[start..].find("\n```").expect("the fence closes") + start;
-    serde_yaml::from_str(&block[start..end]).expect("the block is a YAML list")
+    serde_norway::from_str(&block[start..end]).expect("the block is a YAML list")
 }
 
 prop_compose! {
@@ -179,7 +179,7 @@ proptest! {
         requirement in any::<bool>(),
     ) {
         if requirement {
-            config.requirements.push(serde_yaml::from_str("{ metric: coverage, min: 0.9 }").expect("requirement"));
+            config.requirements.push(serde_norway::from_str("{ metric: coverage, min: 0.9 }").expect("requirement"));
         }
         let d = decide(&DecideInput {
             task_id: "p",

@@ -662,7 +662,7 @@ fn nothing_actionable_accepts_with_a_reason_that_says_so() {
         reason.summary,
         "No actionable problem in the change: quality 0.91 is below 0.95 but no check reported anything to fix"
     );
-    let yaml = serde_yaml::to_string(&reason.code).expect("yaml");
+    let yaml = serde_norway::to_string(&reason.code).expect("yaml");
     assert_eq!(yaml.trim(), "nothing_actionable");
 }
 

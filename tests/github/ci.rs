@@ -1298,7 +1298,7 @@ async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_push
 /// process left between the runner and itergate holds one in its environment.
 #[test]
 fn the_action_hands_no_token_to_a_score_only_job() {
-    let action: serde_yaml::Value = serde_yaml::from_str(
+    let action: serde_norway::Value = serde_norway::from_str(
         &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml"))
             .expect("action.yml"),
     )

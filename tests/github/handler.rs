@@ -408,7 +408,7 @@ async fn only_permitted_people_accept_and_the_pr_author_cannot_accept_its_own() 
 #[tokio::test]
 async fn the_escalation_call_is_posted_once_however_often_the_job_runs() {
     let forge = MemoryForge::default();
-    let config: Config = serde_yaml::from_str("github:\n  reviewers: [lead]\n").unwrap();
+    let config: Config = serde_norway::from_str("github:\n  reviewers: [lead]\n").unwrap();
     let calls = || {
         forge
             .bot_comments()
@@ -465,7 +465,7 @@ fn gate_on(forge: &MemoryForge, commit: &CommitSha) -> Option<CheckState> {
 }
 
 fn blocking() -> Config {
-    serde_yaml::from_str("github:\n  gate: block-on-iterate\n  check_run: true\n").unwrap()
+    serde_norway::from_str("github:\n  gate: block-on-iterate\n  check_run: true\n").unwrap()
 }
 
 #[tokio::test]
@@ -552,7 +552,7 @@ async fn a_maintainers_escalate_and_accept_reach_the_check() {
 async fn a_retargeted_pull_request_is_judged_again_under_its_new_bases_rules() {
     let forge = MemoryForge::default();
     // The base the PR picked first: a low bar.
-    let lenient: Config = serde_yaml::from_str(
+    let lenient: Config = serde_norway::from_str(
         "github:\n  gate: block-on-iterate\n  check_run: true\nstopping_criteria:\n  quality_threshold: { value: 0.5 }\n  iteration_limits: { min: 1, max: 10 }\n",
     )
     .unwrap();
@@ -565,7 +565,7 @@ async fn a_retargeted_pull_request_is_judged_again_under_its_new_bases_rules() {
         Some(CheckState::Completed(CheckConclusion::Success))
     );
     // Its new base requires every test to pass.
-    let strict: Config = serde_yaml::from_str(
+    let strict: Config = serde_norway::from_str(
         "github:\n  gate: block-on-iterate\n  check_run: true\nrequirements:\n  - { metric: tests_passing, min: 1.0, priority: required }\n",
     )
     .unwrap();
@@ -806,7 +806,7 @@ async fn readers_answered_per_interval_are_capped_and_the_state_stays_small() {
 #[tokio::test]
 async fn gap_reports_past_the_round_limit_get_the_reply_limit() {
     let forge = MemoryForge::default();
-    let config: Config = serde_yaml::from_str("context:\n  max_rounds: 1\n").unwrap();
+    let config: Config = serde_norway::from_str("context:\n  max_rounds: 1\n").unwrap();
     run(&forge, &config, iteration(record(1, 1))).await;
     let report = "CONTEXT_GAP_REPORT\nNEEDS: src/lib.rs | REASON: the failing call | ALTERNATIVE: I can guess\n";
     let mut answered = Vec::new();

@@ -204,7 +204,7 @@ checks:
     let source = itergate::config::report_of(&config.checks, "tests.cobertura").expect("found");
     assert_eq!(source.format.name(), "cobertura");
     // One report is written back as a mapping, as before lists were accepted.
-    let written = serde_yaml::to_string(lint).expect("serialises");
+    let written = serde_norway::to_string(lint).expect("serialises");
     assert!(
         written.contains("report:\n  format: ruff-json"),
         "{written}"
@@ -264,4 +264,119 @@ fn needs_names_other_checks_and_a_circle_is_refused_with_its_keys() {
     )
     .expect("valid");
     assert_eq!(fine.checks["coverage"].needs, ["tests"]);
+}
+
+fn schema_validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/itergate.schema.json"
+    ))
+    .expect("the schema file");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+fn yaml_as_json(text: &str) -> serde_json::Value {
+    serde_norway::from_str(text).expect("YAML")
+}
+
+/// The schema in the repository is the one the configuration's types give, and what
+/// `config --schema` prints, even beside a broken `.itergate.yml`.
+#[test]
+fn the_committed_schema_is_the_generated_one() {
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/itergate.schema.json"
+    ))
+    .expect("the schema file");
+    assert_eq!(
+        committed,
+        itergate::config::json_schema(),
+        "regenerate it: itergate config --schema > config/itergate.schema.json"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(".itergate.yml"), "checks: [\n").expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["config", "--schema"])
+        .current_dir(dir.path())
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), committed);
+}
+
+/// Every documented default, every example configuration and what `init` writes validate;
+/// an unknown key, a misspelt format and a wrong type do not.
+#[test]
+fn the_defaults_and_examples_validate_against_the_schema_and_mistakes_do_not() {
+    let validator = schema_validator();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("config/default.itergate.yml")];
+    for dir in ["examples", "examples/github-app"] {
+        for entry in std::fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with("itergate.yml") {
+                files.push(entry.path());
+            }
+        }
+    }
+    // What `init` writes for a Rust crate, a Maven build (two reports in one check) and a
+    // Node package.
+    let projects: [&[(&str, &str)]; 3] = [
+        &[
+            ("Cargo.toml", "[package]\nname = \"x\"\n"),
+            ("src/lib.rs", ""),
+        ],
+        &[(
+            "pom.xml",
+            "<project><artifactId>jacoco-maven-plugin</artifactId></project>",
+        )],
+        &[("package.json", r#"{"scripts":{"test":"vitest"}}"#)],
+    ];
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for (n, project) in projects.iter().enumerate() {
+        let dir = scratch.path().join(n.to_string());
+        for (file, text) in *project {
+            let path = dir.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let detected = itergate::signals::detect::detect(&dir);
+        let text = itergate::signals::detect::starter_config(detected.as_ref()).expect("text");
+        let path = dir.join(".itergate.yml");
+        std::fs::write(&path, text).unwrap();
+        files.push(path);
+    }
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let errors: Vec<String> = validator
+            .iter_errors(&yaml_as_json(&text))
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:#?}", file.display());
+    }
+    for (wrong, what) in [
+        ("chekcs: {}\n", "an unknown key"),
+        (
+            "checks:\n  tests:\n    run: x\n    report: { format: junitt }\n",
+            "a misspelt format",
+        ),
+        (
+            "checks:\n  tests:\n    run: x\n    report: [{ format: junit }, { formt: lcov }]\n",
+            "a misspelt key in a list of reports",
+        ),
+        (
+            "stopping_criteria: { quality_threshold: { value: high } }\n",
+            "a wrong type",
+        ),
+    ] {
+        assert!(
+            !validator.is_valid(&yaml_as_json(wrong)),
+            "{what} validates: {wrong}"
+        );
+    }
 }

@@ -98,7 +98,7 @@ fn findings_round_trip_through_the_prompts_yaml_with_only_tags_neutralised() {
     ];
     let prompt = prompt_with(issues.clone());
     let block = yaml_block(&prompt);
-    let parsed: Vec<CheckerIssue> = serde_yaml::from_str(block)
+    let parsed: Vec<CheckerIssue> = serde_norway::from_str(block)
         .unwrap_or_else(|e| panic!("the prompt's YAML must parse: {e}\n{block}"));
     let expected: Vec<CheckerIssue> = issues
         .iter()

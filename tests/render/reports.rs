@@ -35,7 +35,7 @@ fn run(name: &str, config: Config) -> (String, String, String) {
     let chart = renderer
         .render("analytics.txt.j2", &analytics::text_view(&result))
         .expect("analytics renders");
-    let yaml = serde_yaml::to_string(&DecisionReport {
+    let yaml = serde_norway::to_string(&DecisionReport {
         iteration_decision: evaluation.decision,
         task: None,
     })

@@ -72,7 +72,7 @@ impl Handler<'_> {
         let decision = self
             .evaluate(event.pr, &state, None)
             .and_then(|evaluation| {
-                serde_yaml::to_string(&DecisionReport {
+                serde_norway::to_string(&DecisionReport {
                     iteration_decision: evaluation.decision,
                     task: None,
                 })

@@ -248,6 +248,22 @@ impl ReportFormat {
     }
 }
 
+/// In `.itergate.yml`'s schema: one of the names.
+impl schemars::JsonSchema for ReportFormat {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ReportFormat".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = ReportFormat::ALL.iter().map(|f| f.name()).collect();
+        schemars::json_schema!({
+            "description": "A report format, as `--format` names it.",
+            "type": "string",
+            "enum": names,
+        })
+    }
+}
+
 impl fmt::Display for ReportFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
