@@ -12,7 +12,7 @@
 use crate::model::{CheckerIssue, Severity, TriggerType};
 
 use super::diagnostics::Diagnostic;
-use super::report::{LintFinding, TestCase, TestOutcome};
+use super::report::{failure_lead, LintFinding, TestCase, TestOutcome};
 
 const RUST_UNKNOWN_NAME_CODES: [&str; 10] = [
     "E0412", "E0422", "E0423", "E0425", "E0432", "E0433", "E0463", "E0599", "E0609", "E0405",
@@ -61,18 +61,18 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
         _ => case.id.clone(),
     };
     // The message's lines (a failed `assert_eq!` says what was compared on the lines
-    // after its first); text from the output only gives its first line.
+    // after its first); text from the output gives its first line, and what follows a
+    // first line that ends in `:` (Node's `Expected values to be strictly equal:`).
     let detail: String = match case.message.as_deref() {
         // pytest's placeholder: what failed to import is in the body's `E   ` lines.
-        Some("collection failure") | None => first_nonblank(
+        Some("collection failure") | None => failure_lead(
             case.output
                 .as_deref()
                 .and_then(last_pytest_error)
                 .or(case.message.as_deref())
                 .or(case.output.as_deref())
                 .unwrap_or(""),
-        )
-        .to_string(),
+        ),
         Some(message) => message
             .lines()
             .map(str::trim_end)
@@ -113,13 +113,6 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
 
 /// Lines of a test's message a finding keeps.
 const MAX_FINDING_LINES: usize = 12;
-
-fn first_nonblank(text: &str) -> &str {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-}
 
 /// Hallucination when a build error says a name, module or crate does not exist.
 pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {

@@ -130,6 +130,31 @@ fn junit_from_jest_junit() {
         .contains("math.test.js:14:32"));
 }
 
+/// mocha 11.8.0's xunit reporter (node 20): a failure has no `message` attribute, and
+/// Node's assert says what it compared on the lines after its first: both are kept.
+#[test]
+fn junit_from_mocha_xunit_keeps_the_values_compared() {
+    let t = tests(ReportFormat::Junit, "junit/mocha-xunit.xml");
+    // (passed, failed, errored, skipped)
+    assert_eq!(counts(&t), (0, 2, 0, 0));
+    let adds = problem(&t, "math::adds");
+    assert_eq!(
+        adds.message.as_deref(),
+        Some("Expected values to be strictly equal:\n-1 !== 3")
+    );
+    // The testcase's own file; the frame's `test/math.test.js:6` is found when the paths
+    // are made the repository's.
+    assert_eq!(
+        (adds.file.as_deref(), adds.line),
+        (Some("/tmp/mo/test/math.test.js"), None)
+    );
+    let objects = problem(&t, "math::adds objects");
+    assert_eq!(
+        objects.message.as_deref(),
+        Some("Expected values to be strictly deep-equal:\n+ actual - expected\n  {\n+   a: 0\n-   a: 2\n  }")
+    );
+}
+
 #[test]
 fn junit_from_go_junit_report() {
     let t = tests(ReportFormat::Junit, "junit/go-junit-report.xml");

@@ -7,8 +7,8 @@
 //! they do not fail it). The id is `classname::name`, or `name` when there is no
 //! classname or the name already starts with it (jest-junit's default templates): both
 //! attributes are stable across runs, unlike timings or suite uuids.
-//! The message is the `message` attribute (else `type`, else the first line of the
-//! body), except that a Rust panic header (nextest's `thread 'x' panicked at ...`) gives
+//! The message is the `message` attribute (else `type`, else the body's first line, with
+//! the values after it when it ends in `:`, as Node's assert under mocha prints them), except that a Rust panic header (nextest's `thread 'x' panicked at ...`) gives
 //! way to the panic's own message (with an assertion's `left:`/`right:` values); the output
 //! is the failure body, then `<system-out>`/`<system-err>`, each bounded on its own (the
 //! middle of a long one is cut, never its end).
@@ -262,7 +262,7 @@ impl JunitHandler {
             .and_then(|_| rust_panic_message(&text));
         found.message = panic_message
             .or_else(|| case.message.take())
-            .or_else(|| first_line(&text));
+            .or_else(|| Some(super::failure_lead(&text)).filter(|l| !l.is_empty()));
         found.output = match (case.body.take(), case.output.take()) {
             (Some(body), Some(printed)) => Some(format!("{body}\n{printed}")),
             (body, printed) => body.or(printed),
@@ -295,11 +295,4 @@ fn rank(outcome: TestOutcome) -> u8 {
 
 fn same_file(a: &str, b: &str) -> bool {
     a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
-}
-
-fn first_line(text: &str) -> Option<String> {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
 }

@@ -61,7 +61,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use error::ParseError;
-pub use text::{cut_middle, strip_ansi, OUTPUT_HEAD_BYTES};
+pub use text::{cut_middle, failure_lead, strip_ansi, OUTPUT_HEAD_BYTES};
 pub use types::{
     ComplexitySummary, CoverageSummary, FileLines, FunctionComplexity, LintFinding, LintLevel,
     LintSummary, Report, TestCase, TestOutcome, TestRef, TestSummary,

@@ -263,3 +263,35 @@ pub fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
     }
     std::borrow::Cow::Owned(out)
 }
+
+/// Lines of a failure's text [`failure_lead`] keeps at most.
+const MAX_LEAD_LINES: usize = 12;
+
+/// The first nonblank line of a failure's text; when it ends in `:` (Node's assert under
+/// mocha: `Expected values to be strictly equal:`, then `-1 !== 3`), the lines after it up
+/// to the stack or the runner's own diff, so the values compared are kept.
+pub fn failure_lead(text: &str) -> String {
+    let mut lines = text
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| l.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let first = first.trim();
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let ends = |l: &str| {
+        let t = l.trim_start();
+        t.starts_with("at ") || t.starts_with("AssertionError") || t == "+ expected - actual"
+    };
+    let rest = lines
+        .take_while(|l| !ends(l))
+        .filter(|l| !l.trim().is_empty())
+        .take(MAX_LEAD_LINES - 1);
+    std::iter::once(first.to_string())
+        .chain(rest.map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
