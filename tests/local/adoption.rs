@@ -1,8 +1,8 @@
-//! The README's adoption steps end to end, as a newcomer follows them: clone a remote that
-//! has no configuration, `itergate init`, commit the configuration on local `main` (not
-//! pushed), work on a branch. The task starts where the branch left `main`: the
-//! configuration commit is the base's, iterations are numbered from the branch's first
-//! commit, and the rules are the base's.
+//! The adoption steps end to end (README.md, docs/src/guide/first-run.md), as a newcomer
+//! follows them: clone a remote that has no configuration, `itergate init`, commit the
+//! configuration on local `main` (not pushed), work on a branch. The task starts where the
+//! branch left `main`: the configuration commit is the base's, iterations are numbered from
+//! the branch's first commit, and the rules are the base's.
 
 use crate::gitrepo;
 

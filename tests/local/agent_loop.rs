@@ -698,7 +698,8 @@ fn never_accepted(code: i32, events: &[Value], stderr: &str) {
     );
 }
 
-/// The README's own example: the task is on the base branch, its failing test the target.
+/// The book's own example (docs/src/guide/loop.md): the task is on the base branch, its
+/// failing test the target.
 /// A README-only edit, an agent that crashes, and a rewritten assertion never end it.
 #[test]
 fn on_the_base_branch_the_starts_failing_tests_are_the_target() {

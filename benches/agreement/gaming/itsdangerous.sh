@@ -118,7 +118,8 @@ commit
 score
 expect "g: 2nd violation (rewrite)" ESCALATE "BLOCKER:test_int_bytes"
 
-# The moves the trusted harness run answers (README.md, "The start's tests judge the code"):
+# The moves the trusted harness run answers (docs/src/judging/tamper-evidence.md, "The start's
+# tests judge the code"):
 # each leaves test_int_bytes's own lines alone or hides the failure outside the test.
 
 step PGp "parametrize rows rewritten to the broken output (0 -> 8 zero bytes, 192 -> 7 zero bytes + c0)"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs mdbook (it builds the book in docs/) into $1 (default: target/tools under the
+# repository root) with `cargo install --locked`, unless it is there. Prints the directory
+# of the binary. Only the `search` feature: the book is built, never served or watched.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$root/target/tools}
+version=0.5.4
+if [ ! -x "$dir/bin/mdbook" ] || ! "$dir/bin/mdbook" --version 2>/dev/null | grep -q "$version"; then
+  cargo install --locked --quiet --root "$dir" --version "$version" --no-default-features --features search mdbook >&2
+fi
+printf '%s\n' "$dir/bin"
