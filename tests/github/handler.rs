@@ -783,23 +783,31 @@ async fn a_record_dated_in_the_future_counts_from_now() {
     assert_eq!(saved_state(&forge).records.last().unwrap().timestamp, now);
 }
 
+/// F5: readers' commands are answered at most once per person and interval, at most
+/// `MAX_UNPRIVILEGED_REPLIES` people per interval, and write nothing but those replies: the
+/// sticky comment (its state, its revision) is never rewritten for them.
 #[tokio::test]
-async fn readers_answered_per_interval_are_capped_and_the_state_stays_small() {
+async fn readers_answered_per_interval_are_capped_and_write_nothing_else() {
     let forge = MemoryForge::default();
     let config = Config::default();
     run(&forge, &config, iteration(record(1, 1))).await;
+    let sticky_before = saved_state(&forge);
     let replies = |forge: &MemoryForge| forge.bot_comments().len() - 1;
     for n in 0..itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES + 5 {
         let input = comment(&forge, &format!("reader-{n}"), "/iterate accept");
         run(&forge, &config, input).await;
+        // The same reader again within the interval: no second reply.
+        let again = comment(&forge, &format!("reader-{n}"), "/iterate budget 9");
+        run(&forge, &config, again).await;
     }
     assert_eq!(
         replies(&forge),
         itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES
     );
     assert_eq!(
-        saved_state(&forge).unprivileged_replies.len(),
-        itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES
+        saved_state(&forge),
+        sticky_before,
+        "no state written for readers"
     );
 }
 

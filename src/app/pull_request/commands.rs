@@ -9,8 +9,9 @@
 //!   at most one reply: errors, refusals, `help` and `status` are collected into it
 //!   ([`crate::comment::command_reply`]). Errors echo what was typed only escaped and cut.
 //! - Replies to someone without the permission are rate-limited per pull request: at most one
-//!   per [`UNPRIVILEGED_REPLY_INTERVAL_MINUTES`] for each such user, recorded in the state, so
-//!   that nobody can make the bot spam a pull request's watchers or use up the token's limits.
+//!   per [`UNPRIVILEGED_REPLY_INTERVAL_MINUTES`] for each such user, read from the replies
+//!   already there, so that nobody can make the bot spam a pull request's watchers or use up
+//!   the token's limits; their commands write nothing else (no state, no check run).
 
 use chrono::Duration;
 
@@ -21,7 +22,7 @@ use crate::github::commands::{self, Command, MAX_COMMANDS_PER_COMMENT};
 use crate::github::events::CommentEvent;
 use crate::github::forge::ForgeError;
 use crate::github::sticky::{self, StickyState};
-use crate::github::types::Reaction;
+use crate::github::types::{Comment, Reaction};
 
 /// The shortest time between two replies to the same user without the permission.
 pub const UNPRIVILEGED_REPLY_INTERVAL_MINUTES: i64 = 30;
@@ -39,27 +40,49 @@ pub(super) enum NoReply {
     Full,
 }
 
-/// Takes a rate-limited reply to `login` at `now`, recorded in the state (entries older
-/// than the interval are dropped first), or says why there is none.
+/// Takes a rate-limited reply to `login` at `now`: the line the reply carries to say whom it
+/// answered and when, or why there is none. The replies already on the pull request are the
+/// record (no state is written for a person without the permission): a bot comment's
+/// `<!-- itergate:to LOGIN TIME -->` line, which nobody but the bot can write there.
 pub(super) fn take_reply(
-    state: &mut StickyState,
+    comments: &[Comment],
+    bot_login: &str,
     login: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), NoReply> {
+) -> Result<String, NoReply> {
     let key = login.to_ascii_lowercase();
     let interval = Duration::minutes(UNPRIVILEGED_REPLY_INTERVAL_MINUTES);
-    state
-        .unprivileged_replies
-        .retain(|_, at| now.signed_duration_since(*at) < interval);
-    if state.unprivileged_replies.contains_key(&key) {
+    let mut answered = std::collections::BTreeSet::new();
+    for comment in comments.iter().filter(|c| c.author.is(bot_login)) {
+        for line in comment.body.lines().take(3) {
+            let Some(rest) = line
+                .trim()
+                .strip_prefix(ADDRESSED_OPEN)
+                .and_then(|r| r.strip_suffix(" -->"))
+            else {
+                continue;
+            };
+            let Some((who, at)) = rest.split_once(' ') else {
+                continue;
+            };
+            let recent = chrono::DateTime::parse_from_rfc3339(at)
+                .is_ok_and(|at| now.signed_duration_since(at) < interval);
+            if recent {
+                answered.insert(who.to_ascii_lowercase());
+            }
+        }
+    }
+    if answered.contains(&key) {
         return Err(NoReply::Recently);
     }
-    if state.unprivileged_replies.len() >= MAX_UNPRIVILEGED_REPLIES {
+    if answered.len() >= MAX_UNPRIVILEGED_REPLIES {
         return Err(NoReply::Full);
     }
-    state.unprivileged_replies.insert(key, now);
-    Ok(())
+    Ok(format!("{ADDRESSED_OPEN}{key} {} -->", now.to_rfc3339()))
 }
+
+/// How a rate-limited reply says whom it answered.
+const ADDRESSED_OPEN: &str = "<!-- itergate:to ";
 
 /// Who wrote the comment, as far as the commands care.
 struct Commenter<'e> {
@@ -156,29 +179,26 @@ impl Handler<'_> {
         } else {
             Reaction::PlusOne
         };
-        let answer = self.answer(&event, &commenter, &reply, &mut state, &mut actions)?;
-        if let Some(text) = &answer.text {
+        let answer = self.answer(&event, &commenter, &reply, &comments, &mut actions);
+        if let Some(text) = &answer {
             let key = format!("comment-{}", event.comment_id);
             self.reply(event.pr, &comments, &key, text).await?;
         }
-        // Someone without the permission changes nothing: only a reply given (its time is
-        // recorded) is written, and a refusal past the reply limit writes nothing at all.
-        // Anyone else's command re-renders the comment there is from its verified state, so
-        // an edit of its visible text (the revision prompt an agent reads) does not outlive it.
-        let unprivileged_silent = !commenter.privileged && !answer.state_changed;
-        let refresh =
-            commenter.privileged && sticky::find_sticky(&comments, &self.bot_login).is_some();
-        let outcome =
-            if unprivileged_silent || (actions.is_empty() && !answer.state_changed && !refresh) {
-                Outcome {
-                    actions,
-                    ..Outcome::default()
-                }
-            } else {
-                self.publish(event.pr, &comments, state, None, actions)
-                    .await?
-            };
-        if commenter.privileged || answer.text.is_some() {
+        // Someone without the permission changes nothing: a reply (rate-limited) is all
+        // that is written. Anyone else's command re-renders the comment there is from its
+        // verified state, so an edit of its visible text (the revision prompt an agent reads)
+        // does not outlive it.
+        let refresh = sticky::find_sticky(&comments, &self.bot_login).is_some();
+        let outcome = if !commenter.privileged || (actions.is_empty() && !refresh) {
+            Outcome {
+                actions,
+                ..Outcome::default()
+            }
+        } else {
+            self.publish(event.pr, &comments, state, None, actions)
+                .await?
+        };
+        if commenter.privileged || answer.is_some() {
             self.forge
                 .add_reaction(repo, event.comment_id, reaction)
                 .await?;
@@ -187,47 +207,38 @@ impl Handler<'_> {
     }
 
     /// The one reply to the comment, if any: rate-limited for users without the permission
-    /// (the time of the reply is recorded in the state).
+    /// (the reply says whom it answered and when).
     fn answer(
         &self,
         event: &CommentEvent,
         commenter: &Commenter,
         reply: &CommandReply,
-        state: &mut StickyState,
+        comments: &[Comment],
         actions: &mut Vec<String>,
-    ) -> Result<Answer, HandlerError> {
+    ) -> Option<String> {
         let permission_name = self.config.github.permission.as_str();
-        let Some(text) = command_reply(reply, commenter.login, permission_name) else {
-            return Ok(Answer::default());
-        };
+        let text = command_reply(reply, commenter.login, permission_name)?;
         if commenter.privileged {
-            return Ok(Answer {
-                text: Some(text),
-                state_changed: false,
-            });
+            return Some(text);
         }
-        match take_reply(state, commenter.login, self.now) {
+        match take_reply(comments, &self.bot_login, commenter.login, self.now) {
             Err(NoReply::Recently) => {
                 actions.push(format!(
                     "no reply to {} (permission {}): replied to them less than {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes ago",
                     event.author.login,
                     commenter.permission.as_str()
                 ));
-                return Ok(Answer::default());
+                None
             }
             Err(NoReply::Full) => {
                 actions.push(format!(
                     "no reply to {}: {MAX_UNPRIVILEGED_REPLIES} people without the permission were answered in the last {UNPRIVILEGED_REPLY_INTERVAL_MINUTES} minutes",
                     event.author.login
                 ));
-                return Ok(Answer::default());
+                None
             }
-            Ok(()) => {}
+            Ok(addressed) => Some(format!("{addressed}\n{text}")),
         }
-        Ok(Answer {
-            text: Some(text),
-            state_changed: true,
-        })
     }
 
     /// Whether the commenter opened the pull request (asked once per comment; the payload
@@ -246,13 +257,6 @@ impl Handler<'_> {
         };
         Ok(*known.insert(event.author.is(&author.login)))
     }
-}
-
-#[derive(Default)]
-struct Answer {
-    text: Option<String>,
-    /// The state records the reply (a rate-limited one) and must be written.
-    state_changed: bool,
 }
 
 /// Applies a state-changing command; returns what was done. Feedback and guidance name their

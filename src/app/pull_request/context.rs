@@ -57,14 +57,23 @@ impl Handler<'_> {
         let policy = Policy::from_config(self.config)
             .map_err(|e| HandlerError::Render(anyhow::anyhow!(e)))?;
         let limits = Limits::from_config(self.config);
+        // The rounds are used up: more reports get the reply limit commands get.
+        let mut addressed = None;
         if state.context_rounds >= limits.max_rounds {
-            // The rounds are used up: more reports get the reply limit commands get.
-            if super::commands::take_reply(&mut state, &event.author.login, self.now).is_err() {
-                return Ok(outcome(&format!(
-                    "no reply to {}'s gap report: its rounds are used up and they were answered less than {} minutes ago",
-                    event.author.login,
-                    super::UNPRIVILEGED_REPLY_INTERVAL_MINUTES
-                )));
+            match super::commands::take_reply(
+                &comments,
+                &self.bot_login,
+                &event.author.login,
+                self.now,
+            ) {
+                Ok(line) => addressed = Some(line),
+                Err(_) => {
+                    return Ok(outcome(&format!(
+                        "no reply to {}'s gap report: its rounds are used up and they were answered less than {} minutes ago",
+                        event.author.login,
+                        super::UNPRIVILEGED_REPLY_INTERVAL_MINUTES
+                    )))
+                }
             }
         }
         let head = pull.head.sha.0.clone();
@@ -94,6 +103,10 @@ impl Handler<'_> {
             .renderer
             .render("context-delivery.md.j2", &view)
             .map_err(HandlerError::Render)?;
+        let text = match addressed {
+            Some(line) => format!("{line}\n{text}"),
+            None => text,
+        };
         self.reply(event.pr, &comments, &key, &text).await?;
         actions.push(format!(
             "answered a gap report (round {} of {})",
