@@ -22,7 +22,6 @@
 //! A lost answer can leave two sticky comments; [`upsert`] heals that: it writes the one
 //! [`find_sticky`] chooses and deletes the other candidates whose state it can read.
 
-use std::collections::BTreeMap;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -98,9 +97,6 @@ pub struct StickyState {
     /// The permission of whoever gave `/iterate accept`: a review by someone with less
     /// cannot take the acceptance back.
     pub accepted_with: Option<Permission>,
-    /// When itergate last replied to each user (lowercase login) who lacks the permission
-    /// for state-changing commands: such replies are rate-limited per pull request.
-    pub unprivileged_replies: BTreeMap<String, DateTime<Utc>>,
     /// Why an earlier state could not be read and was started afresh, shown in the comment.
     pub lost_state: Option<String>,
     /// Revisions handed to the repository's agent (`github.handoff`), and the last one.
