@@ -223,6 +223,8 @@ pub struct CommandReply {
     pub errors: Vec<String>,
     /// Commands beyond the number read from one comment.
     pub ignored_commands: usize,
+    /// How many commands of a comment are read.
+    pub commands_read: usize,
     /// The rendered `help`, when asked for.
     pub help: Option<String>,
     /// The rendered `status`, when asked for.
@@ -287,8 +289,7 @@ See `/iterate help`.",
     if reply.ignored_commands > 0 {
         parts.push(format!(
             "Only the first {} commands of a comment are read; {} more were ignored.",
-            crate::github::commands::MAX_COMMANDS_PER_COMMENT,
-            reply.ignored_commands
+            reply.commands_read, reply.ignored_commands
         ));
     }
     parts.extend(reply.help.iter().cloned());

@@ -165,7 +165,7 @@ fn nothing_actionable(ctx: &StopContext) -> Outcome {
 /// Whether a record removed, skipped, rewrote or deselected a test it had to make pass.
 pub fn is_violation(record: &IterationRecord) -> bool {
     record.issues.iter().any(|i| {
-        i.dimension == crate::signals::integrity::DIMENSION && i.severity == Severity::Blocker
+        i.dimension == crate::model::INTEGRITY_DIMENSION && i.severity == Severity::Blocker
     })
 }
 

@@ -243,7 +243,7 @@ impl<'c> Builder<'c> {
             self.best = Some(index);
         }
         let suspect = record.issues.iter().any(|i| {
-            i.dimension == crate::signals::integrity::DIMENSION && i.severity.counts_for_revision()
+            i.dimension == crate::model::INTEGRITY_DIMENSION && i.severity.counts_for_revision()
         });
         if !suspect {
             if self

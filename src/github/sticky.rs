@@ -22,7 +22,6 @@
 //! A lost answer can leave two sticky comments; [`upsert`] heals that: it writes the one
 //! [`find_sticky`] chooses and deletes the other candidates whose state it can read.
 
-
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use chrono::{DateTime, Utc};

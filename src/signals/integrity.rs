@@ -61,7 +61,7 @@ use super::observation::{CheckResult, Observation};
 use super::report::{Report, TestOutcome};
 
 /// The dimension of every finding here.
-pub const DIMENSION: &str = "integrity";
+pub const DIMENSION: &str = crate::model::INTEGRITY_DIMENSION;
 
 /// How a suppression's finding begins.
 pub const SUPPRESSION: &str = "suppression added";

@@ -138,6 +138,7 @@ impl Handler<'_> {
         }
         let mut reply = CommandReply {
             ignored_commands: ignored,
+            commands_read: MAX_COMMANDS_PER_COMMENT,
             ..CommandReply::default()
         };
         let mut author: Option<bool> = None;

@@ -6,6 +6,10 @@
 //! dimensions are `None`, never zero: a repository without a coverage check has no
 //! coverage score, not a score of 0.
 
+pub mod report_format;
+
+pub use report_format::{ReportFormat, ReportKind};
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -33,6 +37,10 @@ impl fmt::Display for TreeId {
         f.write_str(&self.0)
     }
 }
+
+/// The dimension of tamper evidence: findings about the work's own changes to its tests,
+/// checks and configuration (never scored, only found).
+pub const INTEGRITY_DIMENSION: &str = "integrity";
 
 /// The four scored dimensions, in the order reports list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
