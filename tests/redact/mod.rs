@@ -5,7 +5,7 @@
 /// hold anything), then commit SHAs, times, temporary paths, ports and durations.
 pub fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
-        (r"<!-- itergate:state v1 [^ ]+ -->", "<!-- itergate:state v1 [state] -->"),
+        (r"<!-- itergate:state v1 [^>]*-->", "<!-- itergate:state v1 [state] -->"),
         (r"\b[0-9a-f]{40}\b", "[sha]"),
         (r"\b[0-9a-f]{7,12}\b", "[short-sha]"),
         (
