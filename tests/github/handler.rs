@@ -453,6 +453,14 @@ async fn a_comments_commands_are_applied_once_and_answered_once() {
     assert_eq!(forge.with(|m| m.dispatches), 1);
 }
 
+/// A message the handler wrote (a comment, the actions it reports) against the snapshot
+/// `name` in `snapshots/`, with what varies between runs redacted (tests/redact).
+fn assert_message(name: &str, message: &str) {
+    insta::with_settings!({ filters => crate::redact::filters() }, {
+        insta::assert_snapshot!(name, message);
+    });
+}
+
 /// The state of the newest check run on `commit`: what branch protection reads.
 fn gate_on(forge: &MemoryForge, commit: &CommitSha) -> Option<CheckState> {
     forge.with(|m| {
@@ -497,11 +505,8 @@ async fn a_head_moved_back_to_a_failing_commit_gets_that_commits_decision() {
         Some(CheckState::Completed(CheckConclusion::Failure)),
         "the check on C is C's decision, not F's"
     );
-    assert!(
-        forge.bot_comments()[0].contains("teration 3"),
-        "{}",
-        forge.bot_comments()[0]
-    );
+    // Iteration 3: the commit scored again is a new iteration.
+    assert_message("head_moved_back_sticky", &forge.bot_comments()[0]);
 }
 
 #[tokio::test]
@@ -578,12 +583,13 @@ async fn a_retargeted_pull_request_is_judged_again_under_its_new_bases_rules() {
         },
     )
     .await;
-    assert!(
-        actions
-            .iter()
-            .any(|a| a.contains("no longer targets `agent-base`")),
-        "{actions:?}"
-    );
+    insta::with_settings!({ filters => crate::redact::filters() }, {
+        insta::assert_snapshot!(actions.join("\n"), @r"
+            judged again: the pull request no longer targets `agent-base`
+            decision: iterate
+            check run on [short-sha]
+            ");
+    });
     assert_eq!(
         gate_on(&forge, &head),
         Some(CheckState::Completed(CheckConclusion::Failure))
@@ -642,21 +648,19 @@ async fn an_edited_or_copied_state_fails_closed_until_a_maintainer_accepts() {
             }
         }
         let actions = run_keyed(&forge, &config, iteration(record(2, 1)), Some(&key), repo()).await;
-        assert!(
-            actions.iter().any(|a| a.contains("could not be read")),
-            "{tamper}: {actions:?}"
-        );
+        assert_message(&format!("{tamper}_state_actions"), &actions.join("\n"));
         assert!(
             actions.iter().any(|a| a == "decision: escalate"),
             "{tamper}: a fresh budget is never given: {actions:?}"
         );
         assert!(forge.with(|m| m.labels.contains(&label)), "{tamper}");
-        assert!(
-            forge
+        assert_message(
+            &format!("{tamper}_state_sticky"),
+            &forge
                 .bot_comments()
-                .iter()
-                .any(|b| b.contains("could not be verified")),
-            "{tamper}"
+                .into_iter()
+                .find(|b| b.starts_with("<!-- itergate:sticky -->"))
+                .expect("the sticky comment"),
         );
         // A maintainer vouches for it: the loop goes on.
         let input = comment(&forge, "maintainer", "/iterate accept");
@@ -689,6 +693,7 @@ async fn an_edit_of_the_comments_visible_text_does_not_outlive_a_maintainers_com
             1,
         )
     });
+    // The test's own forgery is in place (a property, not a message).
     assert!(forge.bot_comments()[0].contains("FORGED"));
     let input = comment(&forge, "maintainer", "/iterate status");
     run_keyed(&forge, &config, input, Some(&key), repo()).await;
@@ -697,6 +702,7 @@ async fn an_edit_of_the_comments_visible_text_does_not_outlive_a_maintainers_com
         .into_iter()
         .find(|b| b.contains("itergate:state"))
         .expect("the sticky comment");
+    // A property, whatever the snapshot says: the forged text is gone.
     assert!(!sticky.contains("FORGED"), "{sticky}");
     let visible = |body: &str| {
         body.split("<!-- itergate:state")
@@ -738,14 +744,9 @@ async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_app
             _ => forge.with(|m| m.comments.clear()),
         }
         let actions = run(&forge, iteration(record(3, 1))).await;
-        let why = if tamper == "deleted" {
-            "is gone"
-        } else {
-            "older history"
-        };
-        assert!(
-            actions.iter().any(|a| a.contains(why)),
-            "{tamper}: {actions:?}"
+        assert_message(
+            &format!("{}_state_actions", tamper.replace(' ', "_")),
+            &actions.join("\n"),
         );
         assert!(
             actions.iter().any(|a| a == "decision: escalate"),
@@ -755,10 +756,9 @@ async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_app
         let input = comment(&forge, "maintainer", "/iterate accept");
         run(&forge, input).await;
         let actions = run(&forge, iteration(record(4, 0))).await;
-        assert!(
-            actions.iter().any(|a| a == "decision: accept")
-                && !actions.iter().any(|a| a.contains("not believed")),
-            "{tamper}: {actions:?}"
+        assert_message(
+            &format!("{}_then_accepted_actions", tamper.replace(' ', "_")),
+            &actions.join("\n"),
         );
     }
 }

@@ -6,6 +6,8 @@
 mod fake_github;
 #[path = "../gitrepo/mod.rs"]
 mod gitrepo;
+#[path = "../redact/mod.rs"]
+mod redact;
 
 mod ci;
 mod commands;

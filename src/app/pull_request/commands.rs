@@ -78,7 +78,10 @@ pub(super) fn take_reply(
     if answered.len() >= MAX_UNPRIVILEGED_REPLIES {
         return Err(NoReply::Full);
     }
-    Ok(format!("{ADDRESSED_OPEN}{key} {} -->", now.to_rfc3339()))
+    Ok(format!(
+        "{ADDRESSED_OPEN}{key} {} -->",
+        now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    ))
 }
 
 /// How a rate-limited reply says whom it answered.

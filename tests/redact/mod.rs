@@ -1,0 +1,27 @@
+//! What varies between two runs of the same test, redacted in snapshots of rendered
+//! messages: `insta::with_settings!({ filters => redact::filters() }, { ... })`.
+
+/// Regex and replacement pairs, applied in order: the signed state first (its base64 may
+/// hold anything), then commit SHAs, times, temporary paths, ports and durations.
+pub fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            r"<!-- itergate:state v1 [^>]*-->",
+            "<!-- itergate:state v1 [state] -->",
+        ),
+        // Why an edited state does not decode depends on where the edit fell in it.
+        (
+            r"the state is not valid[^)]*",
+            "the state is not valid [why]",
+        ),
+        (r"\b[0-9a-f]{40}\b", "[sha]"),
+        (r"\b[0-9a-f]{7,12}\b", "[short-sha]"),
+        (
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?",
+            "[time]",
+        ),
+        (r"/tmp/[^\s`'\x22)\]>]+", "[tmp]"),
+        (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
+        (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
+    ]
+}
