@@ -312,13 +312,8 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
     let others = other_bot_comments(&server);
-    insta::with_settings!({ filters => redact::filters() }, {
-        insta::assert_snapshot!(others.last().expect("a reply"), @r"
-            <!-- itergate:reply comment_1003 -->
-            <!-- itergate:to visitor [time] -->
-            Sorry @⁠visitor, `/iterate accept` needs write permission on this repository; nothing was changed.
-            ");
-    });
+    // A file snapshot: the reply's mention holds a word joiner (U+2060).
+    assert_message("refusal_reply", others.last().expect("a reply"));
     assert_message("escalation_sticky_after_refusal", &sticky(&server));
 
     // A maintainer accepts: the label goes.
