@@ -222,6 +222,35 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
+impl Command {
+    /// The subcommand's name, as typed (`run`, `loop`): what a command's log span says.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Decide(_) => "decide",
+            Command::Analytics(_) => "analytics",
+            Command::Score(_) => "score",
+            Command::Init(_) => "init",
+            Command::Run(_) => "run",
+            Command::Loop(_) => "loop",
+            Command::Status(_) => "status",
+            Command::Prompt => "prompt",
+            Command::Accept(_) => "accept",
+            Command::Escalate(_) => "escalate",
+            Command::Adjust(_) => "adjust",
+            Command::Feedback(_) => "feedback",
+            Command::Budget(_) => "budget",
+            Command::Context(_) => "context",
+            Command::Hook(_) => "hook",
+            Command::Notes(_) => "notes",
+            Command::Config(_) => "config",
+            Command::Completions { .. } => "completions",
+            Command::Man => "man",
+            Command::Ci(_) => "ci",
+            Command::Serve(_) => "serve",
+        }
+    }
+}
+
 const SERVE_AFTER_HELP: &str = "\
 Example (see app-manifest.json to register the App in one step):
   ITERGATE_APP_ID=123456 ITERGATE_PRIVATE_KEY_PATH=app.pem \\

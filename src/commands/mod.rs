@@ -36,6 +36,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Serve(args) = &cli.command {
         return crate::serve::serve(&args.settings());
     }
+    // Every line a command logs names it (`itergate -v run`: `command{name=run}: ...`).
+    let span = tracing::info_span!("command", name = cli.command.name());
+    let _entered = span.enter();
     // What needs no configuration works with a broken one: `config --default` and `init
     // --force` are what a user reaches for to fix it.
     match &cli.command {
