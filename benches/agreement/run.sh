@@ -4,7 +4,7 @@
 #
 #   bash benches/agreement/run.sh                 # all repositories
 #   bash benches/agreement/run.sh semver          # some of: semver itsdangerous log
-#                                                 #   ufo webidl-conversions semver-go
+#                                                 #   ufo webidl-conversions semver-go commons-cli
 #
 # Environment: ITERGATE (binary, default /work/main/target/debug/itergate),
 # AGREEMENT_DIR (scratch, default /tmp/agreement), MIRRORS (default /work/.mirror).
@@ -23,7 +23,7 @@ export ITERGATE WORK MIRRORS OUT
 source "$HERE/lib.sh"
 
 repos=("$@")
-[ ${#repos[@]} -eq 0 ] && repos=(semver itsdangerous log ufo webidl-conversions semver-go)
+[ ${#repos[@]} -eq 0 ] && repos=(semver itsdangerous log ufo webidl-conversions semver-go commons-cli)
 for r in "${repos[@]}"; do
     ( source "$HERE/steps/$r.sh" )
 done
