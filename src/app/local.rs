@@ -407,6 +407,19 @@ pub fn record_key(env: &Env) -> String {
     format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
 }
 
+/// The task of `branch` (default: the current branch, or HEAD when detached).
+pub fn current_task(env: &Env, repo: &Repository, branch: Option<&str>) -> Result<Task, Failure> {
+    let (name, rev) = match branch {
+        Some(b) => (b.to_string(), b.to_string()),
+        None => match git::head_branch(repo)? {
+            Some(b) => (b, "HEAD".to_string()),
+            None => ("HEAD".to_string(), "HEAD".to_string()),
+        },
+    };
+    let tip = git::resolve_commit(repo, &rev).map_err(|e| user(format!("{e:#}")))?;
+    Task::locate(env, repo, &name, tip)
+}
+
 /// The repository the command runs in.
 pub fn open_repository(env: &Env) -> Result<Repository, Failure> {
     git::open(&env.root).map_err(|e| user(format!("{e:#}")))

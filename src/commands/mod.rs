@@ -2,7 +2,6 @@
 //! (exit status 2) and `Failure::Internal` for everything else (exit status 1).
 
 mod agent_loop;
-mod attempts;
 mod ci;
 mod context;
 mod decide;

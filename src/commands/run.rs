@@ -1,11 +1,8 @@
 //! `itergate run`, `status`, `prompt` and `notes`: the current branch as a task.
 
-use git2::Repository;
-
 use crate::app::local::{self as task, RecordOptions, Task};
 use crate::cli::{DecisionOutput, NotesCommand, OutputFormat, RunArgs};
 use crate::engine::{DecisionReport, Evaluation, Recommendation};
-use crate::git;
 use crate::history::notes;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
@@ -14,22 +11,7 @@ use super::print;
 use super::report;
 use super::{user, Env, Failure};
 
-/// The task of `branch` (default: the current branch, or HEAD when detached).
-pub(super) fn current_task(
-    env: &Env,
-    repo: &Repository,
-    branch: Option<&str>,
-) -> Result<Task, Failure> {
-    let (name, rev) = match branch {
-        Some(b) => (b.to_string(), b.to_string()),
-        None => match git::head_branch(repo)? {
-            Some(b) => (b, "HEAD".to_string()),
-            None => ("HEAD".to_string(), "HEAD".to_string()),
-        },
-    };
-    let tip = git::resolve_commit(repo, &rev).map_err(|e| user(format!("{e:#}")))?;
-    Task::locate(env, repo, &name, tip)
-}
+pub(super) use crate::app::local::current_task;
 
 /// A branch's recorded history from git notes: (task name, records).
 pub fn recorded_history(

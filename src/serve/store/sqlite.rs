@@ -117,7 +117,7 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePoo
 }
 
 /// Starts the inbox's writer: a thread of its own with its own connection, committing
-/// what intake hands over in groups (see [`super::gather`]). A group is one transaction
+/// what intake hands over in groups (see [`super::intake::gather`]). A group is one transaction
 /// of one cached statement per row: no async hop, no row sent back; `changes()` says
 /// whether a delivery was new. The same id twice in a group is new once, then a duplicate.
 pub(super) fn spawn_writer(path: &Path, inbox: Inbox) -> Result<(), StoreError> {
@@ -139,12 +139,12 @@ pub(super) fn spawn_writer(path: &Path, inbox: Inbox) -> Result<(), StoreError> 
 fn write_thread(mut conn: rusqlite::Connection, mut inbox: Inbox) {
     let mut batch = Vec::new();
     while let Some(first) = inbox.blocking_recv() {
-        super::gather(first, &mut inbox, &mut batch);
+        super::intake::gather(first, &mut inbox, &mut batch);
         if batch.is_empty() {
             continue;
         }
         let outcome = insert_group(&mut conn, &batch, super::now_ms()).map_err(|e| e.to_string());
-        super::answer(&mut batch, outcome);
+        super::intake::answer(&mut batch, outcome);
     }
 }
 

@@ -12,13 +12,12 @@ use serde::Serialize;
 
 use crate::agent::process::SpendCap;
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun};
-use crate::app::local::{self as task, RecordOptions};
+use crate::app::local::{self as task, current_task, RecordOptions};
 use crate::git;
 use crate::model::Status;
 use crate::signals::checks::Progress;
 
-use super::run::current_task;
-use super::{user, Env, Failure};
+use crate::app::{user, Env, Failure};
 
 /// One attempt, as judged.
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,254 @@
+//! How the loop stops: the outcome and its exit status, the branch left at the best
+//! iteration (the last kept as a ref), the escalation filed for a person, and the
+//! hand-off summary; the wall clock's stop.
+
+use git2::{Oid, Repository};
+
+use crate::app::exit::ExitStatus;
+use crate::app::local as task;
+use crate::app::{user, Env, Failure};
+use crate::engine::{Evaluation, Recommendation};
+use crate::git;
+use crate::model::IterationRecord;
+
+use super::events::{Events, LoopEvent};
+use super::start::loop_start;
+use super::work::short;
+use super::LoopOptions;
+
+/// How the loop ended.
+pub(super) struct Stop {
+    pub(super) outcome: &'static str,
+    pub(super) exit_code: u8,
+    /// Where the branch is left.
+    pub(super) commit: Oid,
+    pub(super) summary: String,
+}
+
+pub(super) fn stop(
+    env: &Env,
+    repo: &Repository,
+    (restore_best, clock_out): (bool, bool),
+    records: &[IterationRecord],
+    evaluation: &Evaluation,
+    tip: Oid,
+) -> Result<Stop, Failure> {
+    let decision = &evaluation.decision;
+    let best = decision
+        .best_iteration
+        .and_then(|i| records.iter().find(|r| r.iteration == i));
+    // `run --exit-code`'s statuses: a budget that ran out stops for a person, as an
+    // escalation does.
+    let recommendation = decision.recommendation();
+    let (outcome, exit_code) = match recommendation {
+        Recommendation::Accept => ("accepted", ExitStatus::Success),
+        _ if clock_out || decision.budget_stop_report.is_some() => {
+            ("budget_exhausted", ExitStatus::Escalate)
+        }
+        Recommendation::Abort => ("aborted", ExitStatus::Abort),
+        _ => ("escalated", ExitStatus::Escalate),
+    };
+    let exit_code = exit_code.code();
+    let mut commit = tip;
+    let mut restored = None;
+    // Whatever stopped the loop short of an accept, the branch is left at the best
+    // iteration (never a VOID one: it has no score), the last kept as a ref.
+    if outcome != "accepted" && restore_best {
+        if let Some(best) = best.filter(|b| b.commit.0 != tip.to_string()) {
+            let oid = Oid::from_str(&best.commit.0).map_err(anyhow::Error::from)?;
+            restore(repo, tip, oid)?;
+            commit = oid;
+            restored = Some(best.iteration);
+        } else if best.is_none() {
+            // No iteration is worth keeping (every one VOID or unscored): the branch goes
+            // back to where the task started, never left on a tampered commit.
+            if let Some(start) = loop_start(env, repo)?.filter(|s| *s != tip) {
+                restore(repo, tip, start)?;
+                commit = start;
+                restored = Some(0);
+            }
+        }
+    }
+    if outcome != "accepted" {
+        // Where the branch is left, the history alone may read as "iterate" (a limit that
+        // a flag tightened for this run only, a wall clock): the escalation is filed there,
+        // so the next loop waits for a person's accept, adjust or budget all the same.
+        let reason = if clock_out {
+            "the loop's wall clock ran out".to_string()
+        } else {
+            decision
+                .stopping_reason
+                .as_ref()
+                .map_or_else(|| outcome.to_string(), |r| r.summary.clone())
+        };
+        let last = if restored.is_some() {
+            "; its last iteration is refs/itergate/loop/last"
+        } else {
+            ""
+        };
+        let store = task::open_store(env, repo)?;
+        store.append_decision(
+            commit,
+            &crate::history::notes::HumanDecision {
+                action: crate::history::notes::HumanAction::Escalate {
+                    reason: Some(format!("itergate loop stopped ({reason}){last}")),
+                },
+                by: crate::app::local::LOOP.into(),
+                email: None,
+                at: chrono::Utc::now(),
+            },
+        )?;
+    }
+    let summary = hand_off(records, evaluation, outcome, restored, tip);
+    Ok(Stop {
+        outcome,
+        exit_code,
+        commit,
+        summary,
+    })
+}
+
+/// The branch back at the best iteration; the last one is kept under
+/// `refs/itergate/loop/last`, so nothing is lost.
+pub(super) fn restore(repo: &Repository, last: Oid, best: Oid) -> Result<(), Failure> {
+    let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+    git::run_git(git::git_command(&dir).args([
+        "update-ref",
+        "refs/itergate/loop/last",
+        &last.to_string(),
+    ]))?;
+    git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &best.to_string()]))?;
+    Ok(())
+}
+
+/// What a person taking over needs: what was tried, the best iteration, what remains.
+pub(super) fn hand_off(
+    records: &[IterationRecord],
+    evaluation: &Evaluation,
+    outcome: &str,
+    restored: Option<u32>,
+    tip: Oid,
+) -> String {
+    let decision = &evaluation.decision;
+    let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
+    if let Some(reason) = &decision.stopping_reason {
+        text.push_str(&format!(" ({})", reason.summary));
+    }
+    text.push_str(&format!(" after {} iteration(s)\n", records.len()));
+    for record in records {
+        let quality = record.quality.map_or_else(
+            || "unscored".to_string(),
+            |q| format!("quality {}", crate::summary::format_score(None, q)),
+        );
+        let issues = record
+            .issues
+            .iter()
+            .filter(|i| i.severity != crate::model::Severity::Info)
+            .count();
+        let best = if decision.best_iteration == Some(record.iteration) {
+            "  <- best"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "  iteration {}: {} {quality}, {issues} blocker/warning issue(s){best}\n",
+            record.iteration,
+            &record.commit.0[..record.commit.0.len().min(12)],
+        ));
+    }
+    if let Some(report) = &decision.budget_stop_report {
+        for name in &report.budgets.exhausted {
+            let of = |map: &std::collections::BTreeMap<String, serde_json::Value>| {
+                map.get(name)
+                    .map_or_else(|| "?".to_string(), |v| v.to_string())
+            };
+            text.push_str(&format!(
+                "Budget spent: {name} {} of {}\n",
+                of(&report.budgets.observed),
+                of(&report.budgets.limits)
+            ));
+        }
+    }
+    match restored {
+        Some(0) => text.push_str(&format!(
+            "No iteration is worth keeping: the branch is back where the task started; the last ({}) is kept as refs/itergate/loop/last.\n",
+            short(tip)
+        )),
+        Some(iteration) => text.push_str(&format!(
+            "The branch is back at iteration {iteration}, the best; the last ({}) is kept as refs/itergate/loop/last.\n",
+            short(tip)
+        )),
+        None => {}
+    }
+    if outcome != "accepted" && !decision.next_steps.is_empty() {
+        text.push_str("What remains:\n");
+        for step in decision.next_steps.iter().take(5) {
+            text.push_str(&format!("  - {step}\n"));
+        }
+    }
+    text
+}
+
+/// Stops the loop on its wall clock: the branch at the best iteration, the hand-off, 20.
+pub(super) fn clock_stop(
+    env: &Env,
+    repo: &Repository,
+    options: &LoopOptions,
+    current: &crate::app::local::Task,
+    history: crate::history::History,
+    events: &Events,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let minutes = env
+        .config
+        .stopping_criteria
+        .budget_limits
+        .wall_clock_minutes
+        .unwrap_or_default();
+    let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+    let (summary, commit, iteration, best) = if history.is_empty() {
+        (
+            format!("\nitergate loop: stopped: the loop's wall clock (budget_limits.wall_clock_minutes: {minutes}) ran out before the first iteration; nothing was committed\n"),
+            head,
+            0,
+            None,
+        )
+    } else {
+        let store = task::open_store(env, repo)?;
+        let feedback = current.feedback(&store, &history)?;
+        let base = task::stored_base(env, &store, current)?;
+        let evaluation = task::evaluate_task(env, current, &history, &feedback, base.as_ref())?;
+        let records = history.into_records();
+        let stop = stop(
+            env,
+            repo,
+            (options.restore_best, true),
+            &records,
+            &evaluation,
+            head,
+        )?;
+        (
+            format!(
+                "\nitergate loop: the loop's wall clock (budget_limits.wall_clock_minutes: {minutes}) ran out{}",
+                stop.summary
+            ),
+            stop.commit,
+            records.last().map_or(0, |r| r.iteration),
+            evaluation.decision.best_iteration,
+        )
+    };
+    events.clear_line();
+    events.emit(&LoopEvent::Stopped {
+        outcome: "budget_exhausted",
+        exit_code: ExitStatus::Escalate.code(),
+        iteration,
+        best_iteration: best,
+        commit: commit.to_string(),
+        summary: summary.clone(),
+        budget_stop_report: None,
+    });
+    if !events.json && !quiet {
+        eprint!("{summary}");
+    }
+    Err(Failure::Decided(ExitStatus::Escalate.code()))
+}

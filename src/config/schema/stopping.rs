@@ -1,0 +1,253 @@
+//! The loop's settings: `loop` (the agent loop's per-run limit and hooks), the stopping
+//! criteria (thresholds, iteration and budget limits, plateau, regression, exploration)
+//! and how a revision is asked for.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::values::Fraction;
+
+/// `itergate loop`. Each hook is a list of shell commands, run in the repository with the
+/// iteration's decision report (JSON) on stdin; a failing hook is reported, never fatal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentLoop {
+    /// The most one agent run may take, in minutes: then it is stopped (SIGTERM, then
+    /// SIGKILL of its process group) and what it left is judged.
+    pub iteration_minutes: u64,
+    /// After each judged iteration.
+    pub on_iteration: Vec<String>,
+    /// When the loop stops (accepted, escalated, out of budget).
+    pub on_stop: Vec<String>,
+    /// When an iteration scores below the one before it.
+    pub on_regression: Vec<String>,
+}
+
+impl Default for AgentLoop {
+    fn default() -> Self {
+        AgentLoop {
+            iteration_minutes: 30,
+            on_iteration: Vec::new(),
+            on_stop: Vec::new(),
+            on_regression: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoppingCriteria {
+    pub quality_threshold: Threshold,
+    pub improvement_threshold: ImprovementThreshold,
+    pub iteration_limits: IterationLimits,
+    pub plateau_detection: PlateauDetection,
+    pub regression_protection: RegressionProtection,
+    pub budget_limits: BudgetLimits,
+    pub exploration_quota: ExplorationQuota,
+}
+
+/// Stop (accept) once quality reaches `value`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Threshold {
+    pub value: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for Threshold {
+    fn default() -> Self {
+        Threshold {
+            value: Fraction::new_const(0.95),
+            enabled: true,
+        }
+    }
+}
+
+/// An iteration that improves quality by less than `value` is a flat cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ImprovementThreshold {
+    pub value: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for ImprovementThreshold {
+    fn default() -> Self {
+        ImprovementThreshold {
+            value: Fraction::new_const(0.05),
+            enabled: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields, try_from = "RawIterationLimits")]
+pub struct IterationLimits {
+    pub min: u32,
+    pub max: u32,
+}
+
+impl Default for IterationLimits {
+    fn default() -> Self {
+        IterationLimits { min: 2, max: 10 }
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+struct RawIterationLimits {
+    min: u32,
+    max: u32,
+}
+
+impl Default for RawIterationLimits {
+    fn default() -> Self {
+        let d = IterationLimits::default();
+        RawIterationLimits {
+            min: d.min,
+            max: d.max,
+        }
+    }
+}
+
+impl TryFrom<RawIterationLimits> for IterationLimits {
+    type Error = String;
+    fn try_from(raw: RawIterationLimits) -> Result<Self, String> {
+        if raw.max == 0 {
+            return Err("`max` must be at least 1".into());
+        }
+        if raw.min > raw.max {
+            return Err(format!(
+                "`min` ({}) is greater than `max` ({}); expected min <= max",
+                raw.min, raw.max
+            ));
+        }
+        Ok(IterationLimits {
+            min: raw.min,
+            max: raw.max,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlateauDetection {
+    /// Iterations to look back over.
+    pub window: u32,
+    /// Minimum average improvement per iteration over the window.
+    pub threshold: Fraction,
+    pub enabled: bool,
+}
+
+impl Default for PlateauDetection {
+    fn default() -> Self {
+        PlateauDetection {
+            window: 3,
+            threshold: Fraction::new_const(0.03),
+            enabled: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegressionProtection {
+    pub allow_regression: bool,
+    pub max_regressions: u32,
+    pub enabled: bool,
+}
+
+impl Default for RegressionProtection {
+    fn default() -> Self {
+        RegressionProtection {
+            allow_regression: false,
+            max_regressions: 2,
+            enabled: true,
+        }
+    }
+}
+
+/// Hard ceilings. A dimension left out is not limited; a declared one stops the loop when
+/// exhausted, and is reported as unobservable when no iteration reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetLimits {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_clock_minutes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend_usd: Option<crate::config::values::NonNegative>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<u64>,
+    /// When true, a budget that the next iteration is projected to overrun (at the average
+    /// cost per iteration so far) stops the loop too; when false that is only a warning.
+    pub rate_caps_are_hard_stops: bool,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FlatCycleAction {
+    /// Ask for a structurally different attempt; stop when that one is flat too.
+    #[default]
+    StructuralVariant,
+    /// Stop and keep the best iteration so far.
+    StopWithBestOutput,
+    /// Call a human.
+    HumanReview,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorationQuota {
+    pub enabled: bool,
+    /// Flat cycles allowed before a structural variant or a stop is required.
+    pub k: u32,
+    pub flat_cycle_action: FlatCycleAction,
+}
+
+impl Default for ExplorationQuota {
+    fn default() -> Self {
+        ExplorationQuota {
+            enabled: true,
+            k: 3,
+            flat_cycle_action: FlatCycleAction::StructuralVariant,
+        }
+    }
+}
+
+/// The check-revise-escalate loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Revision {
+    pub max_iterations: u32,
+    /// When a count that did not fall is a stall.
+    pub stall: Stall,
+}
+
+impl Default for Revision {
+    fn default() -> Self {
+        Revision {
+            max_iterations: 3,
+            stall: Stall::SharedIssue,
+        }
+    }
+}
+
+/// `revision.stall`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Stall {
+    /// The count did not fall and an issue of the previous iteration is still open: an
+    /// iteration that fixed everything it was given and made something else is progress
+    /// (the round limit still bounds the loop).
+    #[default]
+    SharedIssue,
+    /// The count did not fall (the revision loop's rule as written).
+    Count,
+}

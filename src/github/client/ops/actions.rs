@@ -1,0 +1,176 @@
+//! Actions: workflow runs of a head listed and re-run, and artifacts downloaded (the
+//! record CI uploaded).
+
+use http::Method;
+use serde::Deserialize;
+
+use crate::github::artifact;
+use crate::github::client::{segment, OctocrabForge};
+use crate::github::events::{ListedRun, WorkflowRunEvent};
+use crate::github::forge::ForgeError;
+use crate::github::types::{RepoName, RunId};
+
+use super::checks::CheckRunJson;
+use super::{call, repo_path};
+
+#[derive(Deserialize)]
+pub(super) struct ArtifactJson {
+    id: u64,
+    name: String,
+    #[serde(default)]
+    expired: bool,
+}
+
+pub(super) async fn download_artifact_file(
+    forge: &OctocrabForge,
+    repo: &RepoName,
+    run: RunId,
+    artifact: &str,
+    file: &str,
+) -> Result<Vec<u8>, ForgeError> {
+    let operation = "download artifact";
+    let zip = forge
+        .artifact_zip(repo, run, artifact)
+        .await?
+        .ok_or_else(|| ForgeError::Artifact {
+            operation,
+            message: format!("workflow run {run} has no unexpired artifact named `{artifact}`"),
+        })?;
+    artifact::extract_file(&zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
+        let message = format!("artifact `{artifact}` of run {run}: {e}");
+        match e {
+            artifact::ArtifactError::Missing(_) => ForgeError::Artifact { operation, message },
+            // There, but not read: said as such, not as "no record".
+            _ => ForgeError::ArtifactRefused { operation, message },
+        }
+    })
+}
+
+pub(super) async fn download_artifact_files(
+    forge: &OctocrabForge,
+    repo: &RepoName,
+    run: RunId,
+    artifact: &str,
+    matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
+) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
+    let Some(zip) = forge.artifact_zip(repo, run, artifact).await? else {
+        return Ok(Vec::new());
+    };
+    artifact::extract_matching(
+        &zip,
+        matches,
+        artifact::MAX_FILE_BYTES,
+        forge.settings.max_download_bytes,
+    )
+    .map_err(|e| ForgeError::Artifact {
+        operation: "download artifact",
+        message: format!("artifact `{artifact}` of run {run}: {e}"),
+    })
+}
+
+pub(super) async fn rerun_pull_request_runs(
+    forge: &OctocrabForge,
+    repo: &RepoName,
+    head_sha: &str,
+) -> Result<Vec<RunId>, ForgeError> {
+    let mut rerun = Vec::new();
+    for run in forge.completed_pull_request_runs_of(repo, head_sha).await? {
+        let path = format!("{}/actions/runs/{}/rerun", repo_path(repo), run.id());
+        forge
+            .send(call("re-run a workflow", Method::POST, path, None))
+            .await?;
+        rerun.push(RunId(run.id()));
+    }
+    Ok(rerun)
+}
+
+pub(super) async fn completed_pull_request_runs(
+    forge: &OctocrabForge,
+    repo: &RepoName,
+    head_sha: &str,
+) -> Result<Vec<WorkflowRunEvent>, ForgeError> {
+    let mut runs: Vec<WorkflowRunEvent> = forge
+        .completed_pull_request_runs_of(repo, head_sha)
+        .await?
+        .into_iter()
+        .map(|run| run.into_event(repo.clone(), None))
+        .collect();
+    runs.sort_by_key(|run| std::cmp::Reverse(run.run_id.0));
+    Ok(runs)
+}
+
+impl OctocrabForge {
+    /// The zip of the run's unexpired artifact named `artifact`, read up to the download
+    /// limit while it streams in; `None` when there is none.
+    pub(super) async fn artifact_zip(
+        &self,
+        repo: &RepoName,
+        run: RunId,
+        artifact: &str,
+    ) -> Result<Option<bytes::Bytes>, ForgeError> {
+        let operation = "download artifact";
+        let path = format!(
+            "{}/actions/runs/{run}/artifacts?name={}",
+            repo_path(repo),
+            segment(artifact)
+        );
+        let artifacts: Vec<ArtifactJson> = self
+            .paginate("list workflow run artifacts", &path, Some("artifacts"))
+            .await?;
+        let Some(found) = artifacts.iter().find(|a| a.name == artifact && !a.expired) else {
+            return Ok(None);
+        };
+        let path = format!("{}/actions/artifacts/{}/zip", repo_path(repo), found.id);
+        let reply = self.send(call(operation, Method::GET, path, None)).await?;
+        if (300..400).contains(&reply.status) {
+            let location = reply
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .ok_or_else(|| ForgeError::Decode {
+                    operation,
+                    message: "redirect without a Location".into(),
+                })?;
+            // Storage gets a signed URL, never the token.
+            let mut fetch = call(operation, Method::GET, location.to_string(), None);
+            fetch.authenticated = false;
+            return Ok(Some(self.send(fetch).await?.body));
+        }
+        Ok(Some(reply.body))
+    }
+
+    /// The check runs of `sha` as GitHub lists them.
+    pub(super) async fn runs_on(
+        &self,
+        repo: &RepoName,
+        sha: &str,
+    ) -> Result<Vec<CheckRunJson>, ForgeError> {
+        let path = format!("{}/commits/{}/check-runs", repo_path(repo), segment(sha));
+        self.paginate("list check runs", &path, Some("check_runs"))
+            .await
+    }
+
+    /// The completed runs of `head_sha` that a `pull_request` event started, every page.
+    pub(super) async fn completed_pull_request_runs_of(
+        &self,
+        repo: &RepoName,
+        head_sha: &str,
+    ) -> Result<Vec<ListedRun>, ForgeError> {
+        let path = format!(
+            "{}/actions/runs?head_sha={}&event=pull_request&status=completed",
+            repo_path(repo),
+            segment(head_sha)
+        );
+        let runs: Vec<ListedRun> = self
+            .paginate(
+                "list workflow runs for a repository",
+                &path,
+                Some("workflow_runs"),
+            )
+            .await?;
+        Ok(runs
+            .into_iter()
+            .filter(|r| r.head_sha() == head_sha && r.is_completed())
+            .collect())
+    }
+}

@@ -1,0 +1,199 @@
+//! Claims and leases: a job claimed in order per pull request, completed, rescheduled or
+//! parked, its lease extended or checked, and dead workers' leases freed.
+
+use std::time::Duration;
+
+use super::{sqlite, Backend, ClaimTimes, Job, Store, StoreError, PARKED};
+
+impl Store {
+    /// Frees the leases held by processes of `host` that are gone (`alive` says which pids
+    /// still run): a previous incarnation killed with SIGKILL, whose jobs then run again at
+    /// once instead of when their leases end. Returns how many jobs were freed.
+    pub async fn release_dead_leases(
+        &self,
+        host: &str,
+        alive: &dyn Fn(u32) -> bool,
+    ) -> Result<u64, StoreError> {
+        let owners: Vec<(String,)> = with_pool!(&self.backend, pool => sqlx::query_as(
+            "SELECT DISTINCT lease_owner FROM deliveries
+             WHERE done_at IS NULL AND lease_owner IS NOT NULL",
+        )
+        .fetch_all(pool)
+        .await?);
+        let mut freed = 0;
+        for (owner,) in owners {
+            let Some(pid) = owner_pid(&owner, host) else {
+                continue;
+            };
+            if alive(pid) {
+                continue;
+            }
+            freed += with_pool!(&self.backend, pool => sqlx::query(
+                "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                 WHERE done_at IS NULL AND lease_owner = $1",
+            )
+            .bind(&owner)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        }
+        Ok(freed)
+    }
+
+    /// Frees the leases that this process's workers (`replica`-N) still hold: on exit after
+    /// the drain, so that another replica, or the next start, runs those jobs at once. A
+    /// worker still running one finds its fence gone before its next write.
+    pub async fn release_leases_of(&self, replica: &str) -> Result<u64, StoreError> {
+        let prefix = format!("{replica}-");
+        let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
+        Ok(with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+             WHERE done_at IS NULL AND substr(lease_owner, 1, $2) = $1",
+        )
+        .bind(&prefix)
+        .bind(length)
+        .execute(pool)
+        .await?
+        .rows_affected()))
+    }
+
+    /// Claims the next runnable job for `owner` until `now + lease`. A job another worker
+    /// leased is runnable again [`OpenOptions::takeover_settle`] after its lease ran out.
+    pub async fn claim(
+        &self,
+        owner: &str,
+        now: i64,
+        lease: Duration,
+    ) -> Result<Option<Job>, StoreError> {
+        self.claim_avoiding(owner, now, lease, &[]).await
+    }
+
+    /// [`Store::claim`], of a job of none of the installations in `avoid` (a job of no
+    /// installation is never avoided); see [`crate::serve::fair`].
+    pub async fn claim_avoiding(
+        &self,
+        owner: &str,
+        now: i64,
+        lease: Duration,
+        avoid: &[i64],
+    ) -> Result<Option<Job>, StoreError> {
+        let lease_until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
+        let times = ClaimTimes {
+            now,
+            lapsed_before: now - self.settle_ms,
+            lease_until,
+        };
+        let job = match &self.backend {
+            Backend::Sqlite(pool) => sqlite::claim(pool, owner, times, avoid).await?,
+            Backend::Postgres(pg) => pg.claim(owner, times, avoid).await?,
+        };
+        Ok(job.map(Job::from))
+    }
+
+    /// Marks a claimed job done with `outcome`. False if the lease was lost meanwhile (another
+    /// worker took the job over; its result stands).
+    pub async fn complete(
+        &self,
+        job: &Job,
+        owner: &str,
+        now: i64,
+        outcome: &str,
+    ) -> Result<bool, StoreError> {
+        let done = with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET done_at = $1, outcome = $2, lease_owner = NULL, lease_until = NULL
+             WHERE seq = $3 AND lease_owner = $4 AND done_at IS NULL",
+        )
+        .bind(now)
+        .bind(outcome)
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(done == 1)
+    }
+
+    /// Puts a claimed job back to run at `run_at`. `counted: false` (a rate limit) gives the
+    /// attempt back.
+    pub async fn reschedule(
+        &self,
+        job: &Job,
+        owner: &str,
+        run_at: i64,
+        error: &str,
+        counted: bool,
+    ) -> Result<(), StoreError> {
+        with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET run_at = $1, last_error = $2, lease_owner = NULL,
+                lease_until = NULL, attempts = attempts - $3
+             WHERE seq = $4 AND lease_owner = $5 AND done_at IS NULL",
+        )
+        .bind(run_at)
+        .bind(error)
+        .bind(if counted { 0_i64 } else { 1_i64 })
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(())
+    }
+
+    /// Parks `job`: its key changes, so the later jobs of its pull request run without
+    /// waiting for it; it is retried on its own, in no order with them.
+    pub async fn park(&self, job: &Job, owner: &str) -> Result<(), StoreError> {
+        with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET job_key = job_key || $1
+             WHERE seq = $2 AND lease_owner = $3 AND done_at IS NULL
+               AND job_key NOT LIKE '%' || $1",
+        )
+        .bind(PARKED)
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(())
+    }
+
+    /// Extends the lease of a job still being worked on.
+    pub async fn extend(&self, job: &Job, owner: &str, until: i64) -> Result<(), StoreError> {
+        with_pool!(&self.backend, pool => sqlx::query(
+            "UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3",
+        )
+        .bind(until)
+        .bind(job.seq)
+        .bind(owner)
+        .execute(pool)
+        .await?
+        .rows_affected());
+        Ok(())
+    }
+
+    /// Whether `owner` still holds `job` as claimed (the same attempt, not done, the lease
+    /// not run out at `now`): the fence a worker passes before each effect, so that one
+    /// that lost its lease (paused, cut off from the database) stops instead of doing
+    /// again what the worker that took the job over does.
+    pub async fn holds(&self, job: &Job, owner: &str, now: i64) -> Result<bool, StoreError> {
+        let held: i64 = with_pool!(&self.backend, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM deliveries
+             WHERE seq = $1 AND lease_owner = $2 AND attempts = $3 AND done_at IS NULL
+               AND lease_until >= $4",
+        )
+        .bind(job.seq)
+        .bind(owner)
+        .bind(job.attempts)
+        .bind(now)
+        .fetch_one(pool)
+        .await?);
+        Ok(held > 0)
+    }
+}
+
+/// The pid of a worker named `{host}-{pid}-{n}` on `host`.
+pub(super) fn owner_pid(owner: &str, host: &str) -> Option<u32> {
+    let rest = owner.strip_prefix(host)?.strip_prefix('-')?;
+    let (pid, worker) = rest.split_once('-')?;
+    worker.parse::<u32>().ok()?;
+    pid.parse().ok()
+}

@@ -1,0 +1,138 @@
+//! Java: Maven and Gradle (the committed wrapper first), Surefire's JUnit XML, JaCoCo and
+//! checkstyle when the build applies them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::config::Check;
+use crate::signals::report::ReportFormat;
+
+use super::{check, on_path, source};
+
+/// Where Maven Surefire writes its JUnit reports: one file per test class, in every module.
+pub(super) const SUREFIRE_REPORTS: &str = "**/target/surefire-reports/TEST-*.xml";
+
+/// Where JaCoCo's `report` goal writes its XML: in every module.
+pub(super) const JACOCO_REPORTS: &str = "**/target/site/jacoco/jacoco.xml";
+/// Where the checkstyle plugin's `checkstyle` goal writes its XML: in every module.
+pub(super) const CHECKSTYLE_REPORTS: &str = "**/target/checkstyle-result.xml";
+
+/// A Maven project: `mvn test` (the wrapper when the project has one), read from Surefire's
+/// JUnit files; coverage from JaCoCo and lint from checkstyle when the build configures
+/// them (the root `pom.xml`, where a multi-module build declares its plugins).
+pub(super) fn maven(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    let mvn = if root.join("mvnw").is_file() {
+        "./mvnw"
+    } else {
+        if !on_path("mvn") {
+            notes.push(
+                "tests: `mvn` is not on PATH and the project has no `mvnw`; install Maven (Debian: `apt-get install maven`)"
+                    .into(),
+            );
+        }
+        "mvn"
+    };
+    let pom = std::fs::read_to_string(root.join("pom.xml")).unwrap_or_default();
+    // Batch mode, no download progress; a failing test still writes every report.
+    let command = format!("{mvn} -B -ntp test -Dsurefire.printSummary=true");
+    let tests = if pom.contains("jacoco-maven-plugin") {
+        // Failing tests do not stop the build before the coverage report; the failures are
+        // read from Surefire's files, not from Maven's exit status.
+        let command = format!("{command} -Dmaven.test.failure.ignore=true jacoco:report");
+        Check {
+            report: vec![
+                source(ReportFormat::Junit, Some(SUREFIRE_REPORTS)),
+                source(ReportFormat::Jacoco, Some(JACOCO_REPORTS)),
+            ],
+            ..check(&command, ReportFormat::Junit, None)
+        }
+    } else {
+        notes.push(
+            "coverage: the build does not configure jacoco-maven-plugin; add it (goal `prepare-agent`), then run `itergate init --force`"
+                .into(),
+        );
+        check(&command, ReportFormat::Junit, Some(SUREFIRE_REPORTS))
+    };
+    checks.insert("tests".into(), tests);
+    if pom.contains("maven-checkstyle-plugin") {
+        checks.insert(
+            "lint".into(),
+            check(
+                &format!("{mvn} -B -ntp checkstyle:checkstyle"),
+                ReportFormat::Checkstyle,
+                Some(CHECKSTYLE_REPORTS),
+            ),
+        );
+    }
+    if pom.contains("apache-rat-plugin") {
+        notes.push(
+            "the build checks licence headers with Apache RAT: add `.itergate.yml` to its `<excludes>`, or `mvn verify` fails on it"
+                .into(),
+        );
+    }
+}
+
+/// The files that make a directory a Gradle build.
+pub(super) const GRADLE_BUILDS: [&str; 4] = [
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+];
+/// Where Gradle's `test` task writes its JUnit reports: one file per test class.
+pub(super) const GRADLE_TEST_REPORTS: &str = "**/build/test-results/test/TEST-*.xml";
+/// Where the jacoco plugin's `jacocoTestReport` writes its XML (when `xml.required`).
+pub(super) const GRADLE_JACOCO_REPORTS: &str = "**/build/reports/jacoco/test/jacocoTestReport.xml";
+
+/// A Gradle build (Java or Kotlin): `./gradlew test` when the wrapper is committed (the
+/// build's own Gradle), else `gradle`; JUnit XML from the test task; JaCoCo when a build
+/// file applies its plugin (its XML report must be enabled: `xml.required = true`).
+pub(super) fn gradle(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    let gradle = if root.join("gradlew").is_file() {
+        "./gradlew"
+    } else {
+        if !on_path("gradle") {
+            notes.push(
+                "tests: `gradle` is not on PATH and the project has no `gradlew`; commit the wrapper (`gradle wrapper`) or install Gradle"
+                    .into(),
+            );
+        }
+        "gradle"
+    };
+    let build: String = GRADLE_BUILDS
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
+        .collect();
+    // `--continue`: a failing test task still lets the coverage report run.
+    let command = format!("{gradle} test --continue --console=plain");
+    let tests = if build.contains("jacoco") {
+        Check {
+            report: vec![
+                source(ReportFormat::Junit, Some(GRADLE_TEST_REPORTS)),
+                source(ReportFormat::Jacoco, Some(GRADLE_JACOCO_REPORTS)),
+            ],
+            ..check(
+                &format!("{command} jacocoTestReport"),
+                ReportFormat::Junit,
+                None,
+            )
+        }
+    } else {
+        notes.push(
+            "coverage: the build does not apply the jacoco plugin; add `id(\"jacoco\")` with `jacocoTestReport { reports { xml.required = true } }`, then run `itergate init --force`"
+                .into(),
+        );
+        check(&command, ReportFormat::Junit, Some(GRADLE_TEST_REPORTS))
+    };
+    checks.insert("tests".into(), tests);
+    if build.contains("checkstyle") {
+        checks.insert(
+            "lint".into(),
+            check(
+                &format!("{gradle} checkstyleMain --continue --console=plain"),
+                ReportFormat::Checkstyle,
+                Some("**/build/reports/checkstyle/main.xml"),
+            ),
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! Python: pytest with its JUnit report (and pytest-cov when Python can import it), ruff
+//! or the configured linter, mypy where configured, the supported Python floor.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::config::Check;
+use crate::signals::report::ReportFormat;
+
+use super::{check, on_path, project_file, source};
+
+pub(super) const PYTEST_JUNIT_PATH: &str = ".itergate-pytest.xml";
+pub(super) const PYTEST_COVERAGE_PATH: &str = ".itergate-coverage.xml";
+
+pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+    let python = if on_path("python") {
+        "python"
+    } else {
+        "python3"
+    };
+    let junit = format!("{python} -m pytest -q --junitxml={PYTEST_JUNIT_PATH}");
+    let tests = if python_can_import(python, "pytest_cov") {
+        // One pytest run writes both reports.
+        Check {
+            report: vec![
+                source(ReportFormat::Junit, Some(PYTEST_JUNIT_PATH)),
+                source(ReportFormat::Cobertura, Some(PYTEST_COVERAGE_PATH)),
+            ],
+            ..check(
+                &format!("{junit} --cov --cov-report=xml:{PYTEST_COVERAGE_PATH}"),
+                ReportFormat::Junit,
+                None,
+            )
+        }
+    } else {
+        notes.push(format!(
+            "coverage: pytest-cov is not importable by `{python}`; `{python} -m pip install pytest-cov`, \
+             then run `itergate init --force`"
+        ));
+        check(&junit, ReportFormat::Junit, Some(PYTEST_JUNIT_PATH))
+    };
+    checks.insert("tests".into(), tests);
+    let configured = ruff_configured(root);
+    if configured || on_path("ruff") {
+        if !on_path("ruff") {
+            notes.push(format!(
+                "lint: the project configures ruff, but `ruff` is not on PATH; `{python} -m pip install ruff`"
+            ));
+        }
+        // Without its own configuration, ruff's defaults grow with each release (style
+        // rules, the newest Python): a project that never chose them is held to the
+        // errors pyflakes and pycodestyle report, for the oldest Python it supports.
+        let command = if configured {
+            "ruff check --no-fix --output-format=json --exit-zero .".to_string()
+        } else {
+            let target = python_floor(root)
+                .map(|(major, minor)| format!(" --target-version py{major}{}", minor.max(7)))
+                .unwrap_or_default();
+            format!(
+                "ruff check --no-fix --output-format=json --exit-zero --select {RUFF_BASELINE}{target} ."
+            )
+        };
+        checks.insert("lint".into(), check(&command, ReportFormat::RuffJson, None));
+    }
+    if let Some(files_configured) = mypy_configured(root) {
+        if python_can_import(python, "mypy") {
+            // `--output json` is mypy 1.11+; a status over 1 (mypy could not check) prints
+            // a line that is not its JSON, so the check is refused, never read as clean.
+            let targets = if files_configured { "" } else { " ." };
+            let command = format!(
+                "{python} -m mypy --output json{targets}; s=$?; [ $s -le 1 ] || echo \"mypy exited with status $s\""
+            );
+            checks.insert(
+                "types".into(),
+                check(&command, ReportFormat::MypyJson, None),
+            );
+        } else {
+            notes.push(format!(
+                "types: the project configures mypy, but `{python}` cannot import it; `{python} -m pip install mypy`, then run `itergate init --force`"
+            ));
+        }
+    }
+}
+
+/// Whether the project configures mypy (`[tool.mypy]` in pyproject.toml, `mypy.ini`,
+/// `.mypy.ini`, `[mypy]` in setup.cfg), and if so whether that configuration names the
+/// `files` to check.
+pub(super) fn mypy_configured(root: &Path) -> Option<bool> {
+    let section = |text: &str, header: &str| -> Option<bool> {
+        let mut lines = text.lines().skip_while(|l| l.trim() != header);
+        lines.next()?;
+        Some(
+            lines
+                .take_while(|l| !l.trim_start().starts_with('['))
+                .any(|l| l.trim_start().starts_with("files")),
+        )
+    };
+    for (file, header) in [
+        ("mypy.ini", "[mypy]"),
+        (".mypy.ini", "[mypy]"),
+        ("pyproject.toml", "[tool.mypy]"),
+        ("setup.cfg", "[mypy]"),
+    ] {
+        if let Some(found) = project_file(root, file).and_then(|text| section(&text, header)) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// ruff's long-standing default rules: syntax and import errors, undefined and unused names.
+pub(super) const RUFF_BASELINE: &str = "E4,E7,E9,F";
+
+/// The oldest Python 3 the project declares where ruff does not look: `python_requires`
+/// in setup.cfg or setup.py, as (3, minor). (ruff reads pyproject.toml's
+/// `requires-python` itself, and follows it when it changes.)
+pub(super) fn python_floor(root: &Path) -> Option<(u32, u32)> {
+    let in_pyproject = project_file(root, "pyproject.toml").is_some_and(|t| {
+        t.lines()
+            .any(|l| l.trim_start().starts_with("requires-python"))
+    });
+    if in_pyproject {
+        return None;
+    }
+    let declared = [
+        ("setup.cfg", "python_requires"),
+        ("setup.py", "python_requires"),
+    ]
+    .iter()
+    .find_map(|(file, key)| {
+        let text = project_file(root, file)?;
+        text.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(key))
+            .map(|l| l[key.len()..].to_string())
+    })?;
+    // `>=3.8`, `>= 3.8, <4`, `~=3.9`, `>=2.7, !=3.0.*, …, >=3.6`: the lowest 3.x floor.
+    declared
+        .split(',')
+        .filter_map(|clause| {
+            let clause = clause.trim_matches(|c: char| c.is_whitespace() || "\"'=".contains(c));
+            let version = clause
+                .strip_prefix(">=")
+                .or_else(|| clause.strip_prefix("~="))?;
+            let mut parts = version.trim().split('.');
+            let major: u32 = parts.next()?.trim().parse().ok()?;
+            let minor: u32 = parts
+                .next()?
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+                .parse()
+                .ok()?;
+            (major == 3).then_some((major, minor))
+        })
+        .min()
+}
+
+/// `[tool.ruff]` (or a `[tool.ruff.…]` table) in pyproject.toml, or a ruff.toml.
+pub(super) fn ruff_configured(root: &Path) -> bool {
+    if root.join("ruff.toml").is_file() || root.join(".ruff.toml").is_file() {
+        return true;
+    }
+    project_file(root, "pyproject.toml").is_some_and(|text| {
+        text.lines().any(|l| {
+            let l = l.trim();
+            l == "[tool.ruff]" || l.starts_with("[tool.ruff.")
+        })
+    })
+}
+
+/// Whether `python` can import `module` (it runs the interpreter once).
+pub(super) fn python_can_import(python: &str, module: &str) -> bool {
+    std::process::Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
