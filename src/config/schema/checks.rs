@@ -25,7 +25,7 @@ pub struct ReportSource {
     /// A report format (`junit`, `lcov`, `sarif`, ...): an unknown name is an error when
     /// the configuration loads, with its place in the file, not after the checks ran.
     #[serde(deserialize_with = "report_format")]
-    pub format: crate::signals::report::ReportFormat,
+    pub format: crate::model::ReportFormat,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// `stdout` to read the report from the command's standard output.
@@ -33,9 +33,7 @@ pub struct ReportSource {
     pub from: Option<String>,
 }
 
-pub(super) fn report_format<'de, D>(
-    deserializer: D,
-) -> Result<crate::signals::report::ReportFormat, D::Error>
+pub(super) fn report_format<'de, D>(deserializer: D) -> Result<crate::model::ReportFormat, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
@@ -44,12 +42,11 @@ where
 }
 
 /// `report:` as the schema describes it: one report or a list of them.
-#[derive(schemars::JsonSchema)]
-#[schemars(untagged)]
-#[allow(dead_code)] // only its schema is used
-enum OneOrManyReports {
-    One(ReportSource),
-    Many(Vec<ReportSource>),
+fn one_or_many_reports_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let one = generator.subschema_for::<ReportSource>();
+    schemars::json_schema!({
+        "anyOf": [one, { "type": "array", "items": one }],
+    })
 }
 
 /// A check's reports: one (`report: {format: junit, ...}`) or several (`report: [...]`, a
@@ -110,7 +107,7 @@ pub struct Check {
         deserialize_with = "one_or_many_reports",
         serialize_with = "serialize_reports"
     )]
-    #[schemars(with = "OneOrManyReports")]
+    #[schemars(schema_with = "one_or_many_reports_schema")]
     pub report: Vec<ReportSource>,
     /// Seconds before the command is stopped.
     #[serde(default = "default_check_timeout_s")]

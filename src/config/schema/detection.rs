@@ -96,6 +96,7 @@ impl Default for Detection {
                     "**/testdata/**",
                     "**/snapshots/**",
                     "**/*.snap",
+                    "**/*.json",
                 ]
                 .map(String::from)
                 .to_vec(),

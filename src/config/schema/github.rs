@@ -104,7 +104,7 @@ pub struct ArtifactReports {
     /// The artifact's name (`actions/upload-artifact`'s `name`).
     pub artifact: String,
     #[serde(deserialize_with = "report_format")]
-    pub format: crate::signals::report::ReportFormat,
+    pub format: crate::model::ReportFormat,
     /// Files inside the artifact: a glob (`**/*.xml`, `lcov.info`).
     pub path: String,
 }
