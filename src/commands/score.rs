@@ -187,6 +187,9 @@ pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
     for note in detected.iter().flat_map(|d| &d.notes) {
         eprintln!("itergate: not measured yet: {note}");
     }
+    for warning in detected.iter().flat_map(|d| &d.warnings) {
+        eprintln!("itergate: warning: {warning}");
+    }
     if let Some(added) = exclude_report_files(repo.path()) {
         eprintln!("itergate: {added}");
     }

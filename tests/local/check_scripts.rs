@@ -233,3 +233,39 @@ fn a_base_observed_by_ci_is_taken_from_fetched_notes_only_when_the_base_trusts_t
     let (runs, said) = runs_in_a_fresh_clone(false);
     assert_eq!(runs, 2, "the base was checked here too: {said}");
 }
+
+/// A build that fails before its tests (Maven under a licence check: its errors on stdout,
+/// only colour resets on stderr) is said to have failed, with its own last lines, not
+/// taken for a report another check should have written.
+#[test]
+fn a_check_that_fails_without_a_report_shows_its_own_error_not_colour_codes() {
+    let repo = TestRepo::new();
+    let check = "#!/bin/sh\necho '[INFO] BUILD FAILURE'\necho '[ERROR] Failed to execute goal org.apache.rat:apache-rat-plugin:0.16.1:check (rat-check) on project cli: Too many files with unapproved license: 1'\nprintf '\\033[0m\\033[0m' >&2\nexit 1\n";
+    write_script(&repo.path.join("check.sh"), check);
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: 'target/surefire-reports/TEST-*.xml' }\nhook:\n  base: main\n",
+    );
+    repo.commit_file("lib.txt", "one\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    repo.commit_file("lib.txt", "two\n", "work");
+    let out = std::process::Command::new(BIN)
+        .args(["run"])
+        .current_dir(&repo.path)
+        .env("NO_COLOR", "1")
+        .env_remove("ITERGATE_SKIP")
+        .output()
+        .expect("itergate runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("it exited with status 1 and wrote no report"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Too many files with unapproved license"),
+        "{text}"
+    );
+    assert!(!text.contains("needs: [that check]"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}

@@ -182,13 +182,17 @@ pub(super) fn last_error_line(stderr: &[u8]) -> Option<String> {
 }
 
 pub(super) fn tail(stdout: &[u8], stderr: &[u8]) -> String {
-    let text = if stderr.iter().all(u8::is_ascii_whitespace) {
-        stdout
-    } else {
-        stderr
+    // Maven leaves only colour resets on stderr: what has no visible text says nothing.
+    let says_nothing = |bytes: &[u8]| {
+        let end = bytes.len().min(TAIL_BYTES);
+        report::strip_ansi(&String::from_utf8_lossy(&bytes[bytes.len() - end..]))
+            .trim()
+            .is_empty()
     };
+    let text = if says_nothing(stderr) { stdout } else { stderr };
     let start = text.len().saturating_sub(TAIL_BYTES);
     let s = String::from_utf8_lossy(&text[start..]);
+    let s = report::strip_ansi(&s);
     s.lines()
         .rev()
         .take(20)

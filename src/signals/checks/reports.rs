@@ -122,7 +122,21 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
                 build_failed = true;
                 results.push((index, Ok(failed)));
             }
-            None => results.push((index, Err((message, tail.clone())))),
+            None => {
+                // A command that failed wrote nothing: that is the news, not a hint about
+                // checks that write each other's reports.
+                let message = match exit_code {
+                    Some(code) if code != 0 => format!(
+                        "it exited with status {code} and wrote no report ({})",
+                        message
+                            .split(" (checks run concurrently")
+                            .next()
+                            .unwrap_or(&message)
+                    ),
+                    _ => message,
+                };
+                results.push((index, Err((message, tail.clone()))))
+            }
         }
     }
     results.sort_by_key(|(index, _)| *index);

@@ -36,6 +36,9 @@ pub struct Detected {
     pub checks: BTreeMap<String, Check>,
     /// What could be measured but is not, and how to install what is missing.
     pub notes: Vec<String>,
+    /// What in the project's own build the checks (or `.itergate.yml`) run into, and what
+    /// to change there.
+    pub warnings: Vec<String>,
 }
 
 fn source(format: ReportFormat, path: Option<&str>) -> ReportSource {
@@ -71,6 +74,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
     let has = |f: &str| root.join(f).exists();
     let mut checks = BTreeMap::new();
     let mut notes = Vec::new();
+    let mut warnings = Vec::new();
     let toolchain = if has("Cargo.toml") {
         cargo(root, &mut checks, &mut notes);
         "cargo"
@@ -83,7 +87,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
         go(root, &mut checks, &mut notes);
         "go"
     } else if has("pom.xml") {
-        maven(root, &mut checks, &mut notes);
+        maven(root, &mut checks, &mut notes, &mut warnings);
         "maven"
     } else if GRADLE_BUILDS.iter().any(|f| has(f)) {
         gradle(root, &mut checks, &mut notes);
@@ -96,6 +100,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
         toolchain,
         checks,
         notes,
+        warnings,
     })
 }
 
@@ -146,6 +151,9 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
             ));
             for note in &d.notes {
                 text.push_str(&format!("# Not measured yet: {note}\n"));
+            }
+            for warning in &d.warnings {
+                text.push_str(&format!("# Warning: {warning}\n"));
             }
             let mut wrapper = BTreeMap::new();
             wrapper.insert("checks", &d.checks);
