@@ -41,7 +41,11 @@ fn init_tracing(verbose: u8, quiet: bool, serving: bool) {
         use std::io::IsTerminal as _;
         builder.with_ansi(std::io::stderr().is_terminal()).init();
     } else {
-        builder.without_time().init();
+        use std::io::IsTerminal as _;
+        builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .without_time()
+            .init();
     }
 }
 

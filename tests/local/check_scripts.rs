@@ -269,3 +269,41 @@ fn a_check_that_fails_without_a_report_shows_its_own_error_not_colour_codes() {
     assert!(!text.contains("needs: [that check]"), "{text}");
     assert!(!text.contains('\u{1b}'), "{text}");
 }
+
+/// A run can be followed through its log: every line says which command wrote it, and a
+/// check's lines say which check, in which tree.
+#[test]
+fn log_lines_name_their_command_and_their_check() {
+    let repo = TestRepo::new();
+    write_script(&repo.path.join("check.sh"), CHECK);
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: ./check.sh\n    report: { format: junit, path: out/junit.xml }\nhook:\n  base: main\n",
+    );
+    repo.write(".gitignore", "out/\n");
+    repo.commit_file("lib.txt", "one\n", "base");
+    repo.git(&["checkout", "--quiet", "-b", "feature"]);
+    repo.commit_file("lib.txt", "two\n", "work");
+    let out = std::process::Command::new(BIN)
+        .args(["run"])
+        .current_dir(&repo.path)
+        .env("NO_COLOR", "1")
+        .env("ITERGATE_LOG", "itergate=debug")
+        .env_remove("ITERGATE_SKIP")
+        .output()
+        .expect("itergate runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let done: Vec<&str> = text.lines().filter(|l| l.contains("check done")).collect();
+    assert!(
+        done.iter()
+            .any(|l| l.contains("command{name=\"run\"}:check{name=tests tree=\"HEAD\"}")),
+        "{text}"
+    );
+    assert!(
+        done.iter()
+            .any(|l| l.contains("check{name=tests tree=\"base ")),
+        "the base's run too: {text}"
+    );
+    assert!(!text.contains('\u{1b}'), "no colour in a pipe: {text}");
+}

@@ -157,19 +157,29 @@ pub fn run_all(
                     .collect();
                 let done = finished.get(name.as_str()).cloned();
                 let slots = options.jobs.slots.clone();
-                tokio::spawn(async move {
-                    for mut wait in waits {
-                        let _ = wait.wait_for(|finished| *finished).await;
-                    }
-                    // The semaphore is never closed: a permit always comes.
-                    let _slot = slots.acquire_owned().await.ok();
-                    let started = Instant::now();
-                    let out = execute(&root, &check, policy, &env, &groups).await;
-                    if let Some(done) = done {
-                        done.send_replace(true);
-                    }
-                    (name, check, out, started.elapsed(), bar)
-                })
+                // Every line a check logs names it, and the tree it runs in.
+                let span = tracing::info_span!(
+                    "check",
+                    name = %name,
+                    tree = options.label.unwrap_or("HEAD")
+                );
+                tokio::spawn(tracing::Instrument::instrument(
+                    async move {
+                        for mut wait in waits {
+                            let _ = wait.wait_for(|finished| *finished).await;
+                        }
+                        // The semaphore is never closed: a permit always comes.
+                        let _slot = slots.acquire_owned().await.ok();
+                        let started = Instant::now();
+                        let out = execute(&root, &check, policy, &env, &groups).await;
+                        if let Some(done) = done {
+                            done.send_replace(true);
+                        }
+                        tracing::debug!(elapsed_ms = started.elapsed().as_millis(), "check done");
+                        (name, check, out, started.elapsed(), bar)
+                    },
+                    span,
+                ))
             })
             .collect();
         let all = async {
