@@ -39,14 +39,20 @@ use super::{scratch, user, Env, Failure};
 const OBSERVATION_SCHEMA: u32 = 6;
 
 /// What a cached observation depends on besides the tree: the checks and itergate.
+/// Computed once per configuration ([`crate::config::Fingerprint`]).
 pub fn fingerprint(config: &Config) -> String {
-    let material = serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "schema": OBSERVATION_SCHEMA,
-        "setup": config.setup,
-        "checks": config.checks,
-    });
-    format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
+    config
+        .fingerprint
+        .get_or(|| {
+            let material = serde_json::json!({
+                "version": env!("CARGO_PKG_VERSION"),
+                "schema": OBSERVATION_SCHEMA,
+                "setup": config.setup,
+                "checks": config.checks,
+            });
+            format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
+        })
+        .to_string()
 }
 
 /// How to observe one commit.

@@ -55,6 +55,35 @@ pub struct Config {
     /// `itergate loop`: the agent's wall clock and the commands run at its hook points.
     #[serde(rename = "loop")]
     pub agent_loop: AgentLoop,
+    /// The fingerprint of `setup` and `checks` (what an observation depends on), computed
+    /// the first time it is asked for and handed down with the configuration.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub fingerprint: Fingerprint,
+}
+
+/// A value computed once from a configuration that does not change after it is loaded
+/// (`setup` and `checks` are never edited afterwards). It takes no part in comparisons.
+#[derive(Clone, Default)]
+pub struct Fingerprint(std::sync::OnceLock<String>);
+
+impl Fingerprint {
+    /// The value, computed by `compute` the first time.
+    pub fn get_or(&self, compute: impl FnOnce() -> String) -> &str {
+        self.0.get_or_init(compute)
+    }
+}
+
+impl PartialEq for Fingerprint {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fingerprint")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
