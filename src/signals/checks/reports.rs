@@ -123,16 +123,12 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
                 results.push((index, Ok(failed)));
             }
             None => {
-                // A command that failed wrote nothing: that is the news, not a hint about
-                // checks that write each other's reports.
+                // A command that failed wrote nothing: that is said first, the hint about
+                // checks that write each other's reports after it.
                 let message = match exit_code {
-                    Some(code) if code != 0 => format!(
-                        "it exited with status {code} and wrote no report ({})",
-                        message
-                            .split(" (checks run concurrently")
-                            .next()
-                            .unwrap_or(&message)
-                    ),
+                    Some(code) if code != 0 => {
+                        format!("it exited with status {code} and wrote no report: {message}")
+                    }
                     _ => message,
                 };
                 results.push((index, Err((message, tail.clone()))))
