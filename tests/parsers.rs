@@ -112,7 +112,7 @@ fn format_names_round_trip_and_unknown_names_list_the_valid_ones() {
     let err = "xunit".parse::<ReportFormat>().unwrap_err().to_string();
     assert!(err.contains("`xunit`"), "{err}");
     assert!(
-        err.contains("junit, tap, libtest, lcov, cobertura, clover, jacoco, sarif, cargo-json, checkstyle, ruff-json, mypy-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
+        err.contains("junit, tap, libtest, lcov, cobertura, clover, jacoco, sarif, cargo-json, checkstyle, ruff-json, mypy-json, pyright-json, eslint-json, lizard, go-test-json, go-cover, go-vet, tsc, jest-json, istanbul-json"),
         "{err}"
     );
 }
@@ -409,6 +409,7 @@ const FIXTURES: &[&str] = &[
     "lcov/coverage-py.lcov",
     "cobertura/coverage-py.xml",
     "jacoco/maven-calc.xml",
+    "pyright-json/pyright.json",
     "sarif/codeql-style.sarif",
     "cargo-json/clippy-warnings.json",
     "checkstyle/checkstyle.xml",

@@ -34,6 +34,8 @@ pub enum ReportFormat {
     RuffJson,
     /// `mypy --output json` (JSON lines).
     MypyJson,
+    /// `pyright --outputjson`.
+    PyrightJson,
     /// `eslint --format json`.
     EslintJson,
     /// `lizard --csv` or `lizard --xml`.
@@ -64,7 +66,7 @@ pub enum ReportKind {
 
 impl ReportFormat {
     /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 20] = [
+    pub const ALL: [ReportFormat; 21] = [
         ReportFormat::Junit,
         ReportFormat::Tap,
         ReportFormat::Libtest,
@@ -77,6 +79,7 @@ impl ReportFormat {
         ReportFormat::Checkstyle,
         ReportFormat::RuffJson,
         ReportFormat::MypyJson,
+        ReportFormat::PyrightJson,
         ReportFormat::EslintJson,
         ReportFormat::Lizard,
         ReportFormat::GoTestJson,
@@ -102,6 +105,7 @@ impl ReportFormat {
             ReportFormat::Checkstyle => "checkstyle",
             ReportFormat::RuffJson => "ruff-json",
             ReportFormat::MypyJson => "mypy-json",
+            ReportFormat::PyrightJson => "pyright-json",
             ReportFormat::EslintJson => "eslint-json",
             ReportFormat::Lizard => "lizard",
             ReportFormat::GoTestJson => "go-test-json",
@@ -133,6 +137,7 @@ impl ReportFormat {
             | ReportFormat::Checkstyle
             | ReportFormat::RuffJson
             | ReportFormat::MypyJson
+            | ReportFormat::PyrightJson
             | ReportFormat::EslintJson
             | ReportFormat::GoVet
             | ReportFormat::Tsc => ReportKind::Lint,
@@ -158,6 +163,9 @@ impl ReportFormat {
             ReportFormat::Checkstyle => "a complete checkstyle XML document",
             ReportFormat::RuffJson => "`ruff check --output-format=json` output (a JSON array)",
             ReportFormat::MypyJson => "`mypy --output json` output (a JSON object per line)",
+            ReportFormat::PyrightJson => {
+                "`pyright --outputjson` output (an object with `generalDiagnostics`)"
+            }
             ReportFormat::EslintJson => "`eslint --format json` output (a JSON array)",
             ReportFormat::Lizard => "`lizard --csv` or `lizard --xml` output",
             ReportFormat::GoTestJson => "`go test -json` output (JSON lines with an `Action`)",

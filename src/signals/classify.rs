@@ -18,6 +18,14 @@ const RUST_UNKNOWN_NAME_CODES: [&str; 10] = [
     "E0412", "E0422", "E0423", "E0425", "E0432", "E0433", "E0463", "E0599", "E0609", "E0405",
 ];
 const TS_UNKNOWN_NAME_CODES: [&str; 4] = ["TS2304", "TS2305", "TS2307", "TS2339"];
+/// mypy's and pyright's rules for a name, module or attribute that does not exist.
+const PYTHON_UNKNOWN_NAME_RULES: [&str; 5] = [
+    "name-defined",
+    "import-not-found",
+    "attr-defined",
+    "reportUndefinedVariable",
+    "reportMissingImports",
+];
 const PYTHON_UNKNOWN_NAME_ERRORS: [&str; 4] = [
     "ModuleNotFoundError",
     "ImportError",
@@ -43,7 +51,9 @@ fn go_undefined(text: &str) -> bool {
 pub fn lint_trigger(finding: &LintFinding) -> Option<TriggerType> {
     let rule = finding.rule.as_deref().unwrap_or("");
     let go = finding.file.as_deref().is_some_and(|f| f.ends_with(".go"));
+    let python_types = matches!(finding.tool.as_str(), "mypy" | "pyright");
     let names_unknown = (go && go_undefined(&finding.message))
+        || (python_types && PYTHON_UNKNOWN_NAME_RULES.contains(&rule))
         || RUST_UNKNOWN_NAME_CODES.contains(&rule)
         || TS_UNKNOWN_NAME_CODES
             .iter()

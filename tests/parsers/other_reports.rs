@@ -232,6 +232,75 @@ fn cargo_json_compile_errors_and_duplicates() {
     assert_eq!(again.findings.len(), 4);
 }
 
+/// Written by pyright 1.1.407 (`pyright --outputjson`, from npm) on a package with a wrong
+/// return type and a call to a name that does not exist: errors at 1-based places, the
+/// undefined name a hallucination; a document that is not pyright's is refused.
+#[test]
+fn pyright_json() {
+    let lint = match read(
+        ReportFormat::PyrightJson,
+        "pyright-json/pyright.json",
+        &ParseOptions::default(),
+    ) {
+        Report::Lint(lint) => lint,
+        other => panic!("expected lint, got {other:?}"),
+    };
+    let found: Vec<_> = lint
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.tool.as_str(),
+                f.rule.as_deref(),
+                f.level,
+                f.line,
+                f.column,
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "pyright",
+                Some("reportReturnType"),
+                LintLevel::Error,
+                Some(2),
+                Some(12)
+            ),
+            (
+                "pyright",
+                Some("reportUndefinedVariable"),
+                LintLevel::Error,
+                Some(8),
+                Some(1)
+            ),
+        ]
+    );
+    assert!(lint.findings[0]
+        .message
+        .starts_with("Type \"int\" is not assignable"));
+    let triggers: Vec<_> = lint
+        .findings
+        .iter()
+        .map(itergate::signals::classify::lint_trigger)
+        .collect();
+    assert_eq!(
+        triggers,
+        [
+            None,
+            Some(itergate::model::TriggerType::HallucinationDetected)
+        ]
+    );
+    let not_pyright = parse(
+        ReportFormat::PyrightJson,
+        Cursor::new(r#"{"summary": {}}"#),
+        "p.json",
+        &ParseOptions::default(),
+    );
+    assert!(not_pyright.is_err(), "{not_pyright:?}");
+}
+
 #[test]
 fn mypy_json() {
     let l = lint(ReportFormat::MypyJson, "mypy-json/mypy-strict.jsonl");

@@ -80,6 +80,38 @@ pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &
             ));
         }
     }
+    if pyright_configured(root) {
+        if on_path("pyright") {
+            // pyright exits 1 when it found errors, more when it could not check: then it
+            // prints no JSON and the check is refused, never read as clean.
+            let name = if checks.contains_key("types") {
+                "pyright"
+            } else {
+                "types"
+            };
+            checks.insert(
+                name.into(),
+                check(
+                    "pyright --outputjson; s=$?; [ $s -le 1 ] || echo \"pyright exited with status $s\"",
+                    ReportFormat::PyrightJson,
+                    None,
+                ),
+            );
+        } else {
+            notes.push(
+                "types: the project configures pyright, but `pyright` is not on PATH; `npm install -g pyright` (or `pip install pyright`), then run `itergate init --force`"
+                    .into(),
+            );
+        }
+    }
+}
+
+/// Whether the project configures pyright (`pyrightconfig.json`, or `[tool.pyright]` in
+/// pyproject.toml).
+pub(super) fn pyright_configured(root: &Path) -> bool {
+    root.join("pyrightconfig.json").is_file()
+        || std::fs::read_to_string(root.join("pyproject.toml"))
+            .is_ok_and(|text| text.lines().any(|l| l.trim() == "[tool.pyright]"))
 }
 
 /// Whether the project configures mypy (`[tool.mypy]` in pyproject.toml, `mypy.ini`,

@@ -41,6 +41,7 @@ mod lcov;
 mod libtest;
 mod lizard;
 mod mypy;
+mod pyright;
 mod ruff;
 mod sarif;
 mod tap;
@@ -122,6 +123,7 @@ pub fn parse(
         ReportFormat::Checkstyle => checkstyle::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::RuffJson => ruff::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::MypyJson => mypy::parse(&mut input, &ctx).map(Report::Lint),
+        ReportFormat::PyrightJson => pyright::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::EslintJson => eslint::parse(&mut input, &ctx).map(Report::Lint),
         ReportFormat::Lizard => lizard::parse(&mut input, &ctx).map(Report::Complexity),
         ReportFormat::GoTestJson => go_test::parse(&mut input, &ctx).map(Report::Tests),
