@@ -143,7 +143,8 @@ impl RepoPaths {
             Report::Lint(lint) => {
                 for finding in &mut lint.findings {
                     if let Some(file) = &mut finding.file {
-                        *file = self.relative(file);
+                        // SpotBugs names `ex/Calc.java`, under a source root it leaves out.
+                        *file = self.under_a_source(&self.relative(file), &[]);
                     }
                 }
             }

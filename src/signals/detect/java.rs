@@ -14,12 +14,14 @@ pub(super) const SUREFIRE_REPORTS: &str = "**/target/surefire-reports/TEST-*.xml
 
 /// Where JaCoCo's `report` goal writes its XML: in every module.
 pub(super) const JACOCO_REPORTS: &str = "**/target/site/jacoco/jacoco.xml";
+/// Where the SpotBugs plugin writes its SARIF (`-Dspotbugs.sarifOutput=true`).
+pub(super) const SPOTBUGS_REPORTS: &str = "**/target/spotbugsSarif.json";
 /// Where the checkstyle plugin's `checkstyle` goal writes its XML: in every module.
 pub(super) const CHECKSTYLE_REPORTS: &str = "**/target/checkstyle-result.xml";
 
 /// A Maven project: `mvn test` (the wrapper when the project has one), read from Surefire's
-/// JUnit files; coverage from JaCoCo and lint from checkstyle when the build configures
-/// them. What the build configures is read from its effective POM (a parent's plugins and
+/// JUnit files; coverage from JaCoCo and lint from checkstyle and SpotBugs (SARIF) when the
+/// build configures them. What the build configures is read from its effective POM (a parent's plugins and
 /// active profiles included), else from the root `pom.xml`.
 pub(super) fn maven(
     root: &Path,
@@ -71,12 +73,24 @@ pub(super) fn maven(
         check(&command, ReportFormat::Junit, Some(SUREFIRE_REPORTS))
     };
     checks.insert("tests".into(), tests);
+    let skip_rat = if pom.contains("apache-rat-plugin") {
+        " -Drat.skip=true"
+    } else {
+        ""
+    };
+    if pom.contains("spotbugs-maven-plugin") {
+        checks.insert(
+            "spotbugs".into(),
+            check(
+                &format!(
+                    "{mvn} -B -ntp compile spotbugs:spotbugs -Dspotbugs.sarifOutput=true{skip_rat}"
+                ),
+                ReportFormat::Sarif,
+                Some(SPOTBUGS_REPORTS),
+            ),
+        );
+    }
     if pom.contains("maven-checkstyle-plugin") {
-        let skip_rat = if pom.contains("apache-rat-plugin") {
-            " -Drat.skip=true"
-        } else {
-            ""
-        };
         checks.insert(
             "lint".into(),
             check(
