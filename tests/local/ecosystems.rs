@@ -903,7 +903,7 @@ fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
     );
 }
 
-const MAVEN_MEASURED_POM: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>ex</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.source>17</maven.compiler.source>\n    <maven.compiler.target>17</maven.compiler.target>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>org.junit.jupiter</groupId>\n      <artifactId>junit-jupiter</artifactId>\n      <version>5.14.1</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-surefire-plugin</artifactId>\n        <version>3.5.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.jacoco</groupId>\n        <artifactId>jacoco-maven-plugin</artifactId>\n        <version>0.8.15</version>\n        <executions>\n          <execution><goals><goal>prepare-agent</goal></goals></execution>\n        </executions>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-checkstyle-plugin</artifactId>\n        <version>3.6.0</version>\n        <configuration>\n          <configLocation>checkstyle.xml</configLocation>\n        </configuration>\n      </plugin>\n      <plugin>\n        <groupId>com.github.spotbugs</groupId>\n        <artifactId>spotbugs-maven-plugin</artifactId>\n        <version>4.9.8.2</version>\n      </plugin>\n    </plugins>\n  </build>\n</project>\n";
+const MAVEN_MEASURED_POM: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>ex</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.source>17</maven.compiler.source>\n    <maven.compiler.target>17</maven.compiler.target>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>org.junit.jupiter</groupId>\n      <artifactId>junit-jupiter</artifactId>\n      <version>5.14.1</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-surefire-plugin</artifactId>\n        <version>3.5.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.jacoco</groupId>\n        <artifactId>jacoco-maven-plugin</artifactId>\n        <version>0.8.15</version>\n        <executions>\n          <execution><goals><goal>prepare-agent</goal></goals></execution>\n        </executions>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-checkstyle-plugin</artifactId>\n        <version>3.6.0</version>\n        <configuration>\n          <configLocation>checkstyle.xml</configLocation>\n        </configuration>\n      </plugin>\n      <plugin>\n        <groupId>com.github.spotbugs</groupId>\n        <artifactId>spotbugs-maven-plugin</artifactId>\n        <version>4.9.8.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-pmd-plugin</artifactId>\n        <version>3.28.0</version>\n      </plugin>\n    </plugins>\n  </build>\n</project>\n";
 
 const MAVEN_CHECKSTYLE: &str = "<?xml version=\"1.0\"?>\n<!DOCTYPE module PUBLIC \"-//Checkstyle//DTD Checkstyle Configuration 1.3//EN\" \"https://checkstyle.org/dtds/configuration_1_3.dtd\">\n<module name=\"Checker\">\n  <module name=\"TreeWalker\">\n    <module name=\"UnusedImports\"/>\n  </module>\n</module>\n";
 
@@ -949,6 +949,7 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
     );
     assert!(config.contains("checkstyle-result.xml"), "{config}");
     assert!(config.contains("spotbugsSarif.json"), "{config}");
+    assert!(config.contains("pmd.sarif.json"), "{config}");
     commit(p, "calc");
     git(p, &["checkout", "-q", "-b", "agent"]);
 
@@ -967,6 +968,13 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
     let (code, prompt, text) = run(p);
     assert_eq!(code, 10, "{text}");
     assert!(prompt.contains("Unused import"), "{prompt}");
+    // PMD's SARIF (its rule a note: no revision asked for it) names the file by URI.
+    let score = itergate(p, &["score", "--format", "json"]);
+    let score = String::from_utf8_lossy(&score.stdout);
+    assert!(
+        score.contains("UnnecessaryImport") && score.contains("src/main/java/ex/Calc.java:3"),
+        "{score}"
+    );
     // SpotBugs' SARIF names `ex/Calc.java`: placed under the source root.
     assert!(
         prompt.contains("ES_COMPARING_PARAMETER_STRING_WITH_EQ")

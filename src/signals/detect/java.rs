@@ -16,12 +16,14 @@ pub(super) const SUREFIRE_REPORTS: &str = "**/target/surefire-reports/TEST-*.xml
 pub(super) const JACOCO_REPORTS: &str = "**/target/site/jacoco/jacoco.xml";
 /// Where the SpotBugs plugin writes its SARIF (`-Dspotbugs.sarifOutput=true`).
 pub(super) const SPOTBUGS_REPORTS: &str = "**/target/spotbugsSarif.json";
+/// Where the PMD plugin writes its SARIF.
+pub(super) const PMD_REPORTS: &str = "**/target/pmd.sarif.json";
 /// Where the checkstyle plugin's `checkstyle` goal writes its XML: in every module.
 pub(super) const CHECKSTYLE_REPORTS: &str = "**/target/checkstyle-result.xml";
 
 /// A Maven project: `mvn test` (the wrapper when the project has one), read from Surefire's
-/// JUnit files; coverage from JaCoCo and lint from checkstyle and SpotBugs (SARIF) when the
-/// build configures them. What the build configures is read from its effective POM (a parent's plugins and
+/// JUnit files; coverage from JaCoCo and lint from checkstyle, PMD and SpotBugs (SARIF) when
+/// the build configures them. What the build configures is read from its effective POM (a parent's plugins and
 /// active profiles included), else from the root `pom.xml`.
 pub(super) fn maven(
     root: &Path,
@@ -87,6 +89,19 @@ pub(super) fn maven(
                 ),
                 ReportFormat::Sarif,
                 Some(SPOTBUGS_REPORTS),
+            ),
+        );
+    }
+    if pom.contains("maven-pmd-plugin") {
+        // The plugin writes SARIF through PMD's renderer class (it knows no `sarif` name).
+        checks.insert(
+            "pmd".into(),
+            check(
+                &format!(
+                    "{mvn} -B -ntp pmd:pmd -Dformat=net.sourceforge.pmd.renderers.SarifRenderer{skip_rat}"
+                ),
+                ReportFormat::Sarif,
+                Some(PMD_REPORTS),
             ),
         );
     }
