@@ -58,7 +58,7 @@ impl Store {
     }
 
     /// Claims the next runnable job for `owner` until `now + lease`. A job another worker
-    /// leased is runnable again [`OpenOptions::takeover_settle`] after its lease ran out.
+    /// leased is runnable again [`OpenOptions::takeover_settle`](super::OpenOptions::takeover_settle) after its lease ran out.
     pub async fn claim(
         &self,
         owner: &str,
