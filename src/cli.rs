@@ -188,8 +188,8 @@ pub enum Command {
     #[command(subcommand)]
     Notes(NotesCommand),
     /// Print the configuration in force here (YAML), or with --default every key with its
-    /// default and what it means (a starting point for .itergate.yml), or with --schema its
-    /// JSON Schema.
+    /// default and what it means (a starting point for .itergate.yml), with --reference every
+    /// key as a Markdown table, or with --schema its JSON Schema.
     Config(ConfigArgs),
     /// Print a shell completion script: `itergate completions bash > /etc/bash_completion.d/itergate`,
     /// `itergate completions zsh > "${fpath[1]}/_itergate"`, `itergate completions fish`.
@@ -520,11 +520,14 @@ pub struct BudgetArgs {
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     /// The documented defaults instead of the configuration in force.
-    #[arg(long, conflicts_with = "schema")]
+    #[arg(long, conflicts_with_all = ["schema", "reference"])]
     pub default: bool,
     /// The JSON Schema of .itergate.yml (for editors: `# yaml-language-server: $schema=`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "reference")]
     pub schema: bool,
+    /// Every key with its type, default and meaning, as Markdown (generated from the schema).
+    #[arg(long)]
+    pub reference: bool,
 }
 
 #[derive(Debug, Args)]

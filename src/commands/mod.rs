@@ -47,6 +47,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             return print(crate::config::DEFAULT_CONFIG_YAML);
         }
         Command::Config(args) if args.schema => return print(&crate::config::json_schema()),
+        Command::Config(args) if args.reference => {
+            return print(&crate::config::reference_markdown());
+        }
         Command::Init(args) => {
             let env = Env::load_without_config(&cli.global.settings())?;
             return score::init(&env, args);

@@ -5,12 +5,14 @@
 //! line and column, the key path and what was expected (plus a "did you mean" for a
 //! near-miss key): all of a file's errors in one run, one per line. Defaults are documented in `config/default.itergate.yml`.
 
+mod reference;
 mod schema;
 mod values;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use reference::reference_markdown;
 pub use schema::*;
 pub use values::{Fraction, Metric, NonNegative, Permission, PermissionError, QualityWeights};
 

@@ -77,9 +77,13 @@ impl From<NonNegative> for f64 {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(try_from = "RawWeights")]
 pub struct QualityWeights {
+    /// Weight of passed / total tests.
     pub tests_passing: f64,
+    /// Weight of the lint score.
     pub code_quality: f64,
+    /// Weight of line coverage.
     pub coverage: f64,
+    /// Weight of max(0, 1 - cyclomatic / threshold).
     pub complexity: f64,
 }
 
@@ -108,9 +112,13 @@ impl QualityWeights {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 struct RawWeights {
+    /// Weight of passed / total tests.
     tests_passing: f64,
+    /// Weight of the lint score.
     code_quality: f64,
+    /// Weight of line coverage.
     coverage: f64,
+    /// Weight of max(0, 1 - cyclomatic / threshold).
     complexity: f64,
 }
 

@@ -305,6 +305,74 @@ fn the_committed_schema_is_the_generated_one() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), committed);
 }
 
+/// The book's page of every key is the one the schema gives, `config --reference` prints
+/// it, and it has a row for every key the documented defaults set, with that default.
+#[test]
+fn the_reference_of_every_key_is_generated_and_covers_the_defaults() {
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/src/reference/configuration-keys.md"
+    ))
+    .expect("the reference page");
+    assert_eq!(
+        committed,
+        itergate::config::reference_markdown(),
+        "regenerate it: itergate config --reference > docs/src/reference/configuration-keys.md"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join(".itergate.yml"), "checks: [\n").expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["config", "--reference"])
+        .current_dir(dir.path())
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), committed);
+
+    fn leaves(prefix: &str, value: &serde_norway::Value, out: &mut Vec<(String, String)>) {
+        match value {
+            serde_norway::Value::Mapping(map) if !map.is_empty() => {
+                for (key, child) in map {
+                    let key = key.as_str().expect("string keys");
+                    let path = match prefix {
+                        "" => key.to_string(),
+                        _ => format!("{prefix}.{key}"),
+                    };
+                    leaves(&path, child, out);
+                }
+            }
+            other => {
+                let json = serde_json::to_string(other).expect("json");
+                out.push((prefix.to_string(), json));
+            }
+        }
+    }
+    let defaults: serde_norway::Value =
+        serde_norway::from_str(itergate::config::DEFAULT_CONFIG_YAML).expect("defaults");
+    let mut keys = Vec::new();
+    leaves("", &defaults, &mut keys);
+    assert!(keys.len() > 50, "{keys:?}");
+    for (key, default) in keys {
+        // A map of names (`checks: {}`) and a list of tables are documented by their keys.
+        if default == "{}" || key == "requirements" || key == "github.reports" {
+            continue;
+        }
+        let row = committed
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{key}` |")))
+            .unwrap_or_else(|| panic!("no row for `{key}`"));
+        assert!(
+            row.contains(&format!("| `{default}` |")),
+            "`{key}`: the default {default} is not in {row}"
+        );
+        let meaning = row.rsplit(" | ").next().unwrap_or_default();
+        assert!(
+            meaning.trim_end_matches('|').trim().len() > 5,
+            "`{key}` has no meaning: {row}"
+        );
+    }
+}
+
 /// Every documented default, every example configuration and what `init` writes validate;
 /// an unknown key, a misspelt format and a wrong type do not.
 #[test]

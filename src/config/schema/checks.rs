@@ -26,6 +26,8 @@ pub struct ReportSource {
     /// the configuration loads, with its place in the file, not after the checks ran.
     #[serde(deserialize_with = "report_format")]
     pub format: crate::model::ReportFormat,
+    /// The report's file, from the check's working directory: a file, a directory or a glob
+    /// (`target/surefire-reports/*.xml`), whose files are read as one report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// `stdout` to read the report from the command's standard output.
@@ -100,7 +102,7 @@ pub struct Check {
     /// The reports the command writes (none: its exit status is the signal). Each is read
     /// into an outcome of its own: the first is named like the check, each further one
     /// `<check>.<format>` (`tests.cobertura`), with `.<n>` (its place in the list, from 1)
-    /// added when the check has two reports of that format; see [`Check::report_names`].
+    /// added when the check has two reports of that format.
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
@@ -112,12 +114,19 @@ pub struct Check {
     /// Seconds before the command is stopped.
     #[serde(default = "default_check_timeout_s")]
     pub timeout: u64,
+    /// Environment variables for the command, on top of the process environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Directory the command runs in, relative to the repository root (default: the
+    /// root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<PathBuf>,
+    /// `full`: agents see every failure; `aggregate_only`: they see pass/total only (a
+    /// holdout).
     #[serde(default)]
     pub visibility: Visibility,
+    /// A failing run of the command, or a new lint error in its report, makes the iteration
+    /// VOID: no score, never the best output.
     #[serde(default)]
     pub void_on_violation: bool,
     /// The check's own files, as globs from the repository root (`holdout/**`): for an

@@ -28,6 +28,9 @@ pub struct Detection {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Integrity {
+    /// `void`: a violating iteration is VOID (no score, never the best output) and sent
+    /// back with what to restore; a second violation in the task escalates. `iterate`:
+    /// violations are BLOCKERs like any other.
     pub on_violation: OnViolation,
     /// What a test that passed at the task's start, fails under the start's version of
     /// itself, and passes as the change rewrote it, is: the change altered an expectation
@@ -130,6 +133,8 @@ impl Default for Detection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathFilter {
+    /// Globs of the files chosen.
     pub include: Vec<String>,
+    /// Globs of the files set aside from those `include` chose.
     pub exclude: Vec<String>,
 }

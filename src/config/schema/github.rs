@@ -49,6 +49,8 @@ pub struct Github {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Handoff {
+    /// How an ITERATE is handed to the repository's agent: `off`,
+    /// `repository_dispatch`, `workflow_dispatch`, or `mention` (the App only).
     pub via: HandoffVia,
     /// `repository_dispatch`'s `event_type`.
     pub event_type: String,

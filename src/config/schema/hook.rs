@@ -42,9 +42,14 @@ pub struct Hook {
     /// Base branch; default: the remote's HEAD branch, else `main`, else `master`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+    /// What the pre-push hook does with a decision: `warn` never blocks;
+    /// `block-on-escalate` or `block-on-iterate` refuse the push at that decision or worse.
     pub gate: Gate,
+    /// What an internal error does to the push: `allow` (fail open, loudly) or `block`.
     pub on_error: OnError,
+    /// `tip`: judge the pushed branch's tip; `each`: every pushed commit in turn.
     pub score: ScoreMode,
+    /// The notes ref that holds the iteration records.
     pub notes_ref: String,
     /// Score pushed tags too.
     pub tags: bool,

@@ -36,21 +36,34 @@ pub use stopping::{
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Weights of the four scores in the aggregate `quality` (they sum to 1); a score
+    /// not measured is left out and the others renormalised.
     pub quality_weights: QualityWeights,
+    /// When the loop stops: accept, a plateau, regressions, limits and budgets.
     pub stopping_criteria: StoppingCriteria,
+    /// Thresholds and file sets for trigger detection.
     pub detection: Detection,
+    /// Tamper evidence: tests removed, skipped, deselected or rewritten, suppressions
+    /// and loosened tool configuration.
     pub integrity: Integrity,
+    /// How reports become scores.
     pub scoring: Scoring,
+    /// The check-revise-escalate loop.
     pub revision: Revision,
+    /// Measurable requirements; an unmet one raises `requirement_unmet`.
     pub requirements: Vec<Requirement>,
     /// Shell commands run in the checkout, in order, before the checks: what a fresh
     /// checkout needs first (`npm run generate`, `make deps`). A failing one means the
     /// checks cannot run (nothing is recorded).
     pub setup: Vec<String>,
     pub checks: BTreeMap<String, Check>,
+    /// The pre-push hook.
     pub hook: Hook,
+    /// Pull requests: GitHub Actions and the App.
     pub github: Github,
+    /// Overrides of the built-in message templates.
     pub templates: Templates,
+    /// The revision prompt's size and the context an agent may ask for.
     pub context: Context,
     /// `itergate loop`: the agent's wall clock and the commands run at its hook points.
     #[serde(rename = "loop")]

@@ -82,13 +82,21 @@ pub enum RequirementPriority {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Requirement {
+    /// What is measured: `quality`, a score (`tests_passing`, `code_quality`,
+    /// `coverage`, `complexity`, `patch_coverage`), or a count (`tests.failed`,
+    /// `tests.skipped`, `lint.errors`, `lint.warnings`, `issues.blockers`,
+    /// `issues.warnings`, `confidence`).
     pub metric: crate::config::values::Metric,
+    /// The least the metric may be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// The most the metric may be.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
+    /// How much an unmet requirement weighs: `required` (severity 0.9) or `preferred` (0.5).
     #[serde(default)]
     pub priority: RequirementPriority,
+    /// What the requirement is for, shown with it when unmet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }

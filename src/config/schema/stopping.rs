@@ -36,12 +36,23 @@ impl Default for AgentLoop {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoppingCriteria {
+    /// Accept once quality reaches this value and no BLOCKER or WARNING issue remains.
     pub quality_threshold: Threshold,
+    /// An iteration that improves quality by less than this is a flat cycle.
     pub improvement_threshold: ImprovementThreshold,
+    /// The fewest iterations before a stop for lack of improvement, and the most in
+    /// all.
     pub iteration_limits: IterationLimits,
+    /// An average improvement over the last `window` iterations below `threshold` is a
+    /// plateau.
     pub plateau_detection: PlateauDetection,
+    /// A drop below the best quality so far is a regression; more than
+    /// `max_regressions` stops the loop unless `allow_regression`.
     pub regression_protection: RegressionProtection,
+    /// Hard ceilings, reported by agents in commit trailers (`Tokens-Used`,
+    /// `Output-Tokens`, `Cost-USD`, `Tool-Calls`).
     pub budget_limits: BudgetLimits,
+    /// What happens after `k` flat cycles in a row.
     pub exploration_quota: ExplorationQuota,
 }
 
@@ -49,7 +60,9 @@ pub struct StoppingCriteria {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Threshold {
+    /// The quality to reach.
     pub value: Fraction,
+    /// Whether this rule applies.
     pub enabled: bool,
 }
 
@@ -66,7 +79,9 @@ impl Default for Threshold {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ImprovementThreshold {
+    /// The least improvement in quality that is not a flat cycle.
     pub value: Fraction,
+    /// Whether this rule applies.
     pub enabled: bool,
 }
 
@@ -82,7 +97,9 @@ impl Default for ImprovementThreshold {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields, try_from = "RawIterationLimits")]
 pub struct IterationLimits {
+    /// Never stop for lack of improvement before this many iterations.
     pub min: u32,
+    /// The hard limit: at `max` the loop stops with the best iteration.
     pub max: u32,
 }
 
@@ -95,7 +112,9 @@ impl Default for IterationLimits {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 struct RawIterationLimits {
+    /// Never stop for lack of improvement before this many iterations.
     min: u32,
+    /// The hard limit: at `max` the loop stops with the best iteration.
     max: u32,
 }
 
@@ -135,6 +154,7 @@ pub struct PlateauDetection {
     pub window: u32,
     /// Minimum average improvement per iteration over the window.
     pub threshold: Fraction,
+    /// Whether this rule applies.
     pub enabled: bool,
 }
 
@@ -151,8 +171,11 @@ impl Default for PlateauDetection {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RegressionProtection {
+    /// Keep going however many regressions there are.
     pub allow_regression: bool,
+    /// Regressions allowed before the loop stops.
     pub max_regressions: u32,
+    /// Whether this rule applies.
     pub enabled: bool,
 }
 
@@ -171,14 +194,19 @@ impl Default for RegressionProtection {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct BudgetLimits {
+    /// Minutes from the task's first iteration.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_clock_minutes: Option<u64>,
+    /// Output tokens, summed over the `Output-Tokens` trailers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// Tokens, summed over the `Tokens-Used` trailers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total_tokens: Option<u64>,
+    /// Dollars, summed over the `Cost-USD` trailers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spend_usd: Option<crate::config::values::NonNegative>,
+    /// Tool calls, summed over the `Tool-Calls` trailers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<u64>,
     /// When true, a budget that the next iteration is projected to overrun (at the average
@@ -203,9 +231,12 @@ pub enum FlatCycleAction {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExplorationQuota {
+    /// Whether this rule applies.
     pub enabled: bool,
     /// Flat cycles allowed before a structural variant or a stop is required.
     pub k: u32,
+    /// After `k` flat cycles: `structural_variant` (ask for a different approach, stop
+    /// when that is flat too), `stop_with_best_output` or `human_review`.
     pub flat_cycle_action: FlatCycleAction,
 }
 
@@ -223,6 +254,8 @@ impl Default for ExplorationQuota {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Revision {
+    /// Revisions at most; escalate as soon as the BLOCKER + WARNING count stops
+    /// falling.
     pub max_iterations: u32,
     /// When a count that did not fall is a stall.
     pub stall: Stall,
