@@ -79,11 +79,11 @@ impl From<NonNegative> for f64 {
 pub struct QualityWeights {
     /// Weight of passed / total tests.
     pub tests_passing: f64,
-    /// Weight of the lint score.
+    /// Weight of the lint score (`scoring.code_quality`).
     pub code_quality: f64,
     /// Weight of line coverage.
     pub coverage: f64,
-    /// Weight of max(0, 1 - cyclomatic / threshold).
+    /// Weight of the complexity of changed functions (`scoring.complexity_threshold`).
     pub complexity: f64,
 }
 
@@ -114,11 +114,11 @@ impl QualityWeights {
 struct RawWeights {
     /// Weight of passed / total tests.
     tests_passing: f64,
-    /// Weight of the lint score.
+    /// Weight of the lint score (`scoring.code_quality`).
     code_quality: f64,
     /// Weight of line coverage.
     coverage: f64,
-    /// Weight of max(0, 1 - cyclomatic / threshold).
+    /// Weight of the complexity of changed functions (`scoring.complexity_threshold`).
     complexity: f64,
 }
 

@@ -36,8 +36,8 @@ pub enum LintScore {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Scoring {
-    /// Cyclomatic complexity at which the complexity score reaches 0; changed functions
-    /// above it are WARNINGs.
+    /// A changed function scores 1 up to this cyclomatic complexity, falling linearly to 0 at
+    /// twice it; above it the function is a WARNING. The complexity score is the mean.
     pub complexity_threshold: u32,
     /// Score the base (merge-base) once too, so failures and findings already there are
     /// the base's debt (shown, not counted) and the decision compares against it.
