@@ -22,7 +22,7 @@
 //! ([`crate::history::notes`]).
 
 use chrono::Utc;
-use git2::{Oid, Repository, StatusOptions};
+use git2::{Oid, Repository};
 use sha2::{Digest, Sha256};
 
 use crate::engine::{Feedback, Surface};
@@ -35,7 +35,10 @@ use crate::signals::observation::Observation;
 
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use super::judge::{judge, whole_tree_record, Judgement};
-use super::observe::{fingerprint, observe, ObserveRequest};
+use super::observe::{
+    cached_observation, fingerprint, observation_of, observe, tree_of, ObserveRequest,
+    RecordOptions,
+};
 use super::{user, Env, Failure};
 
 /// One branch's iterations.
@@ -431,14 +434,6 @@ pub fn open_store<'r>(env: &Env, repo: &'r Repository) -> Result<NotesStore<'r>,
     Ok(NotesStore::open(repo, Some(&env.config.hook.notes_ref))?)
 }
 
-/// How a commit is recorded.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordOptions {
-    pub progress: Progress,
-    /// Run the checks again even when the tree's observation is cached.
-    pub rescore: bool,
-}
-
 /// The commit's record: reused when this clone judged it against this base with this
 /// configuration, else judged from the cached observations (running the checks only for
 /// a tree this clone has not observed, or on `rescore`). Returns the record and whether
@@ -599,72 +594,6 @@ fn adopt_fetched_base(
     Ok(())
 }
 
-/// The observation of `commit`'s tree: cached, or made now (and cached by the caller).
-fn observation_of(
-    env: &Env,
-    store: &NotesStore,
-    commit: Oid,
-    label: Option<&str>,
-    options: RecordOptions,
-) -> Result<(Observation, bool), Failure> {
-    let repo = store.repository();
-    let fingerprint = fingerprint(&env.config);
-    let tree = tree_of(repo, commit)?;
-    if !options.rescore {
-        if let Some(cached) = store.find_observation(tree, &fingerprint)? {
-            return Ok((cached, false));
-        }
-    }
-    let earlier = if options.rescore {
-        store.find_observation(tree, &fingerprint)?
-    } else {
-        None
-    };
-    let in_place = is_clean_head(repo, commit);
-    if !in_place && label.is_none() && git::resolve_commit(repo, "HEAD").ok() == Some(commit) {
-        eprintln!(
-            "itergate: the work tree has uncommitted changes; checking HEAD in a scratch worktree"
-        );
-    }
-    let observed = observe(
-        env,
-        repo,
-        &ObserveRequest {
-            commit,
-            in_place,
-            progress: options.progress,
-            label,
-        },
-    )?;
-    let mut observed = observed;
-    if let Some(earlier) = earlier {
-        // The same tree and checks again: a test that changed its outcome is flaky.
-        observed.mark_flaky_against(&earlier);
-    }
-    Ok((observed, true))
-}
-
-/// A commit's tree observation, made once per tree and cached (a base's, or one `score`
-/// asks for).
-pub fn cached_observation(
-    env: &Env,
-    store: &NotesStore,
-    commit: Oid,
-    label: Option<&str>,
-    options: RecordOptions,
-) -> Result<Observation, Failure> {
-    let (observed, ran) = observation_of(env, store, commit, label, options)?;
-    if ran {
-        let fingerprint = fingerprint(&env.config);
-        store.write(&[Note::Observation {
-            tree: tree_of(store.repository(), commit)?,
-            observation: &observed,
-            fingerprint: &fingerprint,
-        }])?;
-    }
-    Ok(observed)
-}
-
 /// The base as a whole-tree record, for the decision's baseline comparison; from its cached
 /// observation only (never runs a check).
 pub fn stored_base(
@@ -718,27 +647,8 @@ fn mark_flaky(
     Ok(())
 }
 
-fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
-    Ok(repo
-        .find_commit(commit)
-        .map_err(anyhow::Error::from)?
-        .tree_id())
-}
-
 pub fn short(oid: Oid) -> String {
     oid.to_string().chars().take(7).collect()
-}
-
-/// Whether `commit` is HEAD and the work tree has no tracked changes: then checks can run
-/// in place; otherwise they run in a temporary worktree of exactly that commit.
-pub fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
-    if git::resolve_commit(repo, "HEAD").ok() != Some(commit) {
-        return false;
-    }
-    let mut options = StatusOptions::new();
-    options.include_untracked(false).include_ignored(false);
-    repo.statuses(Some(&mut options))
-        .is_ok_and(|s| s.is_empty())
 }
 
 /// One person's decision given at `iteration`, with the meaning of the pull request's

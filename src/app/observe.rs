@@ -1,6 +1,7 @@
 //! Observing a tree: run its checks (in the work tree, or in a scratch worktree of exactly
 //! that commit) or read reports an earlier step wrote, and turn what they said into an
-//! [`Observation`] that does not depend on where they ran.
+//! [`Observation`] that does not depend on where they ran. An observation is made once per
+//! tree and configuration and cached in the notes ([`cached_observation`]).
 //!
 //! Checks may change the checkout they run in (a formatter, `ruff` with `fix = true`): the
 //! tracked files' status before and after the checks is compared, and files that changed
@@ -22,16 +23,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use git2::{Oid, Repository};
+use git2::{Oid, Repository, StatusOptions};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Check, Config, Visibility};
-use crate::git::TempWorktree;
+use crate::git::{self, TempWorktree};
 use crate::signals::checks::{self, Progress, RunOptions};
 use crate::signals::detect;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation, WORK_TREE_OUTCOME};
 use crate::signals::report::{self, ParseOptions, ReportFormat};
 use crate::signals::tree_file;
+
+use crate::history::notes::{Note, NotesStore};
 
 use super::{scratch, user, Env, Failure};
 
@@ -369,4 +372,97 @@ fn write_private_diagnostics(
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// How a commit is recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordOptions {
+    pub progress: Progress,
+    /// Run the checks again even when the tree's observation is cached.
+    pub rescore: bool,
+}
+
+/// The observation of `commit`'s tree: cached, or made now (and cached by the caller).
+pub(super) fn observation_of(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    label: Option<&str>,
+    options: RecordOptions,
+) -> Result<(Observation, bool), Failure> {
+    let repo = store.repository();
+    let fingerprint = fingerprint(&env.config);
+    let tree = tree_of(repo, commit)?;
+    if !options.rescore {
+        if let Some(cached) = store.find_observation(tree, &fingerprint)? {
+            return Ok((cached, false));
+        }
+    }
+    let earlier = if options.rescore {
+        store.find_observation(tree, &fingerprint)?
+    } else {
+        None
+    };
+    let in_place = is_clean_head(repo, commit);
+    if !in_place && label.is_none() && git::resolve_commit(repo, "HEAD").ok() == Some(commit) {
+        eprintln!(
+            "itergate: the work tree has uncommitted changes; checking HEAD in a scratch worktree"
+        );
+    }
+    let observed = observe(
+        env,
+        repo,
+        &ObserveRequest {
+            commit,
+            in_place,
+            progress: options.progress,
+            label,
+        },
+    )?;
+    let mut observed = observed;
+    if let Some(earlier) = earlier {
+        // The same tree and checks again: a test that changed its outcome is flaky.
+        observed.mark_flaky_against(&earlier);
+    }
+    Ok((observed, true))
+}
+
+/// A commit's tree observation, made once per tree and cached (a base's, or one `score`
+/// asks for).
+pub fn cached_observation(
+    env: &Env,
+    store: &NotesStore,
+    commit: Oid,
+    label: Option<&str>,
+    options: RecordOptions,
+) -> Result<Observation, Failure> {
+    let (observed, ran) = observation_of(env, store, commit, label, options)?;
+    if ran {
+        let fingerprint = fingerprint(&env.config);
+        store.write(&[Note::Observation {
+            tree: tree_of(store.repository(), commit)?,
+            observation: &observed,
+            fingerprint: &fingerprint,
+        }])?;
+    }
+    Ok(observed)
+}
+
+pub(super) fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
+    Ok(repo
+        .find_commit(commit)
+        .map_err(anyhow::Error::from)?
+        .tree_id())
+}
+
+/// Whether `commit` is HEAD and the work tree has no tracked changes: then checks can run
+/// in place; otherwise they run in a temporary worktree of exactly that commit.
+fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
+    if git::resolve_commit(repo, "HEAD").ok() != Some(commit) {
+        return false;
+    }
+    let mut options = StatusOptions::new();
+    options.include_untracked(false).include_ignored(false);
+    repo.statuses(Some(&mut options))
+        .is_ok_and(|s| s.is_empty())
 }

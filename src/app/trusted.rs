@@ -20,8 +20,8 @@ use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::Report;
 
 use super::judge::PathMatcher;
-use super::local::{cached_observation, RecordOptions};
 use super::observe::fingerprint;
+use super::observe::{cached_observation, RecordOptions};
 use crate::history::notes::NotesStore;
 
 use super::{Env, Failure};

@@ -12,7 +12,8 @@ use crate::config::{Gate, OnError, ScoreMode};
 use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
 
-use crate::app::local::{self as task, RecordOptions, Task};
+use crate::app::local::{self as task, Task};
+use crate::app::observe::RecordOptions;
 
 use super::report;
 use super::{user, Env, Failure};

@@ -1,6 +1,7 @@
 //! `itergate run`, `status`, `prompt` and `notes`: the current branch as a task.
 
-use crate::app::local::{self as task, RecordOptions, Task};
+use crate::app::local::{self as task, Task};
+use crate::app::observe::RecordOptions;
 use crate::cli::{DecisionOutput, NotesCommand, OutputFormat, RunArgs};
 use crate::engine::{DecisionReport, Evaluation, Recommendation};
 use crate::history::notes;

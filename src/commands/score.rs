@@ -2,8 +2,9 @@
 //! and `itergate init`.
 
 use crate::app::judge::{judge, Judgement};
-use crate::app::local::{self, cached_observation, RecordOptions};
+use crate::app::local;
 use crate::app::observe::ingest;
+use crate::app::observe::{cached_observation, RecordOptions};
 use crate::cli::{DecideFormat, InitArgs, ScoreArgs};
 use crate::config::Config;
 use crate::engine::trajectory::weighted_quality;

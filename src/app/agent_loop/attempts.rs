@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::agent::process::SpendCap;
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun};
-use crate::app::local::{self as task, current_task, RecordOptions};
+use crate::app::local::{self as task, current_task};
+use crate::app::observe::RecordOptions;
 use crate::git;
 use crate::model::Status;
 use crate::signals::checks::Progress;

@@ -24,7 +24,8 @@ use git2::{Oid, Repository};
 
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun, Usage};
 use crate::app::exit::ExitStatus;
-use crate::app::local::{self as task, current_task, RecordOptions, Task};
+use crate::app::local::{self as task, current_task, Task};
+use crate::app::observe::RecordOptions;
 use crate::engine::{Decision, Evaluation, Recommendation};
 use crate::git;
 use crate::model::IterationRecord;

@@ -5,7 +5,8 @@
 use git2::{Oid, Repository};
 
 use crate::agent::AgentCommand;
-use crate::app::local::{self as task, current_task, RecordOptions};
+use crate::app::local::{self as task, current_task};
+use crate::app::observe::{cached_observation, RecordOptions};
 use crate::app::{user, Env, Failure};
 use crate::engine::Recommendation;
 use crate::git;
@@ -115,7 +116,7 @@ pub(super) fn start_targets(
         progress: Progress::from_quiet(quiet),
         rescore: false,
     };
-    let observed = task::cached_observation(env, store, start, Some("start"), record)?;
+    let observed = cached_observation(env, store, start, Some("start"), record)?;
     Ok(if options.ignore_start_failures {
         Vec::new()
     } else {
