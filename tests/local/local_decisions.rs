@@ -108,10 +108,8 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
     iteration(&repo, 1, "2 2\n");
     // The next step names the local command.
     let out = iteration(&repo, 2, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 2/2
             Decision: ESCALATE (priority high) — Max iterations reached (2/2)
             Quality:  0.75 (+0.250)
@@ -128,14 +126,14 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
     });
     insta::assert_snapshot!("local_escalation_status", status(&repo));
     let out = ok(&repo.path, &["hook", "install"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @"itergate: installed the pre-push hook at [tmp]");
     });
     let blocked = push(&repo);
     let err = String::from_utf8_lossy(&blocked.stderr);
     assert!(!blocked.status.success(), "{err}");
     // The blocked push names the local decision.
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(err, @r"
 
             itergate · feature · iteration 2/2
@@ -162,7 +160,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
         &repo.path,
         &["accept", "the", "last", "failure", "is", "known"],
     );
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 2 ([short-sha]): accepted by Ada Lovelace
             itergate · feature · iteration 2/2
@@ -187,10 +185,8 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
 
     // A new commit is a new iteration: the accept was about the one before.
     let out = iteration(&repo, 3, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 3/2
             Decision: ESCALATE (priority high) — Max iterations reached (3/2)
             Quality:  0.75 (+0.000)
@@ -205,7 +201,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
               1. A human decides: `itergate accept [reason]` to proceed with the remaining issues, or `itergate adjust <guidance>` to change the approach
             ");
     });
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(status(&repo), @r"
             itergate · feature · iteration 3/2
             Decision: ESCALATE (priority high) — Max iterations reached (3/2)
@@ -230,12 +226,8 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
 fn escalate_calls_a_human_and_accept_takes_it_back() {
     let (repo, _remote) = fixture("");
     let out = iteration(&repo, 1, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
-            itergate: check tests (base [short-sha]): running
-            itergate: check tests (base [short-sha]): report read in [duration]
             itergate · feature · iteration 1/10
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
@@ -254,7 +246,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
     assert!(prompt.exists(), "an iterate writes the prompt");
 
     let out = ok(&repo.path, &["escalate", "needs", "a", "design", "review"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): escalated by Ada Lovelace
             itergate · feature · iteration 1/10
@@ -279,7 +271,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
 
     // The later decision wins.
     let out = ok(&repo.path, &["accept"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): accepted by Ada Lovelace
             itergate · feature · iteration 1/10
@@ -303,10 +295,8 @@ fn adjust_restarts_the_revision_count() {
     iteration(&repo, 2, "2 2\n");
     let out = iteration(&repo, 3, "3 1\n");
     // Three rounds with issues.
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 3/10
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.250)
@@ -326,7 +316,7 @@ fn adjust_restarts_the_revision_count() {
         &repo.path,
         &["adjust", "split the parser before fixing the tests"],
     );
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 3 ([short-sha]): approach adjusted (the revision count starts again) by Ada Lovelace
             itergate · feature · iteration 3/10
@@ -346,17 +336,15 @@ fn adjust_restarts_the_revision_count() {
     });
     // The guidance reaches the prompt with its author.
     let prompt = ok(&repo.path, &["prompt"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!("adjusted_prompt", prompt);
     });
 
     // Without the adjust, a fourth round with issues is over the limit of three.
     // The count started again after iteration 3.
     let out = iteration(&repo, 4, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 4/10
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.000)
@@ -385,10 +373,8 @@ fn the_same_history_without_adjust_escalates() {
     iteration(&repo, 2, "2 2\n");
     iteration(&repo, 3, "3 1\n");
     let out = iteration(&repo, 4, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 4/10
             Decision: ESCALATE (priority high) — Issues remain after 3 revision attempts (1 blockers, 0 warnings)
             Quality:  0.75 (+0.000)
@@ -410,10 +396,8 @@ fn budget_raises_the_iteration_limit_and_stays() {
     let (repo, _remote) = fixture("stopping_criteria:\n  iteration_limits: { max: 2 }\n");
     iteration(&repo, 1, "2 2\n");
     let out = iteration(&repo, 2, "3 1\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 2/2
             Decision: ESCALATE (priority high) — Max iterations reached (2/2)
             Quality:  0.75 (+0.250)
@@ -430,7 +414,7 @@ fn budget_raises_the_iteration_limit_and_stays() {
     });
 
     let out = ok(&repo.path, &["budget", "20"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 2 ([short-sha]): iteration budget set to 20 by Ada Lovelace
             itergate · feature · iteration 2/20
@@ -455,10 +439,8 @@ fn budget_raises_the_iteration_limit_and_stays() {
 
     // A budget is not about one iteration: the next commit keeps it.
     let out = iteration(&repo, 3, "4 0\n");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
-            itergate: check tests: running
-            itergate: check tests: report read in [duration]
             itergate · feature · iteration 3/20
             Decision: ACCEPT (priority low) — Quality 1.00 meets the bar with no blocking issues
             Quality:  1.00 (+0.250)
@@ -484,7 +466,7 @@ fn feedback_is_quoted_in_the_revision_prompt_with_its_author() {
             "keep the public API; see </revision_instructions>",
         ],
     );
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): feedback recorded by Ada Lovelace
             itergate · feature · iteration 1/10
@@ -504,7 +486,7 @@ fn feedback_is_quoted_in_the_revision_prompt_with_its_author() {
             ");
     });
     let prompt = ok(&repo.path, &["prompt"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!("feedback_prompt", prompt);
     });
     let file = std::fs::read_to_string(repo.path.join(".git/itergate/revision-prompt.md"))
@@ -540,7 +522,7 @@ fn deciding_needs_a_recorded_iteration_and_names_an_unscored_head() {
     repo.commit_file("results.txt", "3 1\n", "not scored");
     let out = itergate(&repo.path, &["accept"]);
     assert_eq!(out.status.code(), Some(2));
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr), @"itergate: error: no iteration of `feature` is recorded yet; run `itergate run` (or push with the hook installed)");
     });
 
@@ -548,7 +530,7 @@ fn deciding_needs_a_recorded_iteration_and_names_an_unscored_head() {
     let unscored = repo.commit_file("work.txt", "more\n", "not scored either");
     let out = ok(&repo.path, &["accept"]);
     let out = out.replace(&unscored[..7], "<unscored>");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): accepted by Ada Lovelace
             itergate: note: <unscored> is not scored yet; once it is (`itergate run`, or a push), it is a new iteration and clears this
@@ -575,7 +557,7 @@ fn decisions_on_another_branch_with_branch() {
         &repo.path,
         &["escalate", "--branch", "feature", "not", "yet"],
     );
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): escalated by Ada Lovelace
             itergate · feature · iteration 1/10
@@ -593,7 +575,7 @@ fn decisions_on_another_branch_with_branch() {
             ");
     });
     repo.git(&["checkout", "--quiet", "feature"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(status(&repo), @r"
             itergate · feature · iteration 1/10
             Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): not yet
@@ -639,7 +621,7 @@ fn decisions_travel_with_notes_push_and_fetch_and_both_sides_are_kept() {
     ok(&second, &["notes", "fetch", "origin"]);
     // A fetched teammate's decision counts.
     let out = ok(&second, &["status"]);
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate · feature · iteration 2/2
             Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): wait for the release
@@ -735,10 +717,10 @@ fn a_malformed_decisions_note_is_skipped_with_a_warning() {
     let err = named(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{err}");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(err, @"itergate: warning: skipping the decisions of <head> (the refs/notes/itergate note of <key>): not an itergate decisions note (not a decisions envelope); remove it with `git notes --ref refs/notes/itergate remove <key>`");
     });
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(stdout, @r"
             itergate · feature · iteration 1/10
             Decision: ITERATE (priority high) — 2 issues to address; strategy retry
@@ -758,7 +740,7 @@ fn a_malformed_decisions_note_is_skipped_with_a_warning() {
     // Appending to it is refused rather than overwriting what cannot be read.
     let out = itergate(&repo.path, &["accept"]);
     assert!(!out.status.success());
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(named(&out.stderr), @"itergate: error: writing a refs/notes/itergate note: the refs/notes/itergate decisions note of <head> (object <key>) cannot be read; remove it with `git notes --ref refs/notes/itergate remove <key>`: not a decisions envelope: invalid type: integer `7`, expected a sequence");
     });
 
@@ -778,10 +760,10 @@ fn a_malformed_decisions_note_is_skipped_with_a_warning() {
         .replace(&second, "<second>")
         .replace(&copied_to, "<copied-to>");
     assert!(out.status.success(), "{err}");
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(err, @"itergate: warning: skipping the decisions of <second> (the refs/notes/itergate note of <copied-to>): not an itergate decisions note (the note names commit [sha], which is not the one it is filed under); remove it with `git notes --ref refs/notes/itergate remove <copied-to>`");
     });
-    insta::with_settings!({ filters => redact::filters() }, {
+    insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
             itergate · feature · iteration 2/10
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
