@@ -17,6 +17,8 @@ use itergate::github::{CommentId, Forge, PrNumber, RepoName};
 use itergate::model::{CheckerIssue, IterationRecord, Scores, Severity, Trigger, TriggerType};
 use proptest::prelude::*;
 
+use crate::redact;
+
 fn record(iteration: u32, issues: usize) -> IterationRecord {
     let mut r = IterationRecord::new(
         iteration,
@@ -173,7 +175,9 @@ fn issue_references_and_autolinks_do_not_survive_escaping() {
     for live in ["#123", "widgets#5", "https://", "www.evil", "a@b"] {
         assert!(!text.contains(live), "`{live}` in {text}");
     }
-    assert!(text.contains("\\#\u{2060}123"), "{text}");
+    insta::with_settings!({ filters => redact::invisible() }, {
+        insta::assert_snapshot!(text, @r"fixes \#[U+2060]123 and octo\-org/widgets\#[U+2060]5, see https\:[U+2060]//evil\.example or www[U+2060]\.evil\.example, mail a@[U+2060]b\.example");
+    });
 }
 
 #[test]
@@ -217,7 +221,7 @@ fn corrupt_or_foreign_state_is_reported_not_trusted() {
         .lost_state
         .clone()
         .expect("the loss is remembered");
-    assert!(lost.contains("base64"), "{lost}");
+    insta::assert_snapshot!(&lost, @"the state is not valid base64: Invalid symbol 33, offset 0.");
     assert_eq!(
         loaded.state,
         StickyState {
@@ -248,17 +252,21 @@ fn a_forged_state_in_the_visible_text_is_ignored() {
 fn fence_outlasts_any_backtick_run_and_escape_stays_inline() {
     let text = "a ``` b ```` c\n```\n<!-- itergate:sticky -->";
     let fenced = fence(text);
-    assert!(
-        fenced.starts_with("`````\n") && fenced.ends_with("\n`````"),
-        "{fenced}"
-    );
+    insta::with_settings!({ filters => redact::invisible() }, {
+        insta::assert_snapshot!(&fenced, @r"
+            `````
+            a ``` b ```` c
+            ```
+            <![U+200B]-- itergate:sticky --[U+200B]>
+            `````
+            ");
+    });
     assert!(!fenced.contains("<!--") && !fenced.contains("-->"));
     let inline = escape_markdown_inline("**bold** [x](y) <b> @alice\n/iterate accept <!-- -->");
     assert!(!inline.contains('\n') && !inline.contains('<') && !inline.contains('>'));
-    assert!(
-        inline.starts_with("\\*\\*bold\\*\\* \\[x\\]\\(y\\) &lt;b&gt; @\u{2060}alice"),
-        "{inline}"
-    );
+    insta::with_settings!({ filters => redact::invisible() }, {
+        insta::assert_snapshot!(inline, @r"\*\*bold\*\* \[x\]\(y\) &lt;b&gt; @[U+2060]alice /iterate accept &lt;\!\-\- \-\-&gt;");
+    });
 }
 
 #[test]
@@ -295,7 +303,18 @@ fn large_histories_are_compacted_oldest_first_under_the_limit() {
     let huge_visible = "x".repeat(200_000);
     let body = render_body(&huge_visible, &state(3, 1));
     assert!(body.len() <= MAX_BODY_BYTES);
-    assert!(body.contains("cut: the comment reached GitHub's size limit"));
+    let mut filters = redact::filters();
+    filters.push((r"x{16,}", "xxxx[…]"));
+    insta::with_settings!({ filters => filters }, {
+        insta::assert_snapshot!(&body, @r"
+            <!-- itergate:sticky -->
+            xxxx[…]
+
+            … (cut: the comment reached GitHub's size limit)
+
+            <!-- itergate:state v1 [state] -->
+            ");
+    });
     assert_eq!(parse_state(&body).expect("state").records.len(), 3);
 }
 

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::redact;
+
 fn itergate(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_itergate"))
         .args(args)
@@ -25,6 +27,12 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `text` with the directory `dir` named `<dir>`: a snapshot keeps the file name and place
+/// after it, which a filter for temporary paths would take too.
+fn in_dir(text: &str, dir: &Path) -> String {
+    text.replace(dir.to_str().expect("utf8"), "<dir>")
+}
+
 const NOW: &str = "--now=2026-11-02T11:00:00Z";
 
 #[test]
@@ -34,7 +42,19 @@ fn decide_on_the_example_history() {
         &root(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("Decision: ACCEPT"), "{}", stdout(&o));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(stdout(&o), @r"
+            itergate · task · iteration 3/10
+            Decision: ACCEPT (priority low) — Quality 0.95 meets the bar with no blocking issues
+            Quality:  0.95 (+0.135)
+              Tests Passing: 100% (+10%)
+              Code Quality: 0.95 (+0.100)
+              Coverage: 90% (+20%)
+              Complexity: 0.85 (+0.250)
+            Next steps:
+              1. Accept iteration 3: nothing more is required
+            ");
+    });
 }
 
 #[test]
@@ -130,11 +150,22 @@ fn directory_flag_and_config_file() {
         &root(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        !stdout(&o).contains("Decision: ACCEPT"),
-        "threshold 0.99 is not met: {}",
-        stdout(&o)
-    );
+    // The threshold of 0.99 is not met.
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(stdout(&o), @r"
+            itergate · task · iteration 3/10
+            Decision: ESCALATE (priority high) — Expected gain 0.01 is too small to be worth another iteration, and quality is below the bar
+            Quality:  0.95 (+0.135)
+              Tests Passing: 100% (+10%)
+              Code Quality: 0.95 (+0.100)
+              Coverage: 90% (+20%)
+              Complexity: 0.85 (+0.250)
+            Triggers:
+              - quality_threshold (0.04): Quality 0.95 below threshold 0.99
+            Next steps:
+              1. A human decides: `/iterate accept` to proceed with the remaining issues, or `/iterate adjust <guidance>` to change the approach
+            ");
+    });
 }
 
 fn config_error(yaml: &str) -> String {
@@ -150,7 +181,7 @@ fn config_error(yaml: &str) -> String {
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "one clear error: {err}");
     assert!(!err.contains("panicked"));
-    err
+    in_dir(&err, dir.path())
 }
 
 #[test]
@@ -158,21 +189,15 @@ fn malformed_configs_exit_2_with_one_clear_error() {
     let e = config_error(
         "quality_weights: {tests_passing: -1, code_quality: 1, coverage: 0.9, complexity: 0.1}\n",
     );
-    assert!(
-        e.contains(".itergate.yml:1:") && e.contains("expected a number >= 0"),
-        "{e}"
-    );
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/.itergate.yml:1:1: `quality_weights`: weight `tests_passing` is -1; expected a number >= 0");
     let e = config_error("quality_weights: {tests_passing: 0.9}\n");
-    assert!(e.contains("expected them to sum to 1"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/.itergate.yml:1:1: `quality_weights`: the weights sum to 1.5; expected them to sum to 1 (unset weights default to 0.4/0.3/0.2/0.1)");
     let e = config_error("stopping_criteria:\n  iteration_limits: {min: 4, max: 2}\n");
-    assert!(e.contains("`min` (4) is greater than `max` (2)"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/.itergate.yml:2:3: `stopping_criteria.iteration_limits`: `min` (4) is greater than `max` (2); expected min <= max");
     let e = config_error("revision: {max_iterations: three}\n");
-    assert!(
-        e.contains("`revision.max_iterations`") && e.contains(":1:"),
-        "{e}"
-    );
+    insta::assert_snapshot!(e, @r#"itergate: error: <dir>/.itergate.yml:1:28: `revision.max_iterations`: invalid type: string "three", expected u32"#);
     let e = config_error("stopping_criteria: [\n");
-    assert!(e.contains(".itergate.yml:"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/.itergate.yml:1:20: `stopping_criteria`: invalid type: sequence, expected struct StoppingCriteria");
 }
 
 fn history_error(name: &str, text: &str) -> String {
@@ -182,65 +207,57 @@ fn history_error(name: &str, text: &str) -> String {
     assert_eq!(o.status.code(), Some(2), "stdout: {}", stdout(&o));
     let err = stderr(&o);
     assert!(!err.contains("panicked"), "{err}");
-    err
+    in_dir(&err, dir.path())
 }
 
 #[test]
 fn malformed_histories_exit_2_with_place() {
     let e = history_error("h.json", "[{\"iteration\": 1, \"timestamp\": \"2026-11-02T09:00:00Z\", \"scores\": {\"coverage\": \"high\"}}]");
-    assert!(
-        e.contains("h.json:1:") && e.contains("`[0].scores.coverage`"),
-        "{e}"
-    );
+    insta::assert_snapshot!(e, @r#"itergate: error: <dir>/h.json:1:84: `[0].scores.coverage`: invalid type: string "high", expected f64"#);
     let e = history_error("h.json", "[{\"iteration\": 1,");
-    assert!(e.contains("h.json:1:"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/h.json:1:17: `[0].?`: EOF while parsing a value");
     let e = history_error("h.yml", "- iteration: 1\n  timestamp: yesterday\n");
-    assert!(
-        e.contains("h.yml:2:") && e.contains("`[0].timestamp`"),
-        "{e}"
-    );
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/h.yml:2:14: `[0].timestamp`: .[0].timestamp: input contains invalid characters");
     let e = history_error(
         "h.yml",
         "- {iteration: 1, timestamp: 2026-11-02T09:00:00Z, scores: {tests_passing: 1.7}}\n",
     );
-    assert!(
-        e.contains("`[0].scores.tests_passing`") && e.contains("expected a number from 0 to 1"),
-        "{e}"
-    );
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/h.yml: `[0].scores.tests_passing`: 1.7 is out of range; expected a number from 0 to 1");
     let e = history_error("h.yml", "");
-    assert!(e.contains("empty"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/h.yml: the file is empty; expected a list of iteration records");
     let e = history_error("h.yml", "[]");
-    assert!(e.contains("no iteration"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: h.yml: task: the history is empty: there is no iteration to decide on");
     let e = history_error("h.yml", "- {iteration: 2, timestamp: 2026-11-02T09:00:00Z}\n- {iteration: 1, timestamp: 2026-11-02T09:00:00Z}\n");
-    assert!(e.contains("oldest first"), "{e}");
+    insta::assert_snapshot!(e, @"itergate: error: <dir>/h.yml: `[1].iteration`: iteration 1 does not follow iteration 2; expected the records oldest first");
 }
 
 #[test]
 fn missing_file_and_bad_usage_exit_2() {
     let o = itergate(&["decide", "--history", "nope.yml"], &root());
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("nope.yml: cannot read"),
-        "{}",
-        stderr(&o)
-    );
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&o), &root()), @"itergate: error: <dir>/nope.yml: cannot read: No such file or directory (os error 2)");
+    });
     let o = itergate(&["frobnicate"], &root());
     assert_eq!(o.status.code(), Some(2));
     let o = itergate(&["decide"], &root());
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--history"));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(stderr(&o), @"itergate: error: --history FILE is required (a JSON or YAML list of iteration records)");
+    });
 }
 
 #[test]
 fn help_teaches() {
     let o = itergate(&["--help"], &root());
-    let text = stdout(&o);
-    assert!(
-        text.contains("Examples:") && text.contains("Exit status"),
-        "{text}"
-    );
+    // With examples and the table of exit statuses.
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!("help", stdout(&o));
+    });
     let o = itergate(&["decide", "--help"], &root());
-    assert!(stdout(&o).contains("oldest first"));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!("decide_help", stdout(&o));
+    });
 }
 
 #[test]
@@ -256,7 +273,20 @@ fn color_always_paints_and_never_does_not() {
         ],
         &root(),
     );
-    assert!(stdout(&o).contains("\u{1b}[32m"), "{}", stdout(&o));
+    // The escape codes, shown.
+    insta::with_settings!({ filters => vec![("\u{1b}", "^[")] }, {
+        insta::assert_snapshot!(stdout(&o), @r"
+            ^[[1mitergate^[[0m · task · iteration 3/10
+            Decision: ^[[32mACCEPT^[[0m (priority low) — Quality 0.95 meets the bar with no blocking issues
+            Quality:  0.95 (+0.135)
+              Tests Passing: 100% (+10%)
+              Code Quality: 0.95 (+0.100)
+              Coverage: 90% (+20%)
+              Complexity: 0.85 (+0.250)
+            Next steps:
+              1. Accept iteration 3: nothing more is required
+            ");
+    });
     let o = itergate(
         &[
             "--color",
@@ -297,16 +327,16 @@ fn templates_can_be_overridden_per_repository() {
     std::fs::write(dir.path().join("tpl/analytics.txt.tera"), "x\n").expect("write");
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("rename it to analytics.txt.j2"),
-        "{}",
-        stderr(&o)
-    );
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&o), dir.path()), @r#"itergate: error: template <dir>/tpl/analytics.txt.tera: templates are Jinja files named `*.j2` now: rename it to analytics.txt.j2 (tera's `join(sep="...")` becomes `join("...")`)"#);
+    });
     std::fs::remove_file(dir.path().join("tpl/analytics.txt.tera")).expect("remove");
     std::fs::write(dir.path().join("tpl/decision.txt.j2"), "{% if %}\n").expect("write");
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("tpl/decision.txt.j2"), "{}", stderr(&o));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&o), dir.path()), @"itergate: error: template <dir>/tpl/decision.txt.j2: syntax error: unexpected end of block (in decision.txt.j2:1)");
+    });
     // A misspelt name fails loudly, naming the file and line, instead of printing nothing.
     std::fs::write(
         dir.path().join("tpl/decision.txt.j2"),
@@ -315,30 +345,33 @@ fn templates_can_be_overridden_per_repository() {
     .expect("write");
     let o = itergate(&["decide", "--history", "h.yml", NOW], dir.path());
     assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(
-        e.contains("rendering template")
-            && e.contains("tpl/decision.txt.j2")
-            && e.contains("undefined value (in decision.txt.j2:2)"),
-        "{e}"
-    );
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&o), dir.path()), @"itergate: error: rendering template <dir>/tpl/decision.txt.j2: undefined value (in decision.txt.j2:2)");
+    });
 }
 
 #[test]
 fn errors_a_newcomer_understands() {
     // Outside a repository: `run` and `init` say so, with no libgit2 codes.
     let outside = tempfile::tempdir().expect("tempdir");
+    let mut errors = String::new();
     for args in [&["run"][..], &["init"][..], &["status"][..]] {
         let o = itergate(args, outside.path());
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("no git repository at or above"), "{err}");
-        assert!(!err.contains("class="), "{err}");
+        errors.push_str(&format!("{args:?}: {}", in_dir(&err, outside.path())));
         assert!(
             !outside.path().join(".itergate.yml").exists(),
             "init wrote nothing"
         );
     }
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(errors, @r#"
+            ["run"]: itergate: error: no git repository at or above <dir> (could not find repository at '<dir>'); run this inside a clone, or `git init` first
+            ["init"]: itergate: error: no git repository at or above <dir> (could not find repository at '<dir>'); run this inside a clone, or `git init` first
+            ["status"]: itergate: error: no git repository at or above <dir> (could not find repository at '<dir>'); run this inside a clone, or `git init` first
+            "#);
+    });
     // A repository without commits: make a first commit.
     let empty = tempfile::tempdir().expect("tempdir");
     let git = Command::new("git")
@@ -347,13 +380,20 @@ fn errors_a_newcomer_understands() {
         .status()
         .expect("git");
     assert!(git.success());
+    let mut errors = String::new();
     for args in [&["run"][..], &["status"][..], &["score"][..]] {
         let o = itergate(args, empty.path());
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("make a first commit"), "{args:?}: {err}");
-        assert!(!err.contains("class="), "{err}");
+        errors.push_str(&format!("{args:?}: {}", in_dir(&err, empty.path())));
     }
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(errors, @r#"
+            ["run"]: itergate: error: the repository has no commits yet: make a first commit, then run again
+            ["status"]: itergate: error: the repository has no commits yet: make a first commit, then run again
+            ["score"]: itergate: error: the repository has no commits yet: make a first commit, then run again
+            "#);
+    });
 }
 
 #[test]
@@ -361,8 +401,10 @@ fn config_prints_the_defaults_and_the_configuration_in_force() {
     let o = itergate(&["config", "--default"], &root());
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    assert!(text.contains("patch_coverage_target: 0.8"), "{text}");
-    assert!(text.contains("# "), "the documented file, comments and all");
+    // The documented file, comments and all.
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!("config_default", &text);
+    });
     let parsed = itergate::config::Config::from_yaml(&text, Path::new("default"))
         .expect("the printed defaults parse");
     assert_eq!(parsed, itergate::config::Config::default());
@@ -370,7 +412,9 @@ fn config_prints_the_defaults_and_the_configuration_in_force() {
     std::fs::write(dir.path().join("c.yml"), "revision: {max_iterations: 5}\n").expect("write");
     let o = itergate(&["--config", "c.yml", "config"], dir.path());
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("max_iterations: 5"), "{}", stdout(&o));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!("config_in_force", stdout(&o));
+    });
 }
 
 #[test]
@@ -441,11 +485,9 @@ fn help_for_a_broken_configuration_works_with_one() {
     }
     let out = itergate(&["config"], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(".itergate.yml:1:"),
-        "{}",
-        stderr(&out)
-    );
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&out), dir.path()), @"itergate: error: <dir>/.itergate.yml:1:9: `checks`: invalid type: sequence, expected a map");
+    });
     // `init --force` writes a good one over it.
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
@@ -455,7 +497,9 @@ fn help_for_a_broken_configuration_works_with_one() {
     assert!(git.success());
     let out = itergate(&["init"], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("use --force"), "{}", stderr(&out));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(in_dir(&stderr(&out), dir.path()), @"itergate: error: <dir>/.itergate.yml exists; use --force to overwrite it");
+    });
     let out = itergate(&["init", "--force"], dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let out = itergate(&["config"], dir.path());

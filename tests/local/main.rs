@@ -4,6 +4,8 @@
 
 #[path = "../gitrepo/mod.rs"]
 mod gitrepo;
+#[path = "../redact/mod.rs"]
+mod redact;
 
 mod action_install;
 mod adoption;

@@ -25,3 +25,20 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
         (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
     ]
 }
+
+/// Filters that show the invisible characters itergate puts in untrusted text to break
+/// mentions, references, links and HTML comments: a word joiner (U+2060) and a zero-width
+/// space (U+200B). A snapshot would otherwise hide them.
+#[allow(dead_code)] // not every test binary that includes this module escapes text
+pub fn invisible() -> Vec<(&'static str, &'static str)> {
+    vec![("\u{2060}", "[U+2060]"), ("\u{200B}", "[U+200B]")]
+}
+
+/// [`filters`], and the lines that say a check started or finished dropped: a change's
+/// checks and its base's run at once, so theirs come in either order.
+#[allow(dead_code)] // not every test binary that includes this module runs checks
+pub fn without_progress() -> Vec<(&'static str, &'static str)> {
+    let mut filters = filters();
+    filters.push((r"(?m)^itergate: check [^\n]*\n", ""));
+    filters
+}

@@ -63,6 +63,21 @@ fn prompt(history: &[IterationRecord], changes: Option<String>) -> String {
         .expect("prompt renders")
 }
 
+/// The item of the prompt's YAML issue list that holds `needle`, from its `- dimension:`
+/// to the next item or the end of the list.
+fn item<'a>(text: &'a str, needle: &str) -> &'a str {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle}: {text}"));
+    let start = text[..at].rfind("- dimension:").expect("an item");
+    let end = ["\n- dimension:", "\n```"]
+        .iter()
+        .filter_map(|e| text[at..].find(e))
+        .min()
+        .map_or(text.len(), |e| at + e);
+    &text[start..end]
+}
+
 #[test]
 fn a_failed_assert_eq_keeps_its_message_and_both_values() {
     let issues = fixture_issues();
@@ -77,8 +92,15 @@ fn a_failed_assert_eq_keeps_its_message_and_both_values() {
     );
     assert_eq!(ranges.affected_field.as_deref(), Some("src/lib.rs:15"));
     let text = prompt(&history_with(vec![issues]), None);
-    assert!(text.contains(r#"left: ">0.0.9,<=2.5.3""#), "{text}");
-    assert!(text.contains(r#"right: ">0.0.9, <=2.5.3""#), "{text}");
+    insta::assert_snapshot!(item(&text, "renders_ranges_with_a_space"), @r#"
+        - dimension: tests
+          severity: BLOCKER
+          finding: |-
+            test tests::renders_ranges_with_a_space failed: assertion `left == right` failed: display of a range
+            left: ">0.0.9,<=2.5.3"
+            right: ">0.0.9, <=2.5.3"
+          affected_field: src/lib.rs:15
+        "#);
 }
 
 #[test]
@@ -88,14 +110,16 @@ fn a_huge_value_loses_its_middle_not_its_end() {
         .iter()
         .find(|i| i.finding.contains("huge_values_keep_both_sides"))
         .expect("the huge test");
-    assert!(
-        huge.finding
-            .contains("assertion `left == right` failed: mismatch"),
-        "{}",
-        huge.finding
-    );
-    assert!(huge.finding.contains("bytes cut] …"), "{}", huge.finding);
-    assert!(huge.finding.ends_with("right: \"x\""), "{}", huge.finding);
+    // The runs of `y` on either side of the cut, shortened.
+    insta::with_settings!({ filters => vec![(r"y{16,}", "yyyy[…]")] }, {
+        insta::assert_snapshot!(&huge.finding, @r#"
+            test tests::huge_values_keep_both_sides failed: assertion `left == right` failed: mismatch
+            left: "yyyy[…]
+            … [16052 bytes cut] …
+            yyyy[…]"
+            right: "x"
+            "#);
+    });
     assert!(huge.finding.len() <= 4096 + 48, "{}", huge.finding.len());
     assert_eq!(huge.affected_field.as_deref(), Some("src/lib.rs:24"));
 }
@@ -110,10 +134,19 @@ fn forty_failures_at_one_place_are_one_item_with_a_count() {
         2,
         "{text}"
     );
-    assert!(text.contains("count: 40"), "{text}");
-    for id in ["ports::p01", "ports::p05"] {
-        assert!(text.contains(&format!("- {id}\n")), "{id}: {text}");
-    }
+    insta::assert_snapshot!(item(&text, "40 tests failed with one cause"), @r"
+        - dimension: tests
+          severity: BLOCKER
+          finding: '40 tests failed with one cause: a port number: ParseIntError { kind: InvalidDigit }'
+          affected_field: src/lib.rs:6
+          count: 40
+          tests:
+          - ports::p02
+          - ports::p01
+          - ports::p03
+          - ports::p04
+          - ports::p05
+        ");
     assert!(
         !text.contains("ports::p06"),
         "only the first five ids: {text}"
@@ -140,7 +173,19 @@ fn fixing_some_of_one_causes_failures_is_progress_not_a_stall() {
     assert!(!reason.contains("stalled"), "{reason}");
     // In the prompt, the 31 left of the group are still one item.
     let text = prompt(&history, None);
-    assert!(text.contains("31 tests failed with one cause"), "{text}");
+    insta::assert_snapshot!(item(&text, "31 tests failed with one cause"), @r"
+        - dimension: tests
+          severity: BLOCKER
+          finding: '31 tests failed with one cause: a port number: ParseIntError { kind: InvalidDigit }'
+          affected_field: src/lib.rs:6
+          count: 31
+          tests:
+          - ports::p10
+          - ports::p11
+          - ports::p12
+          - ports::p13
+          - ports::p14
+        ");
 }
 
 #[test]
@@ -166,15 +211,34 @@ fn output_with_backtick_runs_stays_inside_a_longer_fence() {
     let open = text.find("`````yaml\n").expect("a fence of five backticks");
     let body = &text[open + "`````yaml\n".len()..];
     let close = body.find("\n`````\n").expect("the fence closes");
-    assert!(body[..close].contains("```` too"), "{text}");
+    insta::assert_snapshot!(item(&body[..close], "```` too"), @r"
+        - dimension: tests
+          severity: BLOCKER
+          finding: |-
+            40 tests failed at one place; the first says: expected
+            ```
+            fn a() {}
+            ```
+            and ```` too
+          affected_field: src/lib.rs:6
+          count: 40
+          tests:
+          - t
+          - ports::p01
+          - ports::p03
+          - ports::p04
+          - ports::p05
+        ");
     // Nothing inside closes it early: no line of five backticks before its end.
     assert!(
         !body[..close].lines().any(|l| l.trim() == "`````"),
         "{text}"
     );
     let fenced = itergate::markup::fence("a ``` b\n```` c");
-    assert!(
-        fenced.starts_with("`````\n") && fenced.ends_with("\n`````"),
-        "{fenced}"
-    );
+    insta::assert_snapshot!(fenced, @r"
+        `````
+        a ``` b
+        ```` c
+        `````
+        ");
 }
