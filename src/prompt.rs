@@ -385,7 +385,13 @@ pub fn issues_yaml(issues: &[&CheckerIssue]) -> String {
 }
 
 fn round_sentence(revision: &RevisionProgress) -> String {
-    if !revision.is_open() {
+    if revision.restarted() {
+        format!(
+            "A person's adjust restarted the revision rounds: the next iteration is revision \
+             round 1 of max {}.",
+            revision.max_iterations
+        )
+    } else if !revision.is_open() {
         "No revision round is open: the latest iteration has no BLOCKER or WARNING issue.".into()
     } else if revision.limit_exceeded() {
         let rounds = if revision.max_iterations == 1 {

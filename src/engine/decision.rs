@@ -221,6 +221,12 @@ impl RevisionProgress {
         self.iteration > 0
     }
 
+    /// A person's `adjust` restarted the count at the latest iteration, which still has
+    /// BLOCKER or WARNING issues: the next iteration is round 1.
+    pub fn restarted(&self) -> bool {
+        self.iteration == 0 && self.blockers + self.warnings > 0
+    }
+
     /// More rounds than allowed (the decision escalates unless a person or a hard limit
     /// decided first).
     pub fn limit_exceeded(&self) -> bool {
@@ -229,10 +235,16 @@ impl RevisionProgress {
 
     /// One line for people. Never shows a round past the limit as `n/m` with `n > m`.
     pub fn line(&self) -> String {
+        let issues = format!("{} blockers, {} warnings", self.blockers, self.warnings);
+        if self.restarted() {
+            return format!(
+                "Revision rounds restarted by adjust (next: 1/{}) -- {issues}",
+                self.max_iterations
+            );
+        }
         if !self.is_open() {
             return "No open revision round".into();
         }
-        let issues = format!("{} blockers, {} warnings", self.blockers, self.warnings);
         if self.limit_exceeded() {
             let rounds = if self.max_iterations == 1 {
                 "round"

@@ -80,7 +80,7 @@ pub fn evaluate(input: &DecideInput) -> Result<Evaluation, EngineError> {
         .max_iterations
         .unwrap_or(config.stopping_criteria.iteration_limits.max);
     let budget = budget::compute(config, history, input.now, max_iterations);
-    let revision = revision::progress(config, revision_window(history, input.feedback));
+    let revision = revision::progress(config, revision_window(history, input.feedback), latest);
     let qualities: Vec<f64> = trajectory.attempt_qualities().collect();
     let potential = assessment::assess(&qualities, &triggers, budget.budget.remaining_iterations);
     let outcome = stopping::evaluate(&StopContext {

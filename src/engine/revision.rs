@@ -29,8 +29,14 @@ pub struct RevisionState {
     pub stalled: bool,
 }
 
-/// `records` are the iterations counted by the loop (since the last restart).
-pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
+/// `records` are the iterations counted by the loop (since the last restart); `latest` is
+/// the task's latest iteration, whose BLOCKER and WARNING counts are reported even when a
+/// restart left it out of the count.
+pub fn progress(
+    config: &Config,
+    records: &[IterationRecord],
+    latest: &IterationRecord,
+) -> RevisionState {
     let max = config.revision.max_iterations;
     let mut run = records
         .iter()
@@ -43,12 +49,10 @@ pub fn progress(config: &Config, records: &[IterationRecord]) -> RevisionState {
     let length = usize::from(count > 0) + usize::from(previous_count.is_some()) + run.count();
     let round = u32::try_from(length).unwrap_or(u32::MAX);
     let has_issues = count > 0;
-    let (blockers, warnings) = records.last().map_or((0, 0), |latest| {
-        (
-            latest.count(Severity::Blocker),
-            latest.count(Severity::Warning),
-        )
-    });
+    let (blockers, warnings) = (
+        latest.count(Severity::Blocker),
+        latest.count(Severity::Warning),
+    );
     RevisionState {
         progress: RevisionProgress {
             iteration: round,

@@ -583,6 +583,20 @@ fn adjust_restarts_the_round_count() {
     let d = decide_with(&Config::default(), &h, &f);
     assert_eq!(d.revision.iteration, 2);
     assert_eq!(d.revision.previous_count, Some(3));
+
+    // Adjusted at the latest iteration: no round is counted yet, but its issues are still
+    // there to fix, and the line says so instead of "no open round".
+    let f = Feedback {
+        restart_after: Some(4),
+        ..Feedback::default()
+    };
+    let d = decide_with(&Config::default(), &h, &f);
+    assert_eq!(d.revision.iteration, 0);
+    assert!(d.revision.restarted());
+    assert_eq!(
+        d.revision.blockers,
+        h[3].count(itergate::model::Severity::Blocker)
+    );
 }
 
 #[test]
@@ -595,7 +609,17 @@ fn revision_line_never_shows_a_round_past_the_limit() {
         warnings: 2,
         previous_count: None,
     };
-    assert_eq!(p(0, 3).line(), "No open revision round");
+    let clean = RevisionProgress {
+        blockers: 0,
+        warnings: 0,
+        ..p(0, 3)
+    };
+    assert_eq!(clean.line(), "No open revision round");
+    // A person's adjust at an iteration that still has issues: the count starts again.
+    assert_eq!(
+        p(0, 3).line(),
+        "Revision rounds restarted by adjust (next: 1/3) -- 1 blockers, 2 warnings"
+    );
     assert_eq!(
         p(3, 3).line(),
         "Revision iteration 3/3 -- 1 blockers, 2 warnings"
