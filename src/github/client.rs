@@ -322,7 +322,6 @@ impl OctocrabForge {
                 match verdict {
                     Verdict::RetryAfter(wait) => Attempt::Retry { wait, ambiguous },
                     Verdict::GiveUp(note) => {
-                        let error = status_error(call.operation, &reply, attempt, note);
                         let limit = retry::rate_limit(
                             &policy,
                             reply.status,
@@ -337,9 +336,14 @@ impl OctocrabForge {
                                 operation: call.operation,
                                 status: reply.status,
                                 wait,
-                                message: error.to_string(),
+                                // GitHub's words alone: the operation and the wait are said
+                                // once, by this error.
+                                message: match status_error(call.operation, &reply, attempt, None) {
+                                    ForgeError::Status { message, .. } => message,
+                                    other => other.to_string(),
+                                },
                             },
-                            None => error,
+                            None => status_error(call.operation, &reply, attempt, note),
                         };
                         Attempt::Failed { error, ambiguous }
                     }
