@@ -60,12 +60,20 @@ pub fn parse<T: DeserializeOwned>(name: &str, text: &str) -> Result<T, InputErro
             message: "the file is empty; expected a list of iteration records".into(),
         });
     }
-    let error = |line, column, field: String, message: String| InputError {
-        source_name: name.into(),
-        line,
-        column,
-        field: Some(field).filter(|f| f != "."),
-        message,
+    let error = |line, column, field: String, message: String| {
+        // `?` is a place the parser had not reached (the input ended): the field around it.
+        let field = field.trim_end_matches(".?").to_string();
+        // serde_norway starts its message with the path the field already says.
+        let message = message
+            .strip_prefix(&format!(".{field}: "))
+            .map_or(message.clone(), str::to_string);
+        InputError {
+            source_name: name.into(),
+            line,
+            column,
+            field: Some(field).filter(|f| f != "." && f != "?"),
+            message,
+        }
     };
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
         let de = &mut serde_json::Deserializer::from_str(trimmed);
