@@ -127,7 +127,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
     insta::assert_snapshot!("local_escalation_status", status(&repo));
     let out = ok(&repo.path, &["hook", "install"]);
     insta::with_settings!({ filters => redact::without_progress() }, {
-        insta::assert_snapshot!(out, @"itergate: installed the pre-push hook at [tmp]");
+        insta::assert_snapshot!(out, @"itergate: installed the pre-push hook at [tmp]/repo/.git/hooks/pre-push");
     });
     let blocked = push(&repo);
     let err = String::from_utf8_lossy(&blocked.stderr);
@@ -152,7 +152,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
               feature: escalate — Max iterations reached (2/2)
             A person decides: `itergate accept [reason]` (or `itergate adjust <guidance>`, `itergate budget <n>`; `--branch NAME` for a branch not checked out), then push again.
             To push anyway: `git push --no-verify`, or `ITERGATE_SKIP=1 git push`.
-            error: failed to push some refs to '[tmp]'
+            error: failed to push some refs to '[tmp]/remote.git'
             ");
     });
 
@@ -239,7 +239,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
             Strategy: retry
             Next steps:
               1. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
     let prompt = repo.path.join(".git/itergate/revision-prompt.md");
@@ -308,7 +308,7 @@ fn adjust_restarts_the_revision_count() {
             Strategy: refine
             Next steps:
               1. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
 
@@ -331,7 +331,7 @@ fn adjust_restarts_the_revision_count() {
             Next steps:
               1. Address the reviewer feedback (1 comment)
               2. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
     // The guidance reaches the prompt with its author.
@@ -356,7 +356,7 @@ fn adjust_restarts_the_revision_count() {
             Strategy: refine
             Next steps:
               1. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
     let prompt = ok(&repo.path, &["prompt"]);
@@ -428,7 +428,7 @@ fn budget_raises_the_iteration_limit_and_stays() {
             Strategy: refine
             Next steps:
               1. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
     let report = decision_json(&repo.path);
@@ -482,7 +482,7 @@ fn feedback_is_quoted_in_the_revision_prompt_with_its_author() {
             Next steps:
               1. Address the reviewer feedback (1 comment)
               2. Fix tests: test s::t3 failed: boom (lib.txt:1)
-            Revision prompt: [tmp]
+            Revision prompt: [tmp]/repo/.git/itergate/revision-prompt.md
             ");
     });
     let prompt = ok(&repo.path, &["prompt"]);

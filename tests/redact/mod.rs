@@ -20,7 +20,8 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
             r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?",
             "[time]",
         ),
-        (r"/tmp/[^\s`'\x22)\]>]+", "[tmp]"),
+        // The temporary directory only: the file names and positions after it are kept.
+        (r"/tmp/\.tmp[A-Za-z0-9_]+", "[tmp]"),
         (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
         (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
     ]
