@@ -7,11 +7,11 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::engine::trajectory::quality_of;
+use crate::engine::trajectory::{quality_of, Trajectory};
 use crate::engine::Evaluation;
 use crate::engine::{Decision, Recommendation};
 use crate::markup::{escape_markdown_excerpt, escape_markdown_inline, fence_with_info};
-use crate::model::{Dimension, IterationRecord, Severity};
+use crate::model::{Dimension, IterationRecord, Severity, Status};
 use crate::signals::integrity;
 use crate::summary::{format_delta, format_score};
 
@@ -79,6 +79,7 @@ fn delta(d: Option<Dimension>, now: Option<f64>, then: Option<f64>) -> String {
 fn score_rows(
     config: &Config,
     history: &[IterationRecord],
+    trajectory: &Trajectory,
     base: Option<&IterationRecord>,
 ) -> Vec<ScoreRow> {
     let Some(latest) = history.last() else {
@@ -86,19 +87,33 @@ fn score_rows(
     };
     let previous = history.len().checked_sub(2).and_then(|i| history.get(i));
     let w = &config.quality_weights;
+    // The trajectory's quality: none for a VOID or error iteration, whose scores are not
+    // to be trusted (the terminal summary says the same).
+    let point = |record: &IterationRecord| {
+        trajectory
+            .points
+            .iter()
+            .find(|p| p.iteration == record.iteration)
+            .and_then(|p| p.quality)
+    };
+    let quality = point(latest);
+    if quality.is_none() && matches!(latest.status, Status::Void | Status::Error) {
+        let why = match latest.status {
+            Status::Void => "VOID, not scored",
+            _ => "error, not scored",
+        };
+        return vec![ScoreRow {
+            label: "Quality",
+            value: why.into(),
+            vs_previous: "–".into(),
+            vs_base: "–".into(),
+        }];
+    }
     let mut rows = vec![ScoreRow {
         label: "Quality",
-        value: quality_of(latest, w).map_or("–".into(), |q| format!("{q:.2}")),
-        vs_previous: delta(
-            None,
-            quality_of(latest, w),
-            previous.and_then(|p| quality_of(p, w)),
-        ),
-        vs_base: delta(
-            None,
-            quality_of(latest, w),
-            base.and_then(|b| quality_of(b, w)),
-        ),
+        value: quality.map_or("–".into(), |q| format!("{q:.2}")),
+        vs_previous: delta(None, quality, previous.and_then(point)),
+        vs_base: delta(None, quality, base.and_then(|b| quality_of(b, w))),
     }];
     rows.extend(latest.scores.observed().map(|(d, v)| ScoreRow {
         label: d.label(),
@@ -159,7 +174,7 @@ pub fn comment_view(
         commit: latest
             .map(|r| r.commit.0.chars().take(12).collect())
             .unwrap_or_default(),
-        scores: score_rows(config, history, base),
+        scores: score_rows(config, history, trajectory, base),
         revision_line: decision.revision.line(),
         chart_x: points
             .iter()
