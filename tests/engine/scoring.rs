@@ -396,6 +396,69 @@ fn coverage_is_patch_coverage_of_the_changed_lines() {
     assert_eq!(uncovered, ["src/lib.rs:11"]);
 }
 
+/// A changed source file that the coverage report leaves out (coverage.py's `source`
+/// naming another package) is said to be unmeasured, never silently scored as nothing;
+/// a test file, a file of another kind, and a file another report measures are not.
+#[test]
+fn a_changed_file_the_coverage_report_leaves_out_is_unmeasured_not_silent() {
+    let added = |text: &str| {
+        vec![AddedLine {
+            line: 3,
+            text: text.into(),
+        }]
+    };
+    let mut changed = ChangedLines::default();
+    for file in ["src/codec.py", "tests/test_codec.py", "docs/conf.rs"] {
+        changed.files.insert(file.into(), added("    return n + 1"));
+    }
+    changed
+        .files
+        .insert("src/imports.py".into(), added("import os"));
+    let cobertura = |file: &str| {
+        format!(
+            r#"<?xml version="1.0" ?><coverage version="7.6" lines-valid="1" lines-covered="1" line-rate="1"><packages><package name="p"><classes><class name="m" filename="{file}" line-rate="1"><lines><line number="1" hits="1"/></lines></class></classes></package></packages></coverage>"#
+        )
+    };
+    let only_tests = [outcome(
+        "tests",
+        ReportFormat::Cobertura,
+        &cobertura("tests/test_other.py"),
+        Visibility::Full,
+    )];
+    let r = scored_with(&Config::default(), &only_tests, None, Some(&changed));
+    let notes: Vec<_> = r
+        .issues
+        .iter()
+        .filter(|i| i.dimension == "unmeasured")
+        .map(|i| (i.severity, i.affected_field.clone(), i.finding.clone()))
+        .collect();
+    assert_eq!(
+        notes,
+        [(
+            Severity::Info,
+            Some("src/codec.py".to_string()),
+            "coverage of `src/codec.py` unmeasured: the coverage report leaves the changed file out (what it measures is set in the coverage tool's configuration)".to_string()
+        )]
+    );
+
+    // A second report that measures it: nothing is unmeasured.
+    let both = [
+        only_tests[0].clone(),
+        outcome(
+            "tests.cobertura",
+            ReportFormat::Cobertura,
+            &cobertura("src/codec.py"),
+            Visibility::Full,
+        ),
+    ];
+    let r = scored_with(&Config::default(), &both, None, Some(&changed));
+    assert!(
+        r.issues.iter().all(|i| i.dimension != "unmeasured"),
+        "{:?}",
+        r.issues
+    );
+}
+
 #[test]
 fn a_python_failure_inside_a_dependency_is_located_in_the_repository() {
     let root = tempfile::tempdir().expect("tempdir");

@@ -22,10 +22,26 @@ impl Accumulator {
         ));
         let Some(changed) = input.changed else { return };
         let (mut total, mut covered) = self.patch.unwrap_or_default();
+        let extension = |path: &str| path.rsplit_once('.').map(|(_, e)| e.to_string());
+        let measured_kinds: std::collections::BTreeSet<String> =
+            c.files.keys().filter_map(|f| extension(f)).collect();
         for (path, lines) in &changed.files {
             let Some(file) = c.files.get(path) else {
+                // A changed source file of a kind the report measures, left out of it: its
+                // lines are unmeasured, which the record says rather than scoring nothing.
+                let code = lines
+                    .iter()
+                    .any(|l| !l.text.trim().is_empty() && !is_import(&l.text));
+                if code
+                    && (input.paths.is_source)(path)
+                    && !(input.paths.is_test)(path)
+                    && extension(path).is_some_and(|e| measured_kinds.contains(&e))
+                {
+                    self.coverage_missed.insert(path.clone());
+                }
                 continue;
             };
+            self.coverage_seen.insert(path.clone());
             // An edit to code the base already left untested (a renamed variable, a type
             // annotation) adds no untested code: the file's uncovered lines did not grow.
             // Its covered changed lines still count.

@@ -215,6 +215,10 @@ struct Accumulator {
     complexity: Vec<u32>,
     /// Uncovered changed spans; their severity depends on the patch coverage in all.
     uncovered: Vec<CheckerIssue>,
+    /// Changed source files a coverage report left out, while it measures files of their
+    /// kind; and those a report did measure (several reports may be read).
+    coverage_missed: std::collections::BTreeSet<String>,
+    coverage_seen: std::collections::BTreeSet<String>,
     issues: Vec<CheckerIssue>,
     triggers: Vec<Trigger>,
     debt: BaseDebt,
@@ -294,6 +298,32 @@ impl Accumulator {
                 }
             }
             self.issues.append(&mut self.uncovered);
+            let missed: Vec<&String> = self
+                .coverage_missed
+                .difference(&self.coverage_seen)
+                .collect();
+            if let Some(first) = missed.first() {
+                let files = missed
+                    .iter()
+                    .take(3)
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let more = missed.len().saturating_sub(3);
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                self.issues.push(issue(
+                    UNMEASURED,
+                    Severity::Info,
+                    format!(
+                        "coverage of {files}{more} unmeasured: the coverage report leaves the changed file out (what it measures is set in the coverage tool's configuration)"
+                    ),
+                    Some((*first).clone()),
+                ));
+            }
             record.scores.coverage = if by_change { patch } else { project };
         }
         if !self.complexity.is_empty() {
