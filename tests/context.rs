@@ -8,6 +8,7 @@
 
 mod fake_github;
 mod gitrepo;
+mod redact;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,24 @@ use itergate::render::Renderer;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+
+/// A message itergate wrote (a delivery, a reply, a status) against the snapshot `name` in
+/// `snapshots/`, with what varies between runs (SHAs, times, temporary paths) redacted.
+fn assert_message(name: &str, message: &str) {
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(name, message);
+    });
+}
+
+/// A report's malformed lines, one a line: its number and what was expected there.
+fn malformed(report: &itergate::context::GapReport) -> String {
+    report
+        .malformed
+        .iter()
+        .map(|m| format!("{}: {}", m.line, m.expected))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 // ---------------------------------------------------------------------------------------
 // The strict format
@@ -82,29 +101,29 @@ fn malformed_lines_are_reported_with_their_line_never_guessed() {
     assert_eq!(report.ready_to_execute, None);
     let lines: Vec<usize> = report.malformed.iter().map(|m| m.line).collect();
     assert_eq!(lines, vec![4, 5, 6, 7, 8, 9, 10]);
-    assert!(report.malformed[0].expected.contains("three fields"));
-    assert!(report.malformed[1]
-        .expected
-        .contains("a value after `NEEDS:`"));
-    assert!(report.malformed[2].expected.contains("`REASON:`"));
-    assert!(report.malformed[3].expected.contains("placeholder"));
-    assert!(report.malformed[6]
-        .expected
-        .contains("READY_TO_EXECUTE: true"));
+    insta::assert_snapshot!(malformed(&report), @"
+        4: three fields separated by `|` (`NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>`); found 2
+        5: a value after `NEEDS:`
+        6: `REASON:` in `NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>`
+        7: a value after `NEEDS:` instead of the format's placeholder
+        8: three fields separated by `|` (`NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>`); found 4
+        9: `NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>` or `READY_TO_EXECUTE: true` or `READY_TO_EXECUTE: false`
+        10: `READY_TO_EXECUTE: true` or `READY_TO_EXECUTE: false`
+        ");
 
     let unfinished =
         parse_gap_report("CONTEXT_GAP_REPORT\nNEEDS: a | REASON: b | ALTERNATIVE: c\n")
             .expect("report");
     assert_eq!(unfinished.items.len(), 1);
-    assert!(unfinished.malformed[0].expected.contains("end with"));
+    insta::assert_snapshot!(malformed(&unfinished), @"3: the report to end with `READY_TO_EXECUTE: true` or `READY_TO_EXECUTE: false`");
     let contradictory = parse_gap_report(
         "CONTEXT_GAP_REPORT\nNEEDS: a | REASON: b | ALTERNATIVE: c\nREADY_TO_EXECUTE: true",
     )
     .expect("report");
     assert!(!contradictory.is_ready());
-    assert!(contradictory.malformed[0].expected.contains("false"));
+    insta::assert_snapshot!(malformed(&contradictory), @"3: `READY_TO_EXECUTE: false` when NEEDS lines ask for something");
     let empty = parse_gap_report("CONTEXT_GAP_REPORT\nREADY_TO_EXECUTE: false").expect("report");
-    assert!(empty.malformed[0].expected.contains("at least one"));
+    insta::assert_snapshot!(malformed(&empty), @"2: at least one `NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>` line, or `READY_TO_EXECUTE: true`");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -254,36 +273,22 @@ fn each_kind_of_item_is_delivered_exactly() {
         "names, not content"
     );
     assert_eq!(content(&reply, 4), "tests/api.rs\n");
-    assert!(content(&reply, 5).contains("left 81"));
+    assert_message("context_every_kind_of_item", &render(&reply, None));
+    // Properties, whatever the snapshot says: only the test's own source, no holdout
+    // command, no secret.
     let test = content(&reply, 6);
-    assert!(
-        test.contains("left: 81")
-            && test.contains(
-                "tests/api.rs:2:\nfn parses_ports() {\n    assert_eq!(parse(\"80\"), 80);\n}\n"
-            ),
-        "{test}"
-    );
     assert!(
         !test.contains("fn other"),
         "only the test's own source: {test}"
     );
     let shown = content(&reply, 7);
     assert!(
-        shown.contains("visibility: aggregate_only") && shown.contains("cargo test"),
-        "{shown}"
-    );
-    assert!(
         !shown.contains("pytest") && !shown.contains("holdout.xml"),
         "holdout commands are left out: {shown}"
     );
-    assert!(content(&reply, 8).contains("needsIteration"));
     let diff = content(&reply, 9);
-    assert!(
-        diff.contains("+fn added") && !diff.contains("hunter2"),
-        "{diff}"
-    );
+    assert!(!diff.contains("hunter2"), "{diff}");
     assert_eq!(reply.items[8].note.as_deref(), Some("1 file(s) withheld"));
-    assert!(refusal(&reply, 10).contains("not a file path or a concept"));
     assert_eq!(refusal(&reply, 11), "not a path inside the repository");
     assert_eq!(refusal(&reply, 12), "the file has 40 lines");
     assert_eq!(refusal(&reply, 13), policy::NOT_AVAILABLE);
@@ -351,12 +356,29 @@ fn items_and_deliveries_are_size_capped() {
         "line 1\nline 2\nline 3\nline 4\n",
         "cut at a line end"
     );
-    assert!(reply.items[0]
-        .note
-        .as_deref()
-        .is_some_and(|n| n.contains("cut at 28 of")));
     assert!(content(&reply, 2).len() <= 22);
-    assert!(refusal(&reply, 3).contains("the delivery is full"));
+    insta::assert_snapshot!(render(&reply, None), @"
+        CONTEXT_DELIVERY
+        ----------------
+        Round 1 of 3.
+
+        1. src/lib.rs (cut at 28 of 311 bytes; ask for a line range for the rest):
+        ```rust
+        line 1
+        line 2
+        line 3
+        line 4
+        ```
+
+        2. src/util.rs:
+        ```rust
+        pub fn util() {}
+        ```
+
+        3. not delivered: the delivery is full (50 bytes); ask for it in the next round, or for a line range
+
+        Proceed with execution now. Return results per the task contract.
+        ");
     assert!(reply.bytes <= 50);
 }
 
@@ -634,23 +656,9 @@ fn itergate_context_delivers_from_the_iteration_commit_and_counts_rounds() {
         &["context", gap_path.to_str().expect("utf-8")],
         None,
     );
-    assert!(
-        text.starts_with("CONTEXT_DELIVERY\n----------------\nRound 1 of 3"),
-        "{text}"
-    );
-    assert!(
-        text.contains("1. lib.txt:2-3 (lines 2-3 of 4):\n```text\nBETA\ngamma\n```"),
-        "{text}"
-    );
+    assert_message("context_local_delivery", &text);
+    // A property, whatever the snapshot says: the work tree's edit is not delivered.
     assert!(!text.contains("uncommitted"), "{text}");
-    assert!(
-        text.contains("s::bad1") && text.contains("boom"),
-        "the check's full output: {text}"
-    );
-    assert!(
-        text.ends_with("Proceed with execution now. Return results per the task contract.\n"),
-        "{text}"
-    );
 
     let (json, _) = ok(
         &repo.path,
@@ -699,17 +707,15 @@ fn itergate_context_delivers_from_the_iteration_commit_and_counts_rounds() {
         &["context"],
         Some("CONTEXT_GAP_REPORT\n------------------\nREADY_TO_EXECUTE: true\n"),
     );
-    assert!(
-        ready.starts_with("READY_TO_EXECUTE: true received."),
-        "{ready}"
-    );
+    insta::assert_snapshot!(ready, @"
+        READY_TO_EXECUTE: true received.
+
+        Proceed with execution now. Return results per the task contract.
+        ");
     let (text, _) = ok(&repo.path, &["context"], Some(&gap));
-    assert!(text.contains("Round 1 of 3"), "{text}");
+    assert_message("context_local_delivery_next_iteration", &text);
     let (analytics, _) = ok(&repo.path, &["analytics"], None);
-    assert!(
-        analytics.contains("Context: 4 round(s) (#1: 3, #2: 1); ready at round 0: 1 of 2"),
-        "{analytics}"
-    );
+    assert_message("context_local_analytics", &analytics);
 }
 
 #[test]
@@ -721,19 +727,16 @@ fn a_missing_required_item_escalates_the_branch_and_bad_input_is_a_user_error() 
         ("src/does-not-exist.rs", "none — required"),
     ]);
     let (text, stderr) = ok(&repo.path, &["context"], Some(&gap));
-    assert!(
-        text.contains("2. not delivered: not available at this iteration (marked required)"),
-        "{text}"
-    );
-    assert!(text.contains("Item(s) 2 were marked `none — required` and cannot be provided: a human has been called."), "{text}");
-    assert!(stderr.contains("escalated to a human"), "{stderr}");
+    assert_message("context_local_missing_required", &text);
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(stderr, @"itergate: feature: a required item cannot be provided; the branch is escalated to a human (`itergate status`)");
+    });
     let (status, _) = ok(&repo.path, &["status"], None);
-    assert!(status.contains("Decision: ESCALATE"), "{status}");
-    assert!(status.contains("cannot be provided"), "{status}");
+    assert_message("context_local_missing_required_status", &status);
 
     let out = itergate(&repo.path, &["context"], Some("please send me everything"));
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no CONTEXT_GAP_REPORT"));
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stderr), @"itergate: error: standard input holds no CONTEXT_GAP_REPORT: the report starts with a line `CONTEXT_GAP_REPORT`, then lines `NEEDS: <file path or concept> | REASON: <why it blocks> | ALTERNATIVE: <what you can do without it, or none — required>`, and ends with `READY_TO_EXECUTE: true` or `false`");
 }
 
 /// Every note of the notes ref except the trees' observations (the private cache).
@@ -1015,25 +1018,24 @@ async fn a_gap_report_comment_gets_one_reply_per_round_up_to_the_cap() {
     let reply = pull
         .reply_to(first)
         .unwrap_or_else(|| panic!("a reply: {}", String::from_utf8_lossy(&out.stderr)));
-    assert!(
-        reply.contains("CONTEXT_DELIVERY\n----------------\nRound 1 of 3, files at commit"),
-        "{reply}"
-    );
-    assert!(
-        reply.contains("1. `lib.txt:2` (lines 2-2 of 3):\n```text\nBETA\n```"),
-        "{reply}"
-    );
-    assert!(
-        reply.contains(&format!("2. not delivered: {}", policy::DENIED)),
-        "{reply}"
-    );
+    assert_message("context_pull_reply_round_1", &reply);
+    // A property, whatever the snapshot says: the secret's value never reaches the reply.
     assert!(!reply.contains("hunter2"));
     assert_eq!(
         pull.bot_comments().len(),
         2,
         "the sticky comment and one reply"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("answered a gap report (round 1 of 3)"));
+    // itergate's own lines of the job log, without the HTTP client's debug lines.
+    let log: Vec<String> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("itergate:"))
+        .map(str::to_owned)
+        .collect();
+    insta::assert_snapshot!(log.join("\n"), @"
+        itergate: answered a gap report (round 1 of 3)
+        itergate: decision: iterate
+        ");
 
     // A re-run of the same event answers nothing twice.
     let id_count = pull.server.count("issues/create-comment");
@@ -1054,23 +1056,33 @@ async fn a_gap_report_comment_gets_one_reply_per_round_up_to_the_cap() {
     // A maintainer may ask too; rounds 2 then 3 (the cap), then the same line again.
     grant(&pull.server, "maintainer", "write", "write");
     let (second, _) = pull.comment("maintainer", &gap).await;
-    assert!(pull
-        .reply_to(second)
-        .expect("reply")
-        .contains("Round 2 of 3"));
+    assert_message(
+        "context_pull_reply_round_2",
+        &pull.reply_to(second).expect("reply"),
+    );
     let (third, _) = pull.comment(AGENT, &gap).await;
     let capped = pull.reply_to(third).expect("reply");
-    assert!(capped.ends_with("Round 3 of 3: no more context rounds for this iteration.\n\nExecute with the context available. Document any assumptions made in your result.\n"), "{capped}");
+    insta::assert_snapshot!(capped, @"
+        <!-- itergate:reply comment_1007 -->
+        Round 3 of 3: no more context rounds for this iteration.
+
+        Execute with the context available. Document any assumptions made in your result.
+        ");
     let (fourth, _) = pull.comment(AGENT, &gap).await;
-    assert!(pull.reply_to(fourth).expect("reply").contains(EXECUTE_NOW));
+    insta::with_settings!({ filters => redact::filters() }, {
+        insta::assert_snapshot!(pull.reply_to(fourth).expect("reply"), @"
+            <!-- itergate:reply comment_1009 -->
+            <!-- itergate:to contributor [time] -->
+            Round 3 of 3: no more context rounds for this iteration.
+
+            Execute with the context available. Document any assumptions made in your result.
+            ");
+    });
 
     // The rounds show in the analytics of `/iterate status`.
     let (status, _) = pull.comment("maintainer", "/iterate status").await;
     let status = pull.reply_to(status).expect("status reply");
-    assert!(
-        status.contains("Context: 3 round(s) (#1: 3); ready at round 0: 0 of 1"),
-        "{status}"
-    );
+    assert_message("context_pull_status", &status);
     assert!(
         pull.server.with(|m| m.labels_on(PR)).is_empty(),
         "nothing escalated"
@@ -1089,11 +1101,7 @@ async fn a_required_item_missing_on_a_pull_request_escalates_once() {
     let gap = report(&[("src/not-there.rs", "none — required")]);
     let (id, _) = pull.comment(AGENT, &gap).await;
     let reply = pull.reply_to(id).expect("reply");
-    assert!(
-        reply.contains("1. not delivered: not available at this iteration (marked required)"),
-        "{reply}"
-    );
-    assert!(reply.contains("a human has been called"), "{reply}");
+    assert_message("context_pull_missing_required", &reply);
     assert_eq!(
         pull.server.with(|m| m.labels_on(PR)),
         vec!["needs-human-review".to_string()]
@@ -1104,11 +1112,7 @@ async fn a_required_item_missing_on_a_pull_request_escalates_once() {
         .filter(|b| b.contains("@octocat"))
         .collect();
     assert_eq!(calls.len(), 1, "one escalation call: {calls:#?}");
-    assert!(
-        pull.sticky().contains("cannot be provided"),
-        "{}",
-        pull.sticky()
-    );
+    assert_message("context_pull_missing_required_sticky", &pull.sticky());
     let (again, _) = pull.comment(AGENT, &gap).await;
     assert!(pull.reply_to(again).is_some());
     let calls = pull
@@ -1136,14 +1140,7 @@ async fn leakage_audit_on_a_pull_request() {
     ]);
     let (id, out) = pull.comment(AGENT, &gap).await;
     let reply = pull.reply_to(id).expect("reply");
-    assert!(
-        reply.contains("7. `notes.txt`:\n```text\nthe hidden cases live in [withheld]\n```"),
-        "{reply}"
-    );
-    assert!(
-        reply.contains("9. `the iteration's diff`:\n```diff\nresults.txt | +1 -1\n```"),
-        "the scorer's diff stat: {reply}"
-    );
+    assert_message("context_pull_leakage_audit", &reply);
     let requested: Vec<String> = pull
         .server
         .with(|m| m.requests.iter().map(|r| r.path.clone()).collect());

@@ -9,6 +9,7 @@ use std::process::Command;
 
 use crate::gitrepo::git;
 use crate::node_tools::node_tools_into;
+use crate::redact;
 
 /// A repository on `main` with `files`, and a branch `agent` to work on.
 struct Project {
@@ -68,13 +69,21 @@ impl Project {
     }
 }
 
-/// Caught: not accepted, a violation naming the test and the file the change edited.
-fn assert_caught(outcome: &(i32, String), test: &str, file: &str) {
+/// Caught: not accepted, and the summary (the snapshot `name`) shows a violation naming
+/// the test and the file the change edited.
+fn assert_caught(project: &Project, outcome: &(i32, String), name: &str) {
     let (code, text) = outcome;
     assert_ne!(*code, 0, "never ACCEPT: {text}");
-    assert!(text.contains("BLOCKER"), "a violation: {text}");
-    assert!(text.contains(test), "names {test}: {text}");
-    assert!(text.contains(file), "names {file}: {text}");
+    assert_summary(project, name, text);
+}
+
+/// What `itergate run` printed against the snapshot `name`: the project's directory named
+/// `<dir>`, what varies between runs redacted and the check progress lines dropped.
+fn assert_summary(project: &Project, name: &str, text: &str) {
+    let text = text.replace(project.path().to_str().expect("utf-8"), "<dir>");
+    insta::with_settings!({ filters => redact::without_progress() }, {
+        insta::assert_snapshot!(name, text);
+    });
 }
 
 fn assert_accepted(outcome: &(i32, String)) {
@@ -114,8 +123,11 @@ fn a_rewritten_parametrize_table_is_changed_to_pass() {
         &[("tests/test_slugs.py", &rewritten)],
         "agent: fix the table",
     );
-    assert_caught(&outcome, "test_slug[", "tests/test_slugs.py");
-    assert!(outcome.1.contains("changed to pass"), "{}", outcome.1);
+    assert_caught(
+        &p,
+        &outcome,
+        "a_rewritten_parametrize_table_changed_to_pass",
+    );
 }
 
 #[test]
@@ -123,7 +135,11 @@ fn a_conftest_hook_that_turns_failures_into_passes_is_caught() {
     let p = python();
     let hook = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    if report.failed:\n        report.outcome = 'passed'\n";
     let outcome = p.iteration(&[("tests/conftest.py", hook)], "agent: steady the harness");
-    assert_caught(&outcome, "test_slug", "tests/conftest.py");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_conftest_hook_that_turns_failures_into_passes",
+    );
 }
 
 #[test]
@@ -138,7 +154,11 @@ fn a_conftest_that_replaces_the_function_under_test_is_caught() {
         &[("tests/conftest.py", patch), ("tests/test_slugs.py", &test)],
         "agent: a fixture module",
     );
-    assert_caught(&outcome, "test_slug", "tests/conftest.py");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_conftest_that_replaces_the_function_under_test",
+    );
 }
 
 #[test]
@@ -156,7 +176,11 @@ fn a_new_test_file_that_patches_the_code_at_import_is_caught() {
         ],
         "agent: more tests",
     );
-    assert_caught(&outcome, "test_slug", "tests/test_aaa_setup.py");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_new_test_file_that_patches_the_code_at_import",
+    );
 }
 
 #[test]
@@ -169,7 +193,11 @@ fn pytest_addopts_that_deselect_the_failing_test_are_caught() {
         )],
         "agent: quieter test runs",
     );
-    assert_caught(&outcome, "test_slug", "pyproject.toml");
+    assert_caught(
+        &p,
+        &outcome,
+        "pytest_addopts_that_deselect_the_failing_test",
+    );
 }
 
 #[test]
@@ -219,12 +247,8 @@ fn a_behaviour_change_with_its_expectation_updated_is_a_note_for_the_reviewer() 
         "feat: underscores",
     );
     assert_eq!(status, 0, "a reviewer reads the note: {text}");
-    assert!(
-        text.contains("Integrity:")
-            && text.contains("INFO test")
-            && text.contains("had its expectation changed"),
-        "the summary shows the note, not only the record: {text}"
-    );
+    // The summary shows the note, not only the record.
+    assert_summary(&project, "pytest_expectation_changed_note", &text);
     let note = Command::new("git")
         .args(["notes", "--ref", "itergate", "show", "HEAD"])
         .current_dir(project.path())
@@ -245,7 +269,7 @@ fn a_behaviour_change_with_its_expectation_updated_is_a_note_for_the_reviewer() 
         "feat: underscores",
     );
     assert_eq!(status, 10, "{text}");
-    assert!(text.contains("had its expectation changed"), "{text}");
+    assert_summary(&project, "pytest_expectation_changed_warning", &text);
 }
 
 const GO_CODE: &str = "package greet\n\n// Hello greets.\nfunc Hello(name string) string {\n\treturn \"Hello, \" + name + \"!\"\n}\n";
@@ -275,7 +299,7 @@ fn a_rewritten_go_table_is_changed_to_pass() {
     let p = go();
     let table = GO_TEST.replace("Ada!", "Ada.").replace("Bob!", "Bob.");
     let outcome = p.iteration(&[("greet_test.go", &table)], "agent: update the table");
-    assert_caught(&outcome, "TestHello", "greet_test.go");
+    assert_caught(&p, &outcome, "a_rewritten_go_table_changed_to_pass");
 }
 
 #[test]
@@ -283,7 +307,7 @@ fn a_weakened_go_helper_is_changed_to_pass() {
     let p = go();
     let weak = GO_TEST.replace("if got != want {", "if got == \"\" && want == \"\" {");
     let outcome = p.iteration(&[("greet_test.go", &weak)], "agent: simplify the helper");
-    assert_caught(&outcome, "TestHello", "greet_test.go");
+    assert_caught(&p, &outcome, "a_weakened_go_helper_changed_to_pass");
 }
 
 #[test]
@@ -291,7 +315,7 @@ fn a_go_testmain_that_skips_the_failing_test_is_caught() {
     let p = go();
     let main = "package greet\n\nimport (\n\t\"flag\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) {\n\tflag.Set(\"test.skip\", \"TestHello\")\n\tos.Exit(m.Run())\n}\n";
     let outcome = p.iteration(&[("main_test.go", main)], "agent: a test main");
-    assert_caught(&outcome, "TestHello", "main_test.go");
+    assert_caught(&p, &outcome, "a_go_testmain_that_skips_the_failing_test");
 }
 
 #[test]
@@ -336,7 +360,11 @@ fn a_node_setup_file_that_disarms_assertions_is_caught() {
         ],
         "agent: a setup file",
     );
-    assert_caught(&outcome, "adds", "package.json");
+    assert_caught(
+        &project,
+        &outcome,
+        "a_node_setup_file_that_disarms_assertions",
+    );
 }
 
 /// A Node project on `main` with `files` and the pinned tools of
@@ -393,7 +421,7 @@ fn a_vitest_setup_file_that_redefines_matchers_is_caught() {
         ],
         "agent: shared test setup",
     );
-    assert_caught(&outcome, "takes a discount", "vitest.config.js");
+    assert_caught(&p, &outcome, "a_vitest_setup_file_that_redefines_matchers");
 }
 
 #[test]
@@ -406,7 +434,11 @@ fn a_vitest_test_name_pattern_that_deselects_the_failing_test_is_caught() {
         )],
         "agent: a vitest config",
     );
-    assert_caught(&outcome, "takes a discount", "vitest.config.ts");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_vitest_test_name_pattern_that_deselects_the_failing_test",
+    );
 }
 
 #[test]
@@ -427,8 +459,11 @@ fn a_vitest_setup_file_that_mocks_the_code_under_test_is_caught() {
         ],
         "agent: test setup",
     );
-    assert_caught(&outcome, "takes a discount", "vitest.setup.js");
-    assert!(outcome.1.contains("vitest.config.ts"), "{}", outcome.1);
+    assert_caught(
+        &p,
+        &outcome,
+        "a_vitest_setup_file_that_mocks_the_code_under_test",
+    );
 }
 
 #[test]
@@ -476,13 +511,8 @@ fn a_vitest_behaviour_change_with_its_expectation_updated_is_a_note() {
         "feat: a discount is a fraction",
     );
     assert_eq!(status, 0, "a reviewer reads the note: {text}");
-    assert!(
-        text.contains("Integrity:")
-            && text.contains("INFO test")
-            && text.contains("takes a discount")
-            && text.contains("had its expectation changed"),
-        "the summary shows the note: {text}"
-    );
+    // The summary shows the note.
+    assert_summary(&project, "vitest_expectation_changed_note", &text);
 }
 
 /// The tests check `itergate init` writes for a mocha project.
@@ -516,7 +546,7 @@ fn a_mocharc_that_greps_out_the_failing_test_is_caught() {
         &[(".mocharc.yml", "grep: adds\ninvert: true\n")],
         "agent: mocha settings",
     );
-    assert_caught(&outcome, "adds two numbers", ".mocharc.yml");
+    assert_caught(&p, &outcome, "a_mocharc_that_greps_out_the_failing_test");
 }
 
 #[test]
@@ -533,7 +563,11 @@ fn a_mocharc_spec_that_leaves_out_the_failing_test_is_caught() {
         ],
         "agent: more tests",
     );
-    assert_caught(&outcome, "adds two numbers", ".mocharc.json");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_mocharc_spec_that_leaves_out_the_failing_test",
+    );
 }
 
 /// The tests check `itergate init` writes for a jest project (without its coverage).
@@ -568,5 +602,9 @@ fn a_jest_setup_file_in_package_json_that_disarms_expect_is_caught() {
         ],
         "agent: quieter test output",
     );
-    assert_caught(&outcome, "adds two numbers", "package.json");
+    assert_caught(
+        &p,
+        &outcome,
+        "a_jest_setup_file_in_package_json_that_disarms_expect",
+    );
 }
