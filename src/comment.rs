@@ -10,7 +10,10 @@ use crate::config::Config;
 use crate::engine::trajectory::{quality_of, Trajectory};
 use crate::engine::Evaluation;
 use crate::engine::{Decision, Recommendation};
-use crate::markup::{escape_markdown_excerpt, escape_markdown_inline, fence_with_info};
+use crate::markup::{
+    escape_markdown_excerpt, escape_markdown_inline, escape_markdown_inline_keeping_code,
+    fence_with_info,
+};
 use crate::model::{Dimension, IterationRecord, Severity, Status};
 use crate::signals::integrity;
 use crate::summary::{format_delta, format_score};
@@ -157,7 +160,7 @@ pub fn comment_view(
     CommentView {
         recommendation: decision.recommendation().as_str(),
         headline: headline(decision.recommendation()),
-        why: escape_markdown_inline(
+        why: escape_markdown_inline_keeping_code(
             &decision
                 .stopping_reason
                 .as_ref()
@@ -203,7 +206,7 @@ pub fn comment_view(
         next_steps: decision
             .next_steps
             .iter()
-            .map(|s| escape_markdown_inline(s))
+            .map(|s| escape_markdown_inline_keeping_code(s))
             .collect(),
         label: config.github.label.clone(),
         base_debt: escape_markdown_inline(&crate::summary::base_debt_line(latest)),
@@ -355,7 +358,7 @@ pub fn escalation_view(
             .map(|r| format!("@{}", r.trim_start_matches('@')))
             .collect::<Vec<_>>()
             .join(" "),
-        why: escape_markdown_inline(
+        why: escape_markdown_inline_keeping_code(
             &decision
                 .stopping_reason
                 .as_ref()

@@ -61,6 +61,45 @@ pub fn escape_markdown_inline(text: &str) -> String {
     out
 }
 
+/// Like [`escape_markdown_inline`], but a `code span` (single backticks, on one line) stays
+/// code: GitHub renders nothing inside one (no mention, link, autolink or HTML), so the text
+/// reads as written — ``/iterate adjust <guidance>`` rather than escaped backticks. A span
+/// that holds `<!` or `--` (the start or end of an HTML comment, such as the sticky
+/// comment's markers) or a control character is escaped like the rest.
+pub fn escape_markdown_inline_keeping_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('`') else {
+            break;
+        };
+        let span = Some(&after[..close]).filter(|code| {
+            !code.is_empty()
+                && !code.contains("<!")
+                && !code.contains("--")
+                && !code.chars().any(char::is_control)
+                && !code.contains(['\u{0085}', '\u{2028}', '\u{2029}'])
+        });
+        match span {
+            Some(code) => {
+                out.push_str(&escape_markdown_inline(&rest[..open]));
+                out.push('`');
+                out.push_str(code);
+                out.push('`');
+                rest = &after[code.len() + 1..];
+            }
+            // Escaped whole, closing backtick included, so the next span pairs as written.
+            None => {
+                out.push_str(&escape_markdown_inline(&rest[..open + close + 2]));
+                rest = &after[close + 1..];
+            }
+        }
+    }
+    out.push_str(&escape_markdown_inline(rest));
+    out
+}
+
 /// Like [`escape_markdown_inline`], cut to at most `max_chars` characters of `text` (an
 /// ellipsis says it was cut): for echoing what someone wrote in a short reply.
 pub fn escape_markdown_excerpt(text: &str, max_chars: usize) -> String {

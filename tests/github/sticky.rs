@@ -14,6 +14,7 @@ use itergate::github::sticky::{
 };
 use itergate::github::types::{Actor, ActorKind, Comment};
 use itergate::github::{CommentId, Forge, PrNumber, RepoName};
+use itergate::markup::escape_markdown_inline_keeping_code;
 use itergate::model::{CheckerIssue, IterationRecord, Scores, Severity, Trigger, TriggerType};
 use proptest::prelude::*;
 
@@ -267,6 +268,14 @@ fn fence_outlasts_any_backtick_run_and_escape_stays_inline() {
     insta::with_settings!({ filters => redact::invisible() }, {
         insta::assert_snapshot!(inline, @r"\*\*bold\*\* \[x\]\(y\) &lt;b&gt; @[U+2060]alice /iterate accept &lt;\!\-\- \-\-&gt;");
     });
+    // Code spans stay code (GitHub renders nothing inside one); a span holding a comment
+    // marker, a line break or no closing backtick is escaped like the rest.
+    let kept = escape_markdown_inline_keeping_code(
+        "reply `/iterate adjust <guidance>` or `@alice` @bob; `<!-- itergate:sticky -->` `a\nb` `open",
+    );
+    insta::with_settings!({ filters => redact::invisible() }, {
+        insta::assert_snapshot!(kept, @r"reply `/iterate adjust <guidance>` or `@alice` @[U+2060]bob; \`&lt;\!\-\- itergate\:sticky \-\-&gt;\` \`a b\` \`open");
+    });
 }
 
 #[test]
@@ -387,11 +396,17 @@ proptest! {
             untrusted, // even unescaped, it cannot forge the marker or the state
         );
         let body = render_body(&visible, &s);
-        prop_assert_eq!(parse_state(&body), Ok(s));
+        prop_assert_eq!(parse_state(&body), Ok(s.clone()));
         prop_assert_eq!(body.matches(MARKER).count(), 1);
         prop_assert_eq!(body.matches("<!-- itergate:state").count(), 1);
         let escaped = escape_markdown_inline(&untrusted);
         prop_assert!(!escaped.contains("<!--") && !escaped.contains("-->") && !escaped.contains('\n'));
+        // Code spans kept as code still never hold a comment marker or a line break.
+        let kept = escape_markdown_inline_keeping_code(&untrusted);
+        prop_assert!(!kept.contains("<!--") && !kept.contains("-->") && !kept.contains('\n'));
+        let body = render_body(&format!("Next: {kept}"), &s);
+        prop_assert_eq!(parse_state(&body), Ok(s));
+        prop_assert_eq!(body.matches(MARKER).count(), 1);
         let fenced = fence(&untrusted);
         prop_assert!(!fenced.contains("<!--") && !fenced.contains("-->"));
     }
