@@ -158,6 +158,9 @@ pub fn answer_before_work(
     ))
 }
 
+/// Who the context protocol's own escalations are filed as.
+pub const ESCALATED_BY: &str = "itergate context";
+
 /// Files the branch for a human, as `itergate escalate` would, naming the missing items.
 fn escalate(
     store: &NotesStore,
@@ -166,12 +169,12 @@ fn escalate(
     reply: &Reply,
     at: chrono::DateTime<Utc>,
 ) -> Result<(), Failure> {
-    let reason = context::escalation_reason(reply, "itergate context");
+    let reason = context::escalation_reason(reply, ESCALATED_BY);
     let decision = HumanDecision {
         action: HumanAction::Escalate {
             reason: Some(reason),
         },
-        by: "itergate context".into(),
+        by: ESCALATED_BY.into(),
         email: None,
         at,
     };

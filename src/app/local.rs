@@ -651,13 +651,13 @@ pub fn short(oid: Oid) -> String {
     oid.to_string().chars().take(7).collect()
 }
 
+/// Who `itergate loop`'s own decisions are filed as.
+pub const LOOP: &str = "itergate loop";
+
 /// One person's decision given at `iteration`, with the meaning of the pull request's
 /// command of the same name; the words of feedback and guidance name their author, so the
 /// revision prompt says whose words they are. A later escalation takes back an earlier
 /// accept, and the other way round.
-/// Who `itergate loop`'s own decisions are filed as.
-pub const LOOP: &str = "itergate loop";
-
 fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: u32) {
     let signed = |text: &str| format!("{} (local): {text}", decision.by);
     match &decision.action {
@@ -669,6 +669,10 @@ fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: 
         HumanAction::Escalate { reason } => {
             feedback.accepted = false;
             feedback.escalation = Some(reason.clone().unwrap_or_default());
+            feedback.escalated_by = [LOOP, super::context::ESCALATED_BY]
+                .iter()
+                .all(|own| decision.by != *own)
+                .then(|| decision.by.clone());
         }
         HumanAction::Adjust { guidance } => {
             feedback.accepted = false;

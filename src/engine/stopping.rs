@@ -215,16 +215,25 @@ fn human(ctx: &StopContext) -> Option<Outcome> {
         ));
     }
     let reason = ctx.feedback.escalation.as_ref()?;
+    let command = match ctx.feedback.surface {
+        super::Surface::Local => "`itergate escalate`",
+        super::Surface::PullRequest => "`/iterate escalate`",
+    };
+    // A person is named; itergate's own escalations (a context item that cannot be
+    // provided, the loop's stop) say why in their reason.
+    let who = match (ctx.feedback.escalated_by.as_deref(), ctx.feedback.surface) {
+        (Some(by), _) => format!("Escalated by {by} ({command})"),
+        (None, _) if !reason.is_empty() => "Escalated".into(),
+        (None, super::Surface::Local) => format!("Escalated by a person ({command})"),
+        (None, super::Surface::PullRequest) => format!("Escalated by a maintainer ({command})"),
+    };
     Some(ctx.stop(
         Recommendation::Escalate,
         StopCode::EscalatedByHuman,
-        match (ctx.feedback.surface, reason.is_empty()) {
-            (super::Surface::Local, true) => "Escalated by a person (`itergate escalate`)".into(),
-            (super::Surface::Local, false) => {
-                format!("Escalated by a person (`itergate escalate`): {reason}")
-            }
-            (super::Surface::PullRequest, true) => "Escalated by a maintainer".into(),
-            (super::Surface::PullRequest, false) => format!("Escalated by a maintainer: {reason}"),
+        if reason.is_empty() {
+            who
+        } else {
+            format!("{who}: {reason}")
         },
     ))
 }

@@ -525,6 +525,11 @@ pub struct Feedback {
     pub accepted_findings: Vec<String>,
     /// `/iterate escalate [reason]`.
     pub escalation: Option<String>,
+    /// Who escalated, when a person did (`itergate escalate`'s author, `/iterate
+    /// escalate`'s commenter); none when itergate itself did (a context item that cannot be
+    /// provided, the loop's stop), whose reason says why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalated_by: Option<String>,
     /// `/iterate budget <n>`: overrides `iteration_limits.max`.
     pub max_iterations: Option<u32>,
     /// `/iterate adjust` after this iteration: the revision loop counts from the next one.

@@ -635,7 +635,7 @@ async fn a_failed_label_still_calls_the_reviewers_once_on_retry() {
     insta::with_settings!({ filters => redact::filters() }, {
         insta::assert_snapshot!(&calls[0], @r"
             <!-- itergate:reply escalation_1 -->
-            @octocat itergate needs a human on this pull request: Escalated by a maintainer\: flaky tests.
+            @octocat itergate needs a human on this pull request: Escalated by maintainer \(`/iterate escalate`\)\: flaky tests.
             0 blocker(s) and 0 warning(s) remain. Reply `/iterate accept` to proceed anyway, or `/iterate adjust <guidance>` to change the approach.
             ");
     });

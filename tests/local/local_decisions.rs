@@ -250,7 +250,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): escalated by Ada Lovelace
             itergate · feature · iteration 1/10
-            Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): needs a design review
+            Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): needs a design review
             Quality:  0.75
               Tests Passing: 75%
             Revision iteration 1/3 -- 1 blockers, 0 warnings
@@ -561,7 +561,7 @@ fn decisions_on_another_branch_with_branch() {
         insta::assert_snapshot!(out, @r"
             itergate: feature, iteration 1 ([short-sha]): escalated by Ada Lovelace
             itergate · feature · iteration 1/10
-            Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): not yet
+            Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): not yet
             Quality:  0.75
               Tests Passing: 75%
             Revision iteration 1/3 -- 1 blockers, 0 warnings
@@ -578,7 +578,7 @@ fn decisions_on_another_branch_with_branch() {
     insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(status(&repo), @r"
             itergate · feature · iteration 1/10
-            Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): not yet
+            Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): not yet
             Quality:  0.75
               Tests Passing: 75%
             Revision iteration 1/3 -- 1 blockers, 0 warnings
@@ -624,7 +624,7 @@ fn decisions_travel_with_notes_push_and_fetch_and_both_sides_are_kept() {
     insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate · feature · iteration 2/2
-            Decision: ESCALATE (priority high) — Escalated by a person (`itergate escalate`): wait for the release
+            Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): wait for the release
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
             Revision iteration 2/3 -- 1 blockers, 0 warnings
@@ -652,7 +652,7 @@ fn decisions_travel_with_notes_push_and_fetch_and_both_sides_are_kept() {
         "Grace's budget: {report}"
     );
     // The escalation stays.
-    insta::assert_snapshot!(decision["stoppingReason"]["summary"].as_str().unwrap_or_default(), @"Escalated by a person (`itergate escalate`): wait for the release");
+    insta::assert_snapshot!(decision["stoppingReason"]["summary"].as_str().unwrap_or_default(), @"Escalated by Ada Lovelace (`itergate escalate`): wait for the release");
     assert!(
         decision["triggers"]
             .as_array()

@@ -305,6 +305,7 @@ fn apply(state: &mut StickyState, command: &Command, by: &Commenter) -> String {
         Command::Escalate(reason) => {
             // The later decision wins, as locally: an escalation takes back an accept.
             feedback.escalation = Some(reason.clone().unwrap_or_default());
+            feedback.escalated_by = Some(by.login.to_string());
             feedback.accepted = false;
             state.accepted_with = None;
             "escalated".into()

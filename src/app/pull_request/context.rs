@@ -121,6 +121,7 @@ impl Handler<'_> {
         if reply.escalates() {
             let place = format!("comment {}", event.comment_id.0);
             state.feedback.escalation = Some(context::escalation_reason(&reply, &place));
+            state.feedback.escalated_by = None;
             state.feedback.accepted = false;
             state.accepted_with = None;
             actions.push("a required context item cannot be provided: escalated".into());
