@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::engine::Evaluation;
 use crate::engine::Recommendation;
-use crate::model::{Dimension, IterationRecord, Severity};
+use crate::model::{Dimension, IterationRecord, Severity, Status};
 use crate::signals::{integrity, markers, score};
 
 #[derive(Debug, Serialize)]
@@ -194,7 +194,16 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
     let decision = &evaluation.decision;
     let point = evaluation.trajectory.latest();
     let latest = history.last();
+    // A VOID or error iteration has no score to show: its numbers are not to be trusted.
+    let unscored = latest
+        .filter(|_| point.and_then(|p| p.quality).is_none())
+        .and_then(|r| match r.status {
+            Status::Void => Some("VOID, not scored"),
+            Status::Error => Some("error, not scored"),
+            _ => None,
+        });
     let scores = latest
+        .filter(|_| unscored.is_none())
         .map(|r| {
             r.scores
                 .observed()
@@ -235,13 +244,16 @@ pub fn decision_view(history: &[IterationRecord], evaluation: &Evaluation) -> De
         recommendation: decision.recommendation().as_str(),
         priority: format!("{:?}", decision.decision.priority).to_lowercase(),
         why,
-        quality: point.and_then(|p| p.quality).map(|q| format_score(None, q)),
+        quality: point
+            .and_then(|p| p.quality)
+            .map(|q| format_score(None, q))
+            .or(unscored.map(String::from)),
         quality_delta: point
             .filter(|_| history.len() > 1)
             .and_then(|p| p.delta.quality)
             .map(|d| format_delta(None, d)),
         scores,
-        revision_line: if decision.revision.is_open() {
+        revision_line: if decision.revision.is_open() || decision.revision.restarted() {
             decision.revision.line()
         } else {
             String::new()
