@@ -347,7 +347,7 @@ pub(super) fn vanished(
                 } else {
                     Severity::Info
                 },
-                format!("test {id} ran before and no longer runs in check `{check}`; the change neither removed it nor deselected it"),
+                format!("test {id} ran before and no longer runs in check `{check}`; its definition is still there, and no line of the change that deselects it was found"),
                 at(entry.file.as_deref(), entry.line, id),
                 "nothing to do, if that is intended".into(),
             ));
