@@ -65,7 +65,7 @@ impl Accumulator {
                 "tests",
                 Severity::Warning,
                 format!(
-                    "the tests in `{file}`, which the change edited, did not run{why}, on the base nor here: the change's tests there are unmeasured, not passed; make the file import and collect"
+                    "the tests in `{file}`, which the change edited, did not run{why}, neither on the base nor here: the change's tests there are unmeasured, not passed; make the file import and collect"
                 ),
                 Some(file.clone()),
             ));
