@@ -235,7 +235,11 @@ impl RevisionProgress {
 
     /// One line for people. Never shows a round past the limit as `n/m` with `n > m`.
     pub fn line(&self) -> String {
-        let issues = format!("{} blockers, {} warnings", self.blockers, self.warnings);
+        let issues = format!(
+            "{}, {}",
+            crate::model::counted(self.blockers, "blocker"),
+            crate::model::counted(self.warnings, "warning")
+        );
         if self.restarted() {
             return format!(
                 "Revision rounds restarted by adjust (next: 1/{}) -- {issues}",

@@ -273,8 +273,10 @@ fn revision_loop(ctx: &StopContext) -> Option<Outcome> {
             Recommendation::Escalate,
             StopCode::RevisionLimitReached,
             format!(
-                "Issues remain after {} revision attempts ({} blockers, {} warnings)",
-                p.max_iterations, p.blockers, p.warnings
+                "Issues remain after {} ({}, {})",
+                crate::model::counted(p.max_iterations as usize, "revision attempt"),
+                crate::model::counted(p.blockers, "blocker"),
+                crate::model::counted(p.warnings, "warning")
             ),
         ));
     }

@@ -42,6 +42,15 @@ impl fmt::Display for TreeId {
 /// checks and configuration (never scored, only found).
 pub const INTEGRITY_DIMENSION: &str = "integrity";
 
+/// `n` and a noun that takes an `s` in the plural: `1 blocker`, `2 blockers`, `0 warnings`.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The four scored dimensions, in the order reports list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

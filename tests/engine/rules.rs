@@ -618,19 +618,19 @@ fn revision_line_never_shows_a_round_past_the_limit() {
     // A person's adjust at an iteration that still has issues: the count starts again.
     assert_eq!(
         p(0, 3).line(),
-        "Revision rounds restarted by adjust (next: 1/3) -- 1 blockers, 2 warnings"
+        "Revision rounds restarted by adjust (next: 1/3) -- 1 blocker, 2 warnings"
     );
     assert_eq!(
         p(3, 3).line(),
-        "Revision iteration 3/3 -- 1 blockers, 2 warnings"
+        "Revision iteration 3/3 -- 1 blocker, 2 warnings"
     );
     assert_eq!(
         p(4, 3).line(),
-        "Revision limit of 3 rounds reached -- 1 blockers, 2 warnings"
+        "Revision limit of 3 rounds reached -- 1 blocker, 2 warnings"
     );
     assert_eq!(
         p(12, 1).line(),
-        "Revision limit of 1 round reached -- 1 blockers, 2 warnings"
+        "Revision limit of 1 round reached -- 1 blocker, 2 warnings"
     );
     // The exceeded round escalates.
     let d = decide_default(&[
@@ -670,7 +670,7 @@ fn clean_iteration_has_no_revision_line_in_the_summary() {
     assert!(!clean.contains("Revision"), "{clean}");
     let failing_text = render(&[rec(1, 0.96), failing(2, 0.5, 1)]);
     assert!(
-        failing_text.contains("Revision iteration 1/3 -- 1 blockers, 0 warnings"),
+        failing_text.contains("Revision iteration 1/3 -- 1 blocker, 0 warnings"),
         "{failing_text}"
     );
 }

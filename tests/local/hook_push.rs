@@ -150,7 +150,7 @@ fn first_push_then_improving_then_regressing() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -300,7 +300,7 @@ fn score_each_records_every_new_commit_in_its_own_worktree() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 3/3 -- 1 blockers, 0 warnings
+            Revision iteration 3/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -393,7 +393,7 @@ fn gate_blocks_and_the_remote_is_unchanged() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -442,7 +442,7 @@ fn block_on_escalate_lets_iterate_through() {
             Decision: ESCALATE (priority high) — Revision loop stalled (issue count not decreasing: 1 -> 1)
             Quality:  0.75 (+0.000)
               Tests Passing: 75% (+0%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -522,7 +522,7 @@ fn status_and_prompt_read_the_recorded_history() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -647,7 +647,7 @@ fn husky_style_hooks_path_snippet() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -688,7 +688,7 @@ fn pre_commit_variables_stand_in_for_stdin() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -986,7 +986,7 @@ fn the_same_tree_under_two_bases_is_judged_against_each() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -1110,7 +1110,7 @@ fn forged_notes_from_a_remote_never_skip_the_checks() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.80 (-0.200)
               Tests Passing: 80% (-20%)
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 5 tests failed
               - quality_threshold (0.15): Quality 0.80 below threshold 0.95
@@ -1143,7 +1143,7 @@ fn a_forged_note_fetched_before_the_first_push_is_checked_by_the_hook() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -1217,7 +1217,7 @@ fn a_malformed_note_is_skipped_with_one_warning() {
                     Decision: ITERATE (priority high) — 1 issue to address; strategy retry
                     Quality:  0.75
                       Tests Passing: 75%
-                    Revision iteration 1/3 -- 1 blockers, 0 warnings
+                    Revision iteration 1/3 -- 1 blocker, 0 warnings
                     Triggers:
                       - validation_failure (0.70): 1 of 4 tests failed
                       - quality_threshold (0.20): Quality 0.75 below threshold 0.95

@@ -114,7 +114,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             Decision: ESCALATE (priority high) — Max iterations reached (2/2)
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -140,7 +140,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             Decision: ESCALATE (priority high) — Max iterations reached (2/2)
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -167,7 +167,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             Decision: ACCEPT (priority low) — Accepted by Ada Lovelace (`itergate accept`)
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -191,7 +191,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             Decision: ESCALATE (priority high) — Max iterations reached (3/2)
             Quality:  0.75 (+0.000)
               Tests Passing: 75% (+0%)
-            Revision iteration 3/3 -- 1 blockers, 0 warnings
+            Revision iteration 3/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -207,7 +207,7 @@ fn accept_after_an_escalation_lets_a_blocked_push_through_until_the_next_commit(
             Decision: ESCALATE (priority high) — Max iterations reached (3/2)
             Quality:  0.75 (+0.000)
               Tests Passing: 75% (+0%)
-            Revision iteration 3/3 -- 1 blockers, 0 warnings
+            Revision iteration 3/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -232,7 +232,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy retry
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -253,7 +253,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
             Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): needs a design review
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -278,7 +278,7 @@ fn escalate_calls_a_human_and_accept_takes_it_back() {
             Decision: ACCEPT (priority low) — Accepted by Ada Lovelace (`itergate accept`)
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -301,7 +301,7 @@ fn adjust_restarts_the_revision_count() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 3/3 -- 1 blockers, 0 warnings
+            Revision iteration 3/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -323,7 +323,7 @@ fn adjust_restarts_the_revision_count() {
             Decision: ITERATE (priority critical) — 2 issues to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision rounds restarted by adjust (next: 1/3) -- 1 blockers, 0 warnings
+            Revision rounds restarted by adjust (next: 1/3) -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -350,7 +350,7 @@ fn adjust_restarts_the_revision_count() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.000)
               Tests Passing: 75% (+0%)
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -377,10 +377,10 @@ fn the_same_history_without_adjust_escalates() {
     insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(out, @r"
             itergate · feature · iteration 4/10
-            Decision: ESCALATE (priority high) — Issues remain after 3 revision attempts (1 blockers, 0 warnings)
+            Decision: ESCALATE (priority high) — Issues remain after 3 revision attempts (1 blocker, 0 warnings)
             Quality:  0.75 (+0.000)
               Tests Passing: 75% (+0%)
-            Revision limit of 3 rounds reached -- 1 blockers, 0 warnings
+            Revision limit of 3 rounds reached -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -403,7 +403,7 @@ fn budget_raises_the_iteration_limit_and_stays() {
             Decision: ESCALATE (priority high) — Max iterations reached (2/2)
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -422,7 +422,7 @@ fn budget_raises_the_iteration_limit_and_stays() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -474,7 +474,7 @@ fn feedback_is_quoted_in_the_revision_prompt_with_its_author() {
             Decision: ITERATE (priority critical) — 2 issues to address; strategy refine
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -539,7 +539,7 @@ fn deciding_needs_a_recorded_iteration_and_names_an_unscored_head() {
             Decision: ACCEPT (priority low) — Accepted by Ada Lovelace (`itergate accept`)
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -565,7 +565,7 @@ fn decisions_on_another_branch_with_branch() {
             Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): not yet
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -582,7 +582,7 @@ fn decisions_on_another_branch_with_branch() {
             Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): not yet
             Quality:  0.75
               Tests Passing: 75%
-            Revision iteration 1/3 -- 1 blockers, 0 warnings
+            Revision iteration 1/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -628,7 +628,7 @@ fn decisions_travel_with_notes_push_and_fetch_and_both_sides_are_kept() {
             Decision: ESCALATE (priority high) — Escalated by Ada Lovelace (`itergate escalate`): wait for the release
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
@@ -770,7 +770,7 @@ fn a_malformed_decisions_note_is_skipped_with_a_warning() {
             Decision: ITERATE (priority high) — 1 issue to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision iteration 2/3 -- 1 blockers, 0 warnings
+            Revision iteration 2/3 -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95

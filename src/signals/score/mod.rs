@@ -268,7 +268,10 @@ impl Accumulator {
                     TriggerType::IncompleteOutput,
                     "tests",
                     0.3,
-                    format!("{} tests skipped", self.skipped),
+                    format!(
+                        "{} skipped",
+                        crate::model::counted(self.skipped as usize, "test")
+                    ),
                 ));
             }
         }
