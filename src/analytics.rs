@@ -174,8 +174,20 @@ pub fn text_view(result: &AnalyticsResult) -> TextView {
     let rows = result
         .history
         .iter()
-        .map(|r| {
+        .scan(false, |scored_before, r| {
+            // The first scored iteration has nothing before it to differ from.
+            let first_scored = r.quality.is_some()
+                && !matches!(r.status, Status::Void | Status::Error)
+                && !std::mem::replace(scored_before, true);
+            Some((r, first_scored))
+        })
+        .map(|(r, first_scored)| {
             let label = format!("{:>width$}", r.iteration);
+            // An iteration with an open integrity finding is never the best while one
+            // without is there: said, so a higher bar without "best" reads right.
+            let suspect = r.issues.iter().any(|i| {
+                i.dimension == crate::model::INTEGRITY_DIMENSION && i.severity.counts_for_revision()
+            });
             match (r.status, r.quality) {
                 (Status::Void, _) => Row {
                     label,
@@ -204,9 +216,18 @@ pub fn text_view(result: &AnalyticsResult) -> TextView {
                     label,
                     bar: "█".repeat((q * BAR_WIDTH).floor().max(0.0) as usize),
                     quality: format!("{q:.2}"),
-                    delta: r.delta.and_then(|d| d.quality).map(|d| format!("{d:+.3}")),
-                    note: (result.best_iteration == Some(r.iteration) && result.iterations > 1)
-                        .then(|| "← best".into()),
+                    delta: r
+                        .delta
+                        .filter(|_| !first_scored)
+                        .and_then(|d| d.quality)
+                        .map(|d| format!("{d:+.3}")),
+                    note: if result.best_iteration == Some(r.iteration) && result.iterations > 1 {
+                        Some("← best".into())
+                    } else if suspect {
+                        Some("(open integrity finding: not taken as the best)".into())
+                    } else {
+                        None
+                    },
                 },
             }
         })

@@ -475,7 +475,11 @@ fn test_text(
     if let Some((start, body)) = function_source(&content, name, test.line) {
         text.push_str(&format!("\n{file}:{start}:\n{body}"));
     } else if let Some(line) = test.line {
-        let (start, end) = (line.saturating_sub(10).max(1), line + 10);
+        // Ten lines either side, within the file: the range said is the range shown.
+        let last = u32::try_from(content.lines().count())
+            .unwrap_or(u32::MAX)
+            .max(1);
+        let (start, end) = (line.saturating_sub(10).max(1), (line + 10).min(last));
         if let Ok((body, _)) = select_lines(&content, Some((start, end))) {
             text.push_str(&format!("\n{file}:{start}-{end}:\n{body}"));
         }

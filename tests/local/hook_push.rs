@@ -547,7 +547,7 @@ fn status_and_prompt_read_the_recorded_history() {
 
             Quality Over Iterations
             ───────────────────────
-            1: █████████████████████████████████████ 0.75 (+0.750)
+            1: █████████████████████████████████████ 0.75
 
             Stopping: not yet — iterate
 
