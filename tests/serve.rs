@@ -1250,7 +1250,7 @@ fn a_database_that_cannot_be_reached_at_start_is_named_with_the_cause() {
     insta::with_settings!({ filters => redact::filters() }, {
         insta::assert_snapshot!(errors, @"
             itergate: error: --database postgres://itergate@127.0.0.1:[port]/itergate: database: error communicating with database: Connection refused (os error 111)
-            itergate: error: --database <dir>/no/such/dir/itergate.db: database: error returned from database: (code: 14) unable to open database file
+            itergate: error: --database <dir>/no/such/dir/itergate.db: database: unable to open database file (code 14)
             ");
     });
 }

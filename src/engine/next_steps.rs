@@ -2,7 +2,7 @@
 //! person to decide names the command of the surface they are on: `itergate accept` at the
 //! terminal, `/iterate accept` in a pull request comment.
 
-use crate::model::{IterationRecord, Severity};
+use crate::model::{IterationRecord, Severity, Status};
 
 use super::decision::{Budget, Modification, Recommendation, Strategy};
 use super::Surface;
@@ -28,9 +28,11 @@ pub fn build(ctx: &Context) -> Vec<String> {
                 ctx.latest.iteration
             ));
         }
-        Recommendation::Abort => {
-            steps.push("No iteration could be scored: fix the checks configuration".into());
-        }
+        Recommendation::Abort => steps.push(if ctx.latest.status == Status::Void {
+            "No iteration could be scored, and this one is VOID: restore the tests and checks the change edited (see Integrity), then fix the code".into()
+        } else {
+            "No iteration could be scored: fix the checks configuration".into()
+        }),
         Recommendation::Escalate => {
             if let Some(best) = ctx.best.filter(|b| *b != ctx.latest.iteration) {
                 steps.push(format!("Review iteration {best}, the best output so far"));

@@ -297,8 +297,8 @@ pub fn check(input: &Input) -> Vec<Finding> {
 }
 
 /// The same finding about several cases of one test (a parametrised test's rows, a Go
-/// table's subtests) is one finding with a count: "test m::t[1-1] was removed …; and 17
-/// more case(s) of `m::t`", placed at the first.
+/// table's subtests) is one finding with a count: "test m::t[1-1] was removed …; the same
+/// for 17 more cases of `m::t`", placed at the first.
 fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let mut cases: Vec<usize> = Vec::new();
@@ -309,7 +309,7 @@ fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
         let grouped = key.strip_prefix("test ").and_then(|id| {
             let group = trusted::group_of(id);
             let rest = f.issue.finding.get(key.len()..)?;
-            (group != id && !rest.contains(" more case(s) of "))
+            (group != id && !rest.contains(MORE_CASES))
                 .then(|| (f.issue.severity, group.to_string(), rest.to_string()))
         });
         match grouped {
@@ -333,13 +333,24 @@ fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
             continue;
         }
         let f = &mut out[at];
-        let note = format!("; and {more} more case(s) of `{group}`");
+        let note = more_cases(more, &group);
         f.issue.finding.push_str(&note);
         if let Some(trigger) = &mut f.trigger {
             trigger.details.push_str(&note);
         }
     }
     out
+}
+
+/// How a finding about one case of a test says that `more` other cases of its `group` are
+/// in the same state.
+const MORE_CASES: &str = "; the same for ";
+
+fn more_cases(more: usize, group: &str) -> String {
+    format!(
+        "{MORE_CASES}{} of `{group}`",
+        crate::model::counted(more, "more case")
+    )
 }
 
 /// The change edited a file a check runs: the judge's own script.
@@ -450,7 +461,7 @@ mod tests {
         assert_eq!(out.len(), 2, "{out:#?}");
         assert!(
             out[0].issue.finding.ends_with(
-                "no test took its place; and 17 more case(s) of `tests.test_sq::test_sq`"
+                "no test took its place; the same for 17 more cases of `tests.test_sq::test_sq`"
             ),
             "{}",
             out[0].issue.finding

@@ -134,12 +134,16 @@ pub(super) fn hand_off(
     if let Some(reason) = &decision.stopping_reason {
         text.push_str(&format!(" ({})", reason.summary));
     }
-    text.push_str(&format!(" after {} iteration(s)\n", records.len()));
+    text.push_str(&format!(
+        " after {}\n",
+        crate::model::counted(records.len(), "iteration")
+    ));
     for record in records {
-        let quality = record.quality.map_or_else(
-            || "unscored".to_string(),
-            |q| format!("quality {}", crate::summary::format_score(None, q)),
-        );
+        let quality = match record.quality {
+            _ if record.status == crate::model::Status::Void => "VOID, not scored".to_string(),
+            Some(q) => format!("quality {}", crate::summary::format_score(None, q)),
+            None => "not scored".to_string(),
+        };
         let issues = record
             .issues
             .iter()
@@ -151,9 +155,13 @@ pub(super) fn hand_off(
             ""
         };
         text.push_str(&format!(
-            "  iteration {}: {} {quality}, {issues} blocker/warning issue(s){best}\n",
+            "  iteration {}: {} {quality}, {}{best}\n",
             record.iteration,
             &record.commit.0[..record.commit.0.len().min(12)],
+            match issues {
+                1 => "1 blocker or warning".to_string(),
+                n => format!("{n} blockers or warnings"),
+            },
         ));
     }
     if let Some(report) = &decision.budget_stop_report {

@@ -253,7 +253,7 @@ impl From<JobRow> for Job {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database: {0}")]
+    #[error("database: {}", said_by_database(.0))]
     Database(#[from] sqlx::Error),
     #[error("database: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -265,6 +265,18 @@ pub enum StoreError {
     NoConnection(Duration),
     #[error("{0}")]
     Schema(String),
+}
+
+/// sqlx's error without its "error returned from database" preamble: the database's own
+/// message, with its code.
+fn said_by_database(error: &sqlx::Error) -> String {
+    match error.as_database_error() {
+        Some(e) => match e.code() {
+            Some(code) => format!("{} (code {code})", e.message()),
+            None => e.message().to_string(),
+        },
+        None => error.to_string(),
+    }
 }
 
 /// How a store is opened.

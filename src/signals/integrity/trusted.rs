@@ -84,7 +84,7 @@ pub fn findings(
             .map(|m| format!(" ({m})"))
             .unwrap_or_default();
         let count = if cases.len() > 1 {
-            format!(" and {} more case(s) of `{group}`", cases.len() - 1)
+            super::more_cases(cases.len() - 1, &group)
         } else {
             String::new()
         };
@@ -92,7 +92,7 @@ pub fn findings(
             out.push(finding(
                 Severity::Blocker,
                 format!(
-                    "test {first} was changed to pass: under the task's start's tests and harness it still fails on this code{message}, while this iteration's own run reports it {now}{count}; the change edited {edited}"
+                    "test {first} was changed to pass: under the task's start's tests and harness it still fails on this code{message}, while this iteration's own run reports it {now}; the change edited {edited}{count}"
                 ),
                 place.to_string(),
                 restore(first),
@@ -105,7 +105,7 @@ pub fn findings(
             out.push(finding(
                 severity,
                 format!(
-                    "test {first} {}: it passed at the task's start and fails on this code under the start's version of it{message}, while the change's version reports it {now}{count}; the change edited {edited}: confirm the behaviour change",
+                    "test {first} {}: it passed at the task's start and fails on this code under the start's version of it{message}, while the change's version reports it {now}; the change edited {edited}: confirm the behaviour change{count}",
                     super::EXPECTATION_CHANGED
                 ),
                 place.to_string(),
