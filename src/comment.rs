@@ -154,7 +154,7 @@ pub fn comment_view(
             severity: i.severity.as_str(),
             dimension: escape_markdown_inline(&i.dimension),
             at: escape_markdown_inline(i.affected_field.as_deref().unwrap_or("")),
-            finding: escape_markdown_inline(i.finding.lines().next().unwrap_or("")),
+            finding: escape_markdown_inline(&crate::model::headline(&i.finding)),
         })
         .collect();
     CommentView {
@@ -198,7 +198,7 @@ pub fn comment_view(
                 severity: i.severity.as_str(),
                 dimension: escape_markdown_inline(&i.dimension),
                 at: escape_markdown_inline(i.affected_field.as_deref().unwrap_or("")),
-                finding: escape_markdown_inline(i.finding.lines().next().unwrap_or("")),
+                finding: escape_markdown_inline(&crate::model::headline(&i.finding)),
             })
             .collect(),
         issues: listed,

@@ -64,7 +64,7 @@ fn remaining(latest: Option<&IterationRecord>) -> Vec<String> {
         .collect();
     open.sort_by_key(|i| i.severity);
     let lines = open.iter().map(|i| {
-        let first = i.finding.lines().next().unwrap_or("");
+        let first = crate::model::headline(&i.finding);
         match &i.affected_field {
             Some(at) => format!("{} {at}: {first}", i.severity.as_str()),
             None => format!("{} {first}", i.severity.as_str()),

@@ -112,7 +112,7 @@ fn record_text(config: &Config, r: &IterationRecord) -> String {
     }
     for i in &r.issues {
         let at = i.affected_field.as_deref().unwrap_or("-");
-        let first = i.finding.lines().next().unwrap_or("");
+        let first = crate::model::headline(&i.finding);
         out.push_str(&format!(
             "{} {} {at}: {first}\n",
             i.severity.as_str(),

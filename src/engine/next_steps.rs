@@ -2,7 +2,7 @@
 //! person to decide names the command of the surface they are on: `itergate accept` at the
 //! terminal, `/iterate accept` in a pull request comment.
 
-use crate::model::{IterationRecord, Severity, Status};
+use crate::model::{headline, IterationRecord, Severity, Status};
 
 use super::decision::{Budget, Modification, Recommendation, Strategy};
 use super::Surface;
@@ -107,8 +107,8 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
                 "Address"
             };
             match &i.affected_field {
-                Some(at) => format!("{verb} {}: {} ({at})", i.dimension, first_line(&i.finding)),
-                None => format!("{verb} {}: {}", i.dimension, first_line(&i.finding)),
+                Some(at) => format!("{verb} {}: {} ({at})", i.dimension, headline(&i.finding)),
+                None => format!("{verb} {}: {}", i.dimension, headline(&i.finding)),
             }
         })
         .collect();
@@ -119,8 +119,4 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
         ));
     }
     steps
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
 }

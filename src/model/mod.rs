@@ -51,6 +51,25 @@ pub fn counted(n: usize, noun: &str) -> String {
     }
 }
 
+/// The first line of a finding or a failure's message, as lists show it. A line that only
+/// announces what follows ("Expected values to be strictly equal:") takes the next line
+/// with it, so the list says what was compared.
+///
+/// ```
+/// use itergate::model::headline;
+/// let mocha = "Expected values to be strictly equal:\n\n-1 !== 3\n";
+/// assert_eq!(headline(mocha), "Expected values to be strictly equal: -1 !== 3");
+/// assert_eq!(headline("test a failed: boom\n  at a.js:3"), "test a failed: boom");
+/// ```
+pub fn headline(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    match lines.next() {
+        Some(next) if first.ends_with(':') => format!("{first} {next}"),
+        _ => first.to_string(),
+    }
+}
+
 /// The four scored dimensions, in the order reports list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

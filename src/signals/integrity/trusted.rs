@@ -152,7 +152,7 @@ fn failure_messages(observation: &Observation) -> BTreeMap<String, String> {
             continue;
         };
         for case in &tests.problems {
-            if let Some(message) = case.message.as_deref().and_then(|m| m.lines().next()) {
+            if let Some(message) = case.message.as_deref().map(crate::model::headline) {
                 let short: String = message.chars().take(160).collect();
                 out.insert(case.id.clone(), short);
             }

@@ -4,15 +4,13 @@
 use std::collections::BTreeSet;
 
 use crate::config::Visibility;
-use crate::model::{CheckerIssue, Severity, TriggerType};
+use crate::model::{headline, CheckerIssue, Severity, TriggerType};
 use crate::signals::classify;
 use crate::signals::diagnostics::Diagnostic;
 use crate::signals::observation::{CheckOutcome, CheckResult};
 use crate::signals::report::Report;
 
-use super::issues::{
-    check_is_tests, first_line, issue, location, tracked_files_changed, trigger, with_tail,
-};
+use super::issues::{check_is_tests, issue, location, tracked_files_changed, trigger, with_tail};
 use super::lint::{diagnostic_finding, diagnostic_key};
 use super::{Accumulator, ScoreInput, UNMEASURED};
 
@@ -220,7 +218,7 @@ impl Accumulator {
                 let finding = diagnostic_finding(d);
                 if let Some(kind) = kind {
                     self.triggers
-                        .push(trigger(kind, &check.name, 1.0, first_line(&finding)));
+                        .push(trigger(kind, &check.name, 1.0, headline(&finding)));
                 }
                 self.issues.push(CheckerIssue {
                     dimension: dimension.into(),

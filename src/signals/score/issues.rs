@@ -15,10 +15,7 @@ pub(super) fn dedupe(issues: Vec<CheckerIssue>) -> Vec<CheckerIssue> {
         .into_iter()
         .filter(|i| {
             i.affected_field.is_none()
-                || seen.insert((
-                    i.affected_field.clone(),
-                    i.finding.lines().next().map(str::to_string),
-                ))
+                || seen.insert((i.affected_field.clone(), crate::model::headline(&i.finding)))
         })
         .collect()
 }
@@ -147,8 +144,4 @@ pub(super) fn with_tail(message: &str, tail: &str) -> String {
     } else {
         format!("{message}\n{}", tail.trim_end())
     }
-}
-
-pub(super) fn first_line(text: &str) -> String {
-    text.lines().next().unwrap_or("").to_string()
 }

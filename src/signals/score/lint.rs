@@ -10,8 +10,9 @@ use crate::signals::diagnostics::Diagnostic;
 use crate::signals::observation::CheckOutcome;
 use crate::signals::report::{LintFinding, LintLevel, LintSummary};
 
-use super::issues::{first_line, issue, location, trigger};
+use super::issues::{issue, location, trigger};
 use super::{Accumulator, LINES_PER_SIZE_UNIT, TEST_STYLE_MIN};
+use crate::model::headline;
 
 impl Accumulator {
     pub(super) fn add_lint(
@@ -139,13 +140,13 @@ impl Accumulator {
             let issue = lint_issue(finding);
             if let Some(kind) = classify::lint_trigger(finding) {
                 self.triggers
-                    .push(trigger(kind, &check.name, 1.0, first_line(&issue.finding)));
+                    .push(trigger(kind, &check.name, 1.0, headline(&issue.finding)));
             } else if finding.level == LintLevel::Error {
                 self.triggers.push(trigger(
                     TriggerType::ValidationFailure,
                     &check.name,
                     0.7,
-                    first_line(&issue.finding),
+                    headline(&issue.finding),
                 ));
             }
             self.issues.push(issue);

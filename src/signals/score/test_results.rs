@@ -8,8 +8,9 @@ use crate::signals::classify;
 use crate::signals::observation::CheckOutcome;
 use crate::signals::report::TestSummary;
 
-use super::issues::{first_line, issue, severity_of, trigger, unnamed_failures};
+use super::issues::{issue, severity_of, trigger, unnamed_failures};
 use super::{Accumulator, ScoreInput};
+use crate::model::headline;
 
 /// The file an errored case that stands for a whole file stands for, when `changed`
 /// holds it: its own `file`, its id as a path (`tests/test_x.py`, Jest), or a Python module
@@ -59,7 +60,7 @@ impl Accumulator {
             let why = case
                 .message
                 .as_deref()
-                .map(|m| format!(" ({})", m.lines().next().unwrap_or(m)))
+                .map(|m| format!(" ({})", crate::model::headline(m)))
                 .unwrap_or_default();
             self.issues.push(issue(
                 "tests",
@@ -170,7 +171,7 @@ impl Accumulator {
                     kind,
                     &check.name,
                     severity_of(kind),
-                    first_line(&issue.finding),
+                    headline(&issue.finding),
                 ));
             }
             self.issues.push(issue);
