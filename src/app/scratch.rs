@@ -129,12 +129,15 @@ impl Scratch {
         } else {
             "Something outside the checkout resolved a module to the work tree (an absolute path, `NODE_PATH`, a link in `node_modules` to the work tree's copy)"
         };
+        let in_all = match foreign.len() {
+            1 => String::new(),
+            n => format!(" ({} in all)", crate::model::counted(n, "file")),
+        };
         Err(Failure::Check(format!(
-            "the checks of {} ran the work tree's code, not that commit's: `{first}` was imported from {} instead of {} ({} file(s) in all). Its results would describe your work tree, so nothing was recorded. {cause}; remove it, or have the check run from the checkout's own root.",
+            "the checks of {} ran the work tree's code, not that commit's: `{first}` was imported from {} instead of {}{in_all}. Its results would describe your work tree, so nothing was recorded. {cause}; remove it, or have the check run from the checkout's own root.",
             self.label,
             self.workdir.join(first).display(),
             self.root.join(first).display(),
-            foreign.len()
         )))
     }
 }

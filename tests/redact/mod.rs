@@ -22,6 +22,8 @@ pub fn filters() -> Vec<(&'static str, &'static str)> {
         ),
         // The temporary directory only: the file names and positions after it are kept.
         (r"/tmp/\.tmp[A-Za-z0-9_]+", "[tmp]"),
+        // A scratch worktree's directory names the process that made it.
+        (r"itergate-wt-\d+-\d+-", "itergate-wt-[pid]-"),
         (r"(127\.0\.0\.1|localhost):\d+", "$1:[port]"),
         (r"\b\d+(\.\d+)?(ms|s)\b", "[duration]"),
     ]
