@@ -5,7 +5,7 @@
 use super::*;
 
 /// Runner configuration files, by name.
-pub(super) const RUNNER_CONFIG: [&str; 14] = [
+pub(super) const RUNNER_CONFIG: &[&str] = &[
     "conftest.py",
     "pytest.ini",
     "pyproject.toml",
@@ -15,15 +15,27 @@ pub(super) const RUNNER_CONFIG: [&str; 14] = [
     "package.json",
     "jest.config.js",
     "jest.config.ts",
+    "jest.config.mjs",
+    "jest.config.cjs",
     "vitest.config.ts",
     "vitest.config.js",
     "vitest.config.mts",
+    "vitest.config.mjs",
     "vite.config.ts",
+    "vite.config.js",
     ".mocharc.json",
+    ".mocharc.yml",
+    ".mocharc.yaml",
+    ".mocharc.js",
+    ".mocharc.cjs",
+    // Surefire's and Failsafe's configuration, Gradle's `test` task.
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
 ];
 
 /// What in a line stops tests from being collected.
-pub(super) const DESELECTING: [&str; 16] = [
+pub(super) const DESELECTING: &[&str] = &[
     "collect_ignore",
     "pytest_collection_modifyitems",
     "--deselect",
@@ -40,34 +52,63 @@ pub(super) const DESELECTING: [&str; 16] = [
     "//go:build",
     "// +build",
     "test = false",
+    // Maven and Gradle: a test filter, a skipped test phase, a group left out.
+    "<test>",
+    "-Dtest",
+    "skipTests",
+    "maven.test.skip",
+    "<groups>",
+    "excludedGroups",
+    "excludeTestsMatching",
+    "includeTestsMatching",
+    "excludeTags",
+    "includeTags",
 ];
 
-/// The first added line that deselects tests: in runner configuration, or a build
-/// condition or `.only` anywhere.
+/// The added line that deselects the test `id`: in runner configuration, or a build
+/// condition or `.only` anywhere. A line that names the test (its class, module or
+/// function) is preferred over the first one found (`<exclude>**/AddTest.java</exclude>`
+/// rather than the `<excludes>` around it).
 pub(super) fn deselection(
     changed: &ChangedLines,
     head_source: &dyn Fn(&str) -> Option<String>,
+    id: &str,
 ) -> Option<(String, u32, String)> {
-    changed.iter().find_map(|(path, l)| {
-        if path.ends_with(".rs") && gates_a_rust_test(path, l, head_source) {
-            return Some((path.to_string(), l.line, l.text.clone()));
-        }
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let config = RUNNER_CONFIG.contains(&name);
-        let anywhere = [
-            ".only(",
-            "cfg(any())",
-            "//go:build",
-            "// +build",
-            "collect_ignore",
-        ];
-        let hit = if config {
-            DESELECTING.iter().any(|d| l.text.contains(d))
-        } else {
-            anywhere.iter().any(|d| l.text.contains(d))
-        };
-        hit.then(|| (path.to_string(), l.line, l.text.clone()))
-    })
+    let hits: Vec<(String, u32, String)> = changed
+        .iter()
+        .filter(|(path, l)| deselects(path, l, head_source))
+        .map(|(path, l)| (path.to_string(), l.line, l.text.clone()))
+        .collect();
+    let names: Vec<&str> = id
+        .split(['.', ':', '/', '[', ' '])
+        .filter(|part| part.len() >= 4)
+        .collect();
+    let names_it = |text: &str| names.iter().any(|name| text.contains(name));
+    let preferred = hits.iter().position(|(_, _, text)| names_it(text));
+    hits.into_iter().nth(preferred.unwrap_or(0))
+}
+
+fn deselects(
+    path: &str,
+    l: &crate::model::AddedLine,
+    head_source: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    if path.ends_with(".rs") && gates_a_rust_test(path, l, head_source) {
+        return true;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let anywhere = [
+        ".only(",
+        "cfg(any())",
+        "//go:build",
+        "// +build",
+        "collect_ignore",
+    ];
+    if RUNNER_CONFIG.contains(&name) {
+        DESELECTING.iter().any(|d| l.text.contains(d))
+    } else {
+        anywhere.iter().any(|d| l.text.contains(d))
+    }
 }
 
 /// An added `#[cfg(…)]` (a feature, a target: not `cfg(test)`) among a Rust test's

@@ -333,7 +333,7 @@ pub(super) fn vanished(
     let body = removed_body(changed, name, input.is_test);
     let Some((file, line, body)) = body else {
         // Its definition is still there: something stopped collecting it.
-        let Some((file, line, text)) = deselection(changed, input.head_source) else {
+        let Some((file, line, text)) = deselection(changed, input.head_source, id) else {
             if entry.outcome == TestOutcome::Errored || is_module_level(id) {
                 // A package that did not build, a module that did not import: fixed.
                 return None;
@@ -349,7 +349,11 @@ pub(super) fn vanished(
                 },
                 format!("test {id} ran before and no longer runs in check `{check}`; its definition is still there, and no line of the change that deselects it was found"),
                 at(entry.file.as_deref(), entry.line, id),
-                "nothing to do, if that is intended".into(),
+                if was_failing {
+                    format!("make `{id}` run again (undo what stopped it from being collected) and fix the code it tests")
+                } else {
+                    "nothing to do, if that is intended".into()
+                },
             ));
         };
         return Some(finding(
