@@ -41,12 +41,13 @@ pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &
     };
     checks.insert("tests".into(), tests);
     let configured = ruff_configured(root);
-    if configured || on_path("ruff") {
-        if !on_path("ruff") {
-            notes.push(format!(
-                "lint: the project configures ruff, but `ruff` is not on PATH; `{python} -m pip install ruff`"
-            ));
-        }
+    if configured && !on_path("ruff") {
+        // Left out, like every tool that is missing: a check that cannot run stops every
+        // run (exit 3) until it is installed.
+        notes.push(format!(
+            "lint: the project configures ruff, but `ruff` is not on PATH; `{python} -m pip install ruff`, then run `itergate init --force`"
+        ));
+    } else if on_path("ruff") {
         // Without its own configuration, ruff's defaults grow with each release (style
         // rules, the newest Python): a project that never chose them is held to the
         // errors pyflakes and pycodestyle report, for the oldest Python it supports.
