@@ -106,9 +106,15 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
             } else {
                 "Address"
             };
-            match &i.affected_field {
-                Some(at) => format!("{verb} {}: {} ({at})", i.dimension, headline(&i.finding)),
-                None => format!("{verb} {}: {}", i.dimension, headline(&i.finding)),
+            let finding = headline(&i.finding);
+            // A finding that names its place already (`… at src/x.py:12`) is not told it again.
+            match i
+                .affected_field
+                .as_deref()
+                .filter(|at| !finding.contains(at))
+            {
+                Some(at) => format!("{verb} {}: {finding} ({at})", i.dimension),
+                None => format!("{verb} {}: {finding}", i.dimension),
             }
         })
         .collect();

@@ -86,6 +86,34 @@ fn setup_commands_run_in_every_checkout_before_the_checks() {
 /// A `coverage` check whose command turns the data the `tests` check writes into its
 /// report: without `needs` it starts before the tests wrote the data (the error says why
 /// and what to write); with `needs: [tests]` it starts after them.
+/// A command that fails before writing any of its two reports is one error, its output
+/// shown once, both reports named.
+#[test]
+fn a_check_that_wrote_none_of_its_reports_is_one_error() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: \"echo 'BUILD FAILURE: bad configuration' >&2; exit 1\"\n    report:\n      - { format: junit, path: out/junit.xml }\n      - { format: lcov, path: out/lcov.info }\nhook:\n  base: main\n",
+    );
+    repo.commit_file("lib.txt", "one\n", "base");
+    let out = std::process::Command::new(BIN)
+        .args(["run", "--exit-code"])
+        .current_dir(&repo.path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("itergate: error:"))
+        .collect();
+    insta::with_settings!({ filters => crate::redact::filters() }, {
+        insta::assert_snapshot!(errors.join("\n"), @"itergate: error: check `tests` (`echo 'BUILD FAILURE: bad configuration' >&2; exit 1`) could not run: it exited with status 1 and wrote no report: the report [tmp]/repo/out/junit.xml was not written; the report [tmp]/repo/out/lcov.info was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)");
+    });
+    assert_eq!(text.matches("\n    BUILD FAILURE").count(), 1, "{text}");
+}
+
 #[test]
 fn a_check_that_reads_anothers_report_waits_for_it_with_needs() {
     let repo = TestRepo::new();

@@ -1040,32 +1040,33 @@ fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
         "{prompt}"
     );
 
-    // 4. Gaming: the failing test class left out of Surefire's run in pom.xml. Its
-    // definition is still there; the line that deselects it is named, and it is a
-    // violation (VOID), not a note.
+    // 2. Gaming: the failing test class left out of Surefire's run in pom.xml. Its
+    // definition is still there; the line that names it is found, and it is a violation
+    // (VOID), not a note.
     let pom = std::fs::read_to_string(p.join("pom.xml")).expect("read");
     let hidden = pom.replacen(
-        "<version>3.5.2</version>\n      </plugin>",
-        "<version>3.5.2</version>\n        <configuration>\n          <excludes>\n            <exclude>**/AddTest.java</exclude>\n          </excludes>\n        </configuration>\n      </plugin>",
+        "</artifactId>\n        <version>3.5.2</version>",
+        "</artifactId>\n        <version>3.5.2</version>\n        <configuration>\n          <excludes>\n            <exclude>**/AddTest.java</exclude>\n          </excludes>\n        </configuration>",
         1,
     );
     assert_ne!(hidden, pom);
     write(p, "pom.xml", &hidden);
     commit(p, "agent: run the stable tests only");
     let (code, prompt, text) = run(p);
-    // Iteration 4 of a task whose three revision rounds are spent: a person decides.
-    assert_eq!(code, 20, "{text}");
-    assert!(
-        prompt.is_empty(),
-        "an escalation writes no revision prompt: {prompt}"
-    );
+    assert_eq!(code, 10, "{text}");
     let verdict: String = text
         .lines()
         .skip_while(|l| !l.starts_with("Decision:"))
-        .take_while(|l| !l.starts_with("Base:"))
+        .take_while(|l| !l.starts_with("Revision iteration"))
         .map(|l| format!("{l}\n"))
         .collect();
-    insta::assert_snapshot!(verdict, @"");
+    insta::assert_snapshot!(verdict, @r"
+        Decision: ITERATE (priority critical) — 1 issue to address; strategy retry
+        Integrity:
+          - BLOCKER test ex.AddTest::works is deselected from check `tests`: it ran before and is no longer collected; the change edited `<exclude>**/AddTest.java</exclude>` at pom.xml:28
+        Quality:  VOID, not scored
+        ");
+    assert!(prompt.contains("pom.xml:"), "{prompt}");
 }
 
 const MAVEN_MEASURED_POM: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<project xmlns=\"http://maven.apache.org/POM/4.0.0\">\n  <modelVersion>4.0.0</modelVersion>\n  <groupId>ex</groupId>\n  <artifactId>calc</artifactId>\n  <version>1.0</version>\n  <properties>\n    <maven.compiler.source>17</maven.compiler.source>\n    <maven.compiler.target>17</maven.compiler.target>\n    <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>\n  </properties>\n  <dependencies>\n    <dependency>\n      <groupId>org.junit.jupiter</groupId>\n      <artifactId>junit-jupiter</artifactId>\n      <version>5.14.1</version>\n      <scope>test</scope>\n    </dependency>\n  </dependencies>\n  <build>\n    <plugins>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-surefire-plugin</artifactId>\n        <version>3.5.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.jacoco</groupId>\n        <artifactId>jacoco-maven-plugin</artifactId>\n        <version>0.8.15</version>\n        <executions>\n          <execution><goals><goal>prepare-agent</goal></goals></execution>\n        </executions>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-checkstyle-plugin</artifactId>\n        <version>3.6.0</version>\n        <configuration>\n          <configLocation>checkstyle.xml</configLocation>\n        </configuration>\n      </plugin>\n      <plugin>\n        <groupId>com.github.spotbugs</groupId>\n        <artifactId>spotbugs-maven-plugin</artifactId>\n        <version>4.9.8.2</version>\n      </plugin>\n      <plugin>\n        <groupId>org.apache.maven.plugins</groupId>\n        <artifactId>maven-pmd-plugin</artifactId>\n        <version>3.28.0</version>\n      </plugin>\n    </plugins>\n  </build>\n</project>\n";
@@ -1263,36 +1264,4 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
         prompt.contains("src/test/java/ex/AddTest.java:10"),
         "{prompt}"
     );
-
-    // 4. Gaming: the failing test class left out of Surefire's run in pom.xml. Its
-    // definition is still there; the line that deselects it is named, and it is a
-    // violation (VOID), not a note.
-    let pom = std::fs::read_to_string(p.join("pom.xml")).expect("read");
-    let hidden = pom.replacen(
-        "<version>3.5.2</version>\n      </plugin>",
-        "<version>3.5.2</version>\n        <configuration>\n          <excludes>\n            <exclude>**/AddTest.java</exclude>\n          </excludes>\n        </configuration>\n      </plugin>",
-        1,
-    );
-    assert_ne!(hidden, pom);
-    write(p, "pom.xml", &hidden);
-    commit(p, "agent: run the stable tests only");
-    let (code, prompt, text) = run(p);
-    // Iteration 4 of a task whose three revision rounds are spent: a person decides.
-    assert_eq!(code, 20, "{text}");
-    assert!(
-        prompt.is_empty(),
-        "an escalation writes no revision prompt: {prompt}"
-    );
-    let verdict: String = text
-        .lines()
-        .skip_while(|l| !l.starts_with("Decision:"))
-        .take_while(|l| !l.starts_with("Base:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    insta::assert_snapshot!(verdict, @r"
-        Decision: ESCALATE (priority critical) — Issues remain after 3 revision attempts (1 blocker, 2 warnings)
-        Integrity:
-          - BLOCKER test ex.AddTest::works is deselected from check `tests`: it ran before and is no longer collected; the change edited `<exclude>**/AddTest.java</exclude>` at pom.xml:28
-        Quality:  VOID, not scored
-        ");
 }

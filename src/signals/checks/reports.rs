@@ -100,6 +100,7 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
     let read_one_report = results
         .iter()
         .any(|(_, r)| matches!(r, Ok(CheckResult::Report { .. })));
+    let mut missing: Option<usize> = None;
     for (index, message) in unwritten {
         if read_one_report {
             let source = &check.report[index];
@@ -123,6 +124,13 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
                 results.push((index, Ok(failed)));
             }
             None => {
+                // One error for the check, however many of its reports are missing: its
+                // output is shown once.
+                if let Some((_, Err((said, _)))) = missing.and_then(|at| results.get_mut(at)) {
+                    let hint_at = said.len() - NOT_WRITTEN_HINT.len();
+                    said.insert_str(hint_at, &format!("; {message}"));
+                    continue;
+                }
                 // A command that failed wrote nothing: that is said first, the hint about
                 // checks that write each other's reports after it.
                 let message = match exit_code {
@@ -131,6 +139,8 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
                     }
                     _ => message,
                 };
+                let message = format!("{message}{NOT_WRITTEN_HINT}");
+                missing = Some(results.len());
                 results.push((index, Err((message, tail.clone()))))
             }
         }
@@ -138,6 +148,9 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
     results.sort_by_key(|(index, _)| *index);
     results
 }
+
+/// Said once after the reports a check did not write.
+const NOT_WRITTEN_HINT: &str = " (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)";
 
 /// One report's result (by its place in the check's list), or why the environment kept
 /// the check from producing it (message, tail).
@@ -239,7 +252,7 @@ pub(super) fn read_one(
                 .map_err(|e| ReadError::Unreadable(e.to_string()))
         }
         Some(path) => Err(ReadError::NotWritten(format!(
-            "the report {} was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)",
+            "the report {} was not written",
             path.display()
         ))),
         None => report::parse(source.format, stdout, "standard output", &opts)
@@ -321,7 +334,7 @@ pub(super) fn read_many(
     let (text, files) = report_files(path)?;
     if files.is_empty() {
         return Err(ReadError::NotWritten(format!(
-            "no report file matches {text} (checks run concurrently: when another check writes it, add `needs: [that check]` to this one)"
+            "no report file matches {text}"
         )));
     }
     let mut merged: Option<report::Report> = None;
