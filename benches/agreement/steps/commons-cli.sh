@@ -1,22 +1,17 @@
 # apache/commons-cli (Java, Maven 3.8.7, JUnit 5 through Surefire): an agent-like loop
-# (J1-J11), then 8 real commits replayed (JR1-JR8). Checks: what `itergate init` writes
-# (`mvn test` read from Surefire's files, `mvn checkstyle:checkstyle`), with the tests
-# check edited twice, as a newcomer has to (see RESULTS.md):
-#
-# - commons-parent (97 here) binds Apache RAT's `check` to `validate`, so `mvn test` itself
-#   fails on the uncommitted or committed `.itergate.yml` (no licence header) and no Surefire
-#   report is written; init prints no RAT note, since the pom does not name the plugin (the
-#   parent does). The check skips RAT (`-Drat.skip=true`, the plugin's own switch).
-# - commons-parent configures jacoco-maven-plugin in a profile that `src/site/resources/
-#   profile.jacoco` activates; init reads only the project's pom.xml and says coverage is
-#   not configured. The check is the one init writes when the pom names the plugin
-#   (`-Dmaven.test.failure.ignore=true jacoco:report`, Surefire + JaCoCo reports).
+# (J1-J11), then 8 real commits replayed (JR1-JR8). Checks: what `itergate init` writes.
+# init reads the effective POM, so what commons-parent configures counts: RAT is skipped
+# (`-Drat.skip=true`; RAT runs at `validate` and would fail `mvn test` on `.itergate.yml`),
+# JaCoCo's report is read beside Surefire's, and checkstyle, PMD and SpotBugs are checks.
+# An init that reads only pom.xml wrote a bare `mvn test`; the tests check is then edited
+# to the one above, as a newcomer had to (see RESULTS.md).
 #
 # The base is dcf21655 (April 2026), the last commit on commons-parent 97: 98 runs RAT 0.18
 # on Java 17, and 99 on requires Maven 3.9; this machine has Maven 3.8.7.
 # What a careful reviewer says about each step is in ../reviewer.tsv.
 
-# `itergate init`, then the two edits above; both files are kept with the outputs.
+# `itergate init` (edited only by an init that reads pom.xml alone); both files are kept
+# with the outputs.
 maven_config() {
     "$ITERGATE" init >&2 || exit 1
     cp .itergate.yml "$OUT/$REPO/itergate-init.yml"
@@ -37,6 +32,8 @@ new = """  tests:
     - format: jacoco
       path: '**/target/site/jacoco/jacoco.xml'
 """
+if new in text:
+    sys.exit(0)  # init reads the effective POM: RAT skipped and JaCoCo read already
 if old not in text:
     sys.exit("maven_config: init's tests check is not the expected one")
 open(".itergate.yml", "w").write(text.replace(old, new, 1))
