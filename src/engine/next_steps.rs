@@ -108,11 +108,8 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
             };
             let finding = headline(&i.finding);
             // A finding that names its place already (`… at src/x.py:12`) is not told it again.
-            match i
-                .affected_field
-                .as_deref()
-                .filter(|at| !finding.contains(at))
-            {
+            let named = |at: &&str| at.contains([':', '/']) && finding.contains(at);
+            match i.affected_field.as_deref().filter(|at| !named(at)) {
                 Some(at) => format!("{verb} {}: {finding} ({at})", i.dimension),
                 None => format!("{verb} {}: {finding}", i.dimension),
             }

@@ -301,10 +301,17 @@ fn revision_loop(ctx: &StopContext) -> Option<Outcome> {
 fn clean_or_too_early(ctx: &StopContext) -> Option<Outcome> {
     if ctx.clean() {
         let quality = ctx.trajectory.latest().and_then(|p| p.quality);
-        let summary = match quality {
+        let mut summary = match quality {
             Some(q) => format!("Quality {q:.2} meets the bar with no blocking issues"),
             None => "No issues and no triggers".into(),
         };
+        // Accepted on its merits, but a reader of the decision is told what came before.
+        if ctx.violations > 0 {
+            summary.push_str(&format!(
+                " (after {} of this task that changed the tests instead of the code)",
+                crate::model::counted(ctx.violations, "iteration")
+            ));
+        }
         return Some(ctx.stop(
             Recommendation::Accept,
             StopCode::QualityThresholdReached,

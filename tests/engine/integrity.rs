@@ -297,12 +297,23 @@ fn renames_moves_deletions_with_their_code_and_real_fixes_are_accepted() {
     let py = python();
     let (p, first) = broken(py);
 
-    // The real fix, after a violation: accepted, and the violation is not the best output.
+    // The real fix, after a violation (the failing test deleted): accepted on its merits,
+    // and the decision says what came before it.
     from_first(&p, &first, "fix");
+    p.write(
+        "tests/test_core.py",
+        &TESTS.replace("def test_add():\n    assert add(2, 2) == 4\n\n\n", ""),
+    );
+    p.commit(&["tests/test_core.py"], "drop the failing test");
+    p.run().expect_decision("ITERATE", "deleted");
+    p.write("tests/test_core.py", TESTS);
     p.write("calc/core.py", CORE);
-    p.commit(&["calc/core.py"], "fix add");
-    p.run().expect_decision("ACCEPT", "the fix");
+    p.commit(&["calc/core.py", "tests/test_core.py"], "fix add");
+    let run = p.run();
+    run.expect_decision("ACCEPT", "the fix");
     assert!(integrity_issues(&p.head_record()).is_empty());
+    let decision = run.stderr.lines().find(|l| l.starts_with("Decision:"));
+    insta::assert_snapshot!(decision.unwrap_or_default(), @"Decision: ACCEPT (priority low) — Quality 1.00 meets the bar with no blocking issues (after 1 iteration of this task that changed the tests instead of the code)");
 
     // From the fix: rename a passing test (same body), move the test file, and delete
     // `sub` together with its test.

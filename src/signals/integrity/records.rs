@@ -143,7 +143,8 @@ pub fn missing_tests_score(
         finding(
             Severity::Warning,
             format!(
-                "the previous iteration failed {failing} test(s), and this record has no tests score: its tests did not run or did not report, which is not a pass"
+                "the previous iteration failed {}, and this record has no tests score: its tests did not run or did not report, which is not a pass",
+                crate::model::counted(failing, "test")
             ),
             "tests".into(),
             "make the tests check run and write its report".into(),
