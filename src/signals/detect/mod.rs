@@ -169,7 +169,27 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::python::python_floor;
+    use super::python::{listed_in, python_floor, Listed};
+
+    #[test]
+    fn the_group_or_extra_that_lists_a_tool_is_the_one_to_install() {
+        let listed = |pyproject: &str| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::write(dir.path().join("pyproject.toml"), pyproject).expect("write");
+            listed_in(dir.path(), "mypy")
+        };
+        // structlog's layout: the group spans lines, the version is pinned.
+        let groups = "[project]\nname = \"x\"\n\n[dependency-groups]\ntests = [\"pytest\"]\ntyping = [\n  \"mypy>=1.4\",\n  \"types-requests\",\n]\ndev = [{ include-group = \"typing\" }]\n";
+        assert_eq!(listed(groups), Some(Listed::Group("typing".into())));
+        let extras = "[project.optional-dependencies]\ndev = ['mypy[reports]', 'pytest']\n";
+        assert_eq!(listed(extras), Some(Listed::Extra("dev".into())));
+        // A group wins over an extra; a name that only starts like it is not it.
+        let both = format!(
+            "{extras}\n[dependency-groups]\nlint = [\"mypy-extensions\"]\ntypes = [\"mypy\"]\n"
+        );
+        assert_eq!(listed(&both), Some(Listed::Group("types".into())));
+        assert_eq!(listed("[tool.mypy]\nstrict = true\n"), None);
+    }
 
     fn detected_in(files: &[(&str, &str)]) -> super::Detected {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -76,8 +76,17 @@ pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &
                 check(&command, ReportFormat::MypyJson, None),
             );
         } else {
+            let install = match listed_in(root, "mypy") {
+                Some(Listed::Group(group)) => format!(
+                    "`{python} -m pip install --group {group}` (the project's group that lists it; pip 25.1 or later)"
+                ),
+                Some(Listed::Extra(extra)) => format!(
+                    "`{python} -m pip install -e '.[{extra}]'` (the project's extra that lists it)"
+                ),
+                None => format!("`{python} -m pip install mypy`"),
+            };
             notes.push(format!(
-                "types: the project configures mypy, but `{python}` cannot import it; `{python} -m pip install mypy`, then run `itergate init --force`"
+                "types: the project configures mypy, but `{python}` cannot import it; {install}, then run `itergate init --force`"
             ));
         }
     }
@@ -139,6 +148,62 @@ pub(super) fn mypy_configured(root: &Path) -> Option<bool> {
         }
     }
     None
+}
+
+/// Where pyproject.toml lists a tool to install: a dependency group (PEP 735) or an extra.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Listed {
+    Group(String),
+    Extra(String),
+}
+
+/// The first dependency group (else extra) of pyproject.toml that lists `package`: it holds
+/// what the project installs beside it (mypy's stub packages, its plugins).
+pub(super) fn listed_in(root: &Path, package: &str) -> Option<Listed> {
+    let text = project_file(root, "pyproject.toml")?;
+    let mut found: Option<Listed> = None;
+    let mut section = "";
+    let mut key = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[')
+            && !trimmed.starts_with("[[")
+            && trimmed.ends_with(']')
+            && !trimmed.contains('"')
+        {
+            section = trimmed;
+            key.clear();
+            continue;
+        }
+        let in_groups = section == "[dependency-groups]";
+        let in_extras = section == "[project.optional-dependencies]";
+        if !in_groups && !in_extras {
+            continue;
+        }
+        let mut rest = trimmed;
+        if let Some((name, value)) = trimmed.split_once('=') {
+            let name = name.trim();
+            if value.trim_start().starts_with('[')
+                && !name.is_empty()
+                && !name.contains(['"', '\'', '{'])
+            {
+                key = name.to_string();
+                rest = value;
+            }
+        }
+        let lists = rest.split(['"', '\'']).skip(1).step_by(2).any(|item| {
+            item.strip_prefix(package).is_some_and(|tail| {
+                tail.is_empty() || tail.starts_with(['>', '<', '=', '~', '!', '[', ';', ' '])
+            })
+        });
+        if lists && !key.is_empty() {
+            if in_groups {
+                return Some(Listed::Group(key));
+            }
+            found.get_or_insert(Listed::Extra(key.clone()));
+        }
+    }
+    found
 }
 
 /// ruff's long-standing default rules: syntax and import errors, undefined and unused names.
