@@ -258,7 +258,7 @@ impl From<JobRow> for Job {
 pub enum StoreError {
     #[error("database: {}", said_by_database(.0))]
     Database(#[from] sqlx::Error),
-    #[error("database: {0}")]
+    #[error("database: {}", said_by_sqlite(.0))]
     Sqlite(#[from] rusqlite::Error),
     #[error("database: {0}")]
     Pool(#[from] r2d2::Error),
@@ -283,6 +283,16 @@ fn said_by_database(error: &sqlx::Error) -> String {
             None => e.message().to_string(),
         },
         None => error.to_string(),
+    }
+}
+
+/// SQLite's message with its (extended) code, as [`said_by_database`] words PostgreSQL's.
+fn said_by_sqlite(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            format!("{message} (code {})", code.extended_code)
+        }
+        other => other.to_string(),
     }
 }
 

@@ -107,7 +107,7 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<Arc<Sqlit
     let pool = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
         // One connection first: its error is the database's own (not the pool's time-out),
         // and it migrates before the pool opens any other.
-        let mut first = rusqlite::Connection::open(&path)?;
+        let mut first = connect(&path)?;
         configure(&mut first)?;
         migrate(&mut first)?;
         drop(first);
@@ -130,6 +130,22 @@ pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<Arc<Sqlit
     });
     tokio::spawn(checkpoint_loop(Arc::downgrade(&sqlite)));
     Ok(sqlite)
+}
+
+/// A connection to the database at `path`. Its error is SQLite's own, without the path
+/// rusqlite appends to it: whoever reports it names the database already.
+fn connect(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    rusqlite::Connection::open(path).map_err(|error| match error {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            let suffix = format!(": {}", path.to_string_lossy());
+            let message = match message.strip_suffix(&suffix) {
+                Some(own) => own.to_string(),
+                None => message,
+            };
+            rusqlite::Error::SqliteFailure(code, Some(message))
+        }
+        other => other,
+    })
 }
 
 /// Every pooled connection's settings.
