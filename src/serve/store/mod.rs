@@ -6,9 +6,8 @@
 //!   that arrived meanwhile in one transaction (one fsync for many deliveries) and then
 //!   answers each: on SQLite a thread of its own with its own connection (no async hop
 //!   per group), on PostgreSQL a task with one multi-row statement. A delivery id seen
-//!   before is reported as a duplicate (`INSERT
-//!   ... ON CONFLICT DO NOTHING` on a unique column), so GitHub's redelivery and a second
-//!   replica's copy make no second job.
+//!   before is reported as a duplicate (`INSERT ... ON CONFLICT DO NOTHING` on a unique
+//!   column), so GitHub's redelivery and a second replica's copy make no second job.
 //! - **Order per pull request.** Every delivery has a job key (`owner/repo#12`, or the
 //!   repository for events about no PR). A job is claimed only when no earlier job of its
 //!   key is unfinished (and, on PostgreSQL, no job of its key is leased), so one PR's
