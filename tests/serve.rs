@@ -38,14 +38,12 @@ fn request(
 }
 
 async fn rows(database: &Path, sql: &str) -> i64 {
-    let url = format!("sqlite:{}?mode=ro", database.display());
-    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
-        .await
-        .expect("open the database");
-    sqlx::query_scalar(sql)
-        .fetch_one(&mut conn)
-        .await
-        .expect("query")
+    let conn = rusqlite::Connection::open_with_flags(
+        database,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open the database");
+    conn.query_row(sql, [], |row| row.get(0)).expect("query")
 }
 
 /// A message the App wrote (a comment, a reply) against the snapshot `name` in
@@ -1015,7 +1013,6 @@ async fn without_a_record_the_junit_report_ci_uploads_is_read_and_judged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
-    use sqlx::Connection as _;
     let server = fake().await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("itergate.db");
@@ -1023,24 +1020,16 @@ async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
     let head = "a".repeat(40);
     seed_pr(&server, &head);
     // Another process holds the database's write lock.
-    let mut holder = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
-        .await
-        .unwrap();
-    sqlx::raw_sql("BEGIN EXCLUSIVE")
-        .execute(&mut holder)
-        .await
-        .unwrap();
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
     let started = Instant::now();
     assert_eq!(serve.deliver("pull_request", "d-1", &opened(&head)), 503);
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "answered inside GitHub's 10 s"
     );
-    sqlx::raw_sql("ROLLBACK")
-        .execute(&mut holder)
-        .await
-        .unwrap();
-    holder.close().await.unwrap();
+    holder.execute_batch("ROLLBACK").unwrap();
+    holder.close().map_err(|(_, e)| e).unwrap();
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 0);
     let (_, metrics) = serve.metrics();
     assert!(metrics.contains("reason=\"database\"} 1"), "{metrics}");
@@ -1061,11 +1050,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     // As version 1 left it: no index of the unfinished jobs, no table of waiting heads, and
     // a delivery stored as it came.
     {
-        use sqlx::Connection as _;
-        let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite:{}", db.display()))
-            .await
-            .unwrap();
-        sqlx::raw_sql(
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
             "DROP INDEX deliveries_unfinished; DROP TABLE waiting;
              ALTER TABLE deliveries DROP COLUMN payload_encoding;
              ALTER TABLE deliveries DROP COLUMN body_sha;
@@ -1075,10 +1061,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
                 VALUES ('kept', 'pull_request', 'k', CAST('{\"number\": 7}' AS BLOB), 1, 1);
              PRAGMA user_version = 1;",
         )
-        .execute(&mut conn)
-        .await
         .unwrap();
-        conn.close().await.unwrap();
+        conn.close().map_err(|(_, e)| e).unwrap();
     }
     let store = Store::open(&db).await.unwrap();
     assert!(store.has_delivery("kept").await.unwrap());

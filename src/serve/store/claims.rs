@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::sql::Statement;
 use super::{sqlite, Backend, ClaimTimes, Job, Store, StoreError, PARKED};
 
 impl Store {
@@ -14,12 +15,13 @@ impl Store {
         host: &str,
         alive: &dyn Fn(u32) -> bool,
     ) -> Result<u64, StoreError> {
-        let owners: Vec<(String,)> = with_pool!(&self.backend, pool => sqlx::query_as(
-            "SELECT DISTINCT lease_owner FROM deliveries
-             WHERE done_at IS NULL AND lease_owner IS NOT NULL",
-        )
-        .fetch_all(pool)
-        .await?);
+        let owners: Vec<(String,)> = self
+            .backend
+            .fetch_all(Statement::new(
+                "SELECT DISTINCT lease_owner FROM deliveries
+                 WHERE done_at IS NULL AND lease_owner IS NOT NULL",
+            ))
+            .await?;
         let mut freed = 0;
         for (owner,) in owners {
             let Some(pid) = owner_pid(&owner, host) else {
@@ -28,14 +30,16 @@ impl Store {
             if alive(pid) {
                 continue;
             }
-            freed += with_pool!(&self.backend, pool => sqlx::query(
-                "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-                 WHERE done_at IS NULL AND lease_owner = $1",
-            )
-            .bind(&owner)
-            .execute(pool)
-            .await?
-            .rows_affected());
+            freed += self
+                .backend
+                .execute(
+                    Statement::new(
+                        "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                         WHERE done_at IS NULL AND lease_owner = $1",
+                    )
+                    .bind(&owner),
+                )
+                .await?;
         }
         Ok(freed)
     }
@@ -46,15 +50,16 @@ impl Store {
     pub async fn release_leases_of(&self, replica: &str) -> Result<u64, StoreError> {
         let prefix = format!("{replica}-");
         let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
-        Ok(with_pool!(&self.backend, pool => sqlx::query(
-            "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-             WHERE done_at IS NULL AND substr(lease_owner, 1, $2) = $1",
-        )
-        .bind(&prefix)
-        .bind(length)
-        .execute(pool)
-        .await?
-        .rows_affected()))
+        self.backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                     WHERE done_at IS NULL AND substr(lease_owner, 1, $2) = $1",
+                )
+                .bind(&prefix)
+                .bind(length),
+            )
+            .await
     }
 
     /// Claims the next runnable job for `owner` until `now + lease`. A job another worker
@@ -84,7 +89,7 @@ impl Store {
             lease_until,
         };
         let job = match &self.backend {
-            Backend::Sqlite(pool) => sqlite::claim(pool, owner, times, avoid).await?,
+            Backend::Sqlite(db) => sqlite::claim(db, owner, times, avoid).await?,
             Backend::Postgres(pg) => pg.claim(owner, times, avoid).await?,
         };
         Ok(job.map(Job::from))
@@ -99,17 +104,20 @@ impl Store {
         now: i64,
         outcome: &str,
     ) -> Result<bool, StoreError> {
-        let done = with_pool!(&self.backend, pool => sqlx::query(
-            "UPDATE deliveries SET done_at = $1, outcome = $2, lease_owner = NULL, lease_until = NULL
-             WHERE seq = $3 AND lease_owner = $4 AND done_at IS NULL",
-        )
-        .bind(now)
-        .bind(outcome)
-        .bind(job.seq)
-        .bind(owner)
-        .execute(pool)
-        .await?
-        .rows_affected());
+        let done = self
+            .backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET done_at = $1, outcome = $2, lease_owner = NULL,
+                        lease_until = NULL
+                     WHERE seq = $3 AND lease_owner = $4 AND done_at IS NULL",
+                )
+                .bind(now)
+                .bind(outcome)
+                .bind(job.seq)
+                .bind(owner),
+            )
+            .await?;
         Ok(done == 1)
     }
 
@@ -123,50 +131,53 @@ impl Store {
         error: &str,
         counted: bool,
     ) -> Result<(), StoreError> {
-        with_pool!(&self.backend, pool => sqlx::query(
-            "UPDATE deliveries SET run_at = $1, last_error = $2, lease_owner = NULL,
-                lease_until = NULL, attempts = attempts - $3
-             WHERE seq = $4 AND lease_owner = $5 AND done_at IS NULL",
-        )
-        .bind(run_at)
-        .bind(error)
-        .bind(if counted { 0_i64 } else { 1_i64 })
-        .bind(job.seq)
-        .bind(owner)
-        .execute(pool)
-        .await?
-        .rows_affected());
+        self.backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET run_at = $1, last_error = $2, lease_owner = NULL,
+                        lease_until = NULL, attempts = attempts - $3
+                     WHERE seq = $4 AND lease_owner = $5 AND done_at IS NULL",
+                )
+                .bind(run_at)
+                .bind(error)
+                .bind(if counted { 0_i64 } else { 1_i64 })
+                .bind(job.seq)
+                .bind(owner),
+            )
+            .await?;
         Ok(())
     }
 
     /// Parks `job`: its key changes, so the later jobs of its pull request run without
     /// waiting for it; it is retried on its own, in no order with them.
     pub async fn park(&self, job: &Job, owner: &str) -> Result<(), StoreError> {
-        with_pool!(&self.backend, pool => sqlx::query(
-            "UPDATE deliveries SET job_key = job_key || $1
-             WHERE seq = $2 AND lease_owner = $3 AND done_at IS NULL
-               AND job_key NOT LIKE '%' || $1",
-        )
-        .bind(PARKED)
-        .bind(job.seq)
-        .bind(owner)
-        .execute(pool)
-        .await?
-        .rows_affected());
+        self.backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET job_key = job_key || $1
+                     WHERE seq = $2 AND lease_owner = $3 AND done_at IS NULL
+                       AND job_key NOT LIKE '%' || $1",
+                )
+                .bind(PARKED)
+                .bind(job.seq)
+                .bind(owner),
+            )
+            .await?;
         Ok(())
     }
 
     /// Extends the lease of a job still being worked on.
     pub async fn extend(&self, job: &Job, owner: &str, until: i64) -> Result<(), StoreError> {
-        with_pool!(&self.backend, pool => sqlx::query(
-            "UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3",
-        )
-        .bind(until)
-        .bind(job.seq)
-        .bind(owner)
-        .execute(pool)
-        .await?
-        .rows_affected());
+        self.backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3",
+                )
+                .bind(until)
+                .bind(job.seq)
+                .bind(owner),
+            )
+            .await?;
         Ok(())
     }
 
@@ -175,17 +186,20 @@ impl Store {
     /// that lost its lease (paused, cut off from the database) stops instead of doing
     /// again what the worker that took the job over does.
     pub async fn holds(&self, job: &Job, owner: &str, now: i64) -> Result<bool, StoreError> {
-        let held: i64 = with_pool!(&self.backend, pool => sqlx::query_scalar(
-            "SELECT COUNT(*) FROM deliveries
-             WHERE seq = $1 AND lease_owner = $2 AND attempts = $3 AND done_at IS NULL
-               AND lease_until >= $4",
-        )
-        .bind(job.seq)
-        .bind(owner)
-        .bind(job.attempts)
-        .bind(now)
-        .fetch_one(pool)
-        .await?);
+        let held: i64 = self
+            .backend
+            .scalar(
+                Statement::new(
+                    "SELECT COUNT(*) FROM deliveries
+                     WHERE seq = $1 AND lease_owner = $2 AND attempts = $3 AND done_at IS NULL
+                       AND lease_until >= $4",
+                )
+                .bind(job.seq)
+                .bind(owner)
+                .bind(job.attempts)
+                .bind(now),
+            )
+            .await?;
         Ok(held > 0)
     }
 }

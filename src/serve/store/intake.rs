@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use super::sql::Statement;
 use super::{
     now_ms, payload, postgres, Backend, Inbox, NewDelivery, Received, Reply, Store, StoreError,
     COMMIT_TRIES, GROUP_COMMIT_MAX, RECEIVE_TIMEOUT,
@@ -39,12 +40,13 @@ impl Store {
     /// Whether a delivery of this [`NewDelivery::key`] is in the inbox: a webhook is found
     /// by its body, any other delivery by its id.
     pub async fn has_delivery(&self, delivery_id: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> = with_pool!(&self.backend, pool => sqlx::query_scalar(
-            "SELECT seq FROM deliveries WHERE delivery_id = $1",
-        )
-        .bind(delivery_id)
-        .fetch_optional(pool)
-        .await?);
+        let found: Option<i64> = self
+            .backend
+            .scalar_optional(
+                Statement::new("SELECT seq FROM deliveries WHERE delivery_id = $1")
+                    .bind(delivery_id),
+            )
+            .await?;
         Ok(found.is_some())
     }
 }

@@ -4,10 +4,10 @@
 //!
 //! - **Group commit.** Intake hands rows to one writer per process that commits everything
 //!   that arrived meanwhile in one transaction (one fsync for many deliveries) and then
-//!   answers each: on SQLite a thread of its own with its own connection (rusqlite, no
-//!   async hop per group), on PostgreSQL a task with one multi-row statement. A delivery id seen before is reported as a duplicate (`INSERT
-//!   ... ON CONFLICT DO NOTHING` on a unique column), so GitHub's redelivery and a second
-//!   replica's copy make no second job.
+//!   answers each: on SQLite a thread of its own with its own connection (no async hop
+//!   per group), on PostgreSQL a task with one multi-row statement. A delivery id seen
+//!   before is reported as a duplicate (`INSERT ... ON CONFLICT DO NOTHING` on a unique
+//!   column), so GitHub's redelivery and a second replica's copy make no second job.
 //! - **Order per pull request.** Every delivery has a job key (`owner/repo#12`, or the
 //!   repository for events about no PR). A job is claimed only when no earlier job of its
 //!   key is unfinished (and, on PostgreSQL, no job of its key is leased), so one PR's
@@ -24,8 +24,9 @@
 //!
 //! The backends differ only where they must: how a claim is made safe against other
 //! processes, how a group of rows is committed, how a payload is stored (compressed on
-//! SQLite, `payload`), migrations, and the sweep's leader lock. Every other statement is the same SQL text on both (sqlx takes `$1`
-//! placeholders on SQLite too).
+//! SQLite, `payload`), migrations, and the sweep's leader lock. Every other statement is the
+//! same SQL text on both, with `$1` placeholders (`sql`): SQLite is driven by rusqlite, and
+//! sqlx serves PostgreSQL only.
 
 /// A claimed job's columns, in the order of [`JobRow`] (a literal, to build constant SQL).
 macro_rules! job_columns {
@@ -37,6 +38,7 @@ macro_rules! job_columns {
 
 mod payload;
 mod postgres;
+mod sql;
 mod sqlite;
 
 use std::fmt;
@@ -255,8 +257,12 @@ impl From<JobRow> for Job {
 pub enum StoreError {
     #[error("database: {}", said_by_database(.0))]
     Database(#[from] sqlx::Error),
-    #[error("database: {0}")]
+    #[error("database: {}", said_by_sqlite(.0))]
     Sqlite(#[from] rusqlite::Error),
+    #[error("database: {0}")]
+    Pool(#[from] r2d2::Error),
+    #[error("the database is closed")]
+    Closed,
     #[error("the database writer has stopped")]
     WriterGone,
     #[error("the database did not commit within {} s", RECEIVE_TIMEOUT.as_secs())]
@@ -276,6 +282,16 @@ fn said_by_database(error: &sqlx::Error) -> String {
             None => e.message().to_string(),
         },
         None => error.to_string(),
+    }
+}
+
+/// SQLite's message with its (extended) code, as [`said_by_database`] words PostgreSQL's.
+fn said_by_sqlite(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            format!("{message} (code {})", code.extended_code)
+        }
+        other => other.to_string(),
     }
 }
 
@@ -319,23 +335,11 @@ type Reply = oneshot::Sender<Result<Received, String>>;
 /// What intake hands the writer: deliveries, each with where its answer goes.
 type Inbox = mpsc::Receiver<(NewDelivery, Reply)>;
 
+/// The database: a shared statement ([`sql::Statement`]) runs on either.
 #[derive(Clone)]
 enum Backend {
-    Sqlite(sqlx::SqlitePool),
+    Sqlite(Arc<sqlite::Sqlite>),
     Postgres(Arc<postgres::Postgres>),
-}
-
-/// Runs `$body` with `$pool` bound to the backend's pool: the same SQL on either.
-macro_rules! with_pool {
-    ($backend:expr, $pool:ident => $body:expr) => {
-        match $backend {
-            Backend::Sqlite($pool) => $body,
-            Backend::Postgres(pg) => {
-                let $pool = &pg.pool;
-                $body
-            }
-        }
-    };
 }
 
 mod claims;
@@ -400,16 +404,16 @@ impl Store {
 
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        with_pool!(&self.backend, pool => {
-            sqlx::query("SELECT 1").execute(pool).await?;
-        });
+        self.backend
+            .execute(sql::Statement::new("SELECT 1"))
+            .await?;
         Ok(())
     }
 
     /// Lets pending writes finish and closes the connections (a held sweep lock with them).
     pub async fn close(&self) {
         match &self.backend {
-            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Sqlite(sqlite) => sqlite.close().await,
             Backend::Postgres(pg) => pg.close().await,
         }
     }

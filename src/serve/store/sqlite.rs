@@ -4,12 +4,12 @@
 //! job per pull request at a time, in order.
 
 use std::path::Path;
-use std::str::FromStr;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use r2d2_sqlite::SqliteConnectionManager;
 
+use super::sql::{Record, Statement};
 use super::{ClaimTimes, Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply, StoreError};
 
 /// The WAL's size in pages at which a commit checkpoints it itself (SQLite's default is
@@ -86,34 +86,160 @@ const SCHEMA: &[&str] = &[
     DROP INDEX IF EXISTS deliveries_body;",
 ];
 
-pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<SqlitePool, StoreError> {
-    let connect = SqliteConnectOptions::from_str("sqlite:")?
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        // Deliveries are committed by the writer thread, with `synchronous=FULL` (its
-        // commit syncs the WAL up to and including every earlier frame). This pool writes
-        // the workers' bookkeeping (claims, leases, ends): with NORMAL those commits wait
-        // for no fsync of their own. A power cut may undo the last ones (a job then runs
-        // again; handlers are idempotent); checkpoints still sync the WAL and the database.
-        .synchronous(SqliteSynchronous::Normal)
-        // A database locked for longer is unavailable: intake answers 503 well inside
-        // GitHub's 10 seconds, and GitHub (or the sweep) delivers again.
-        .busy_timeout(Duration::from_secs(3))
-        // Checkpoints run in their own task (`checkpoint_loop`), not in the commit that
-        // crosses SQLite's threshold, whose deliveries would wait on copying the WAL into
-        // the database. The threshold stays, far higher, in case that task falls behind.
-        .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES.to_string());
-    // No ping before handing out a connection: an embedded database's connection does not
-    // drop, and the ping is one more trip to SQLite's thread on every group commit.
-    let pool = SqlitePoolOptions::new()
-        .max_connections(options.max_connections.max(1))
-        .test_before_acquire(false)
-        .connect_with(connect)
-        .await?;
-    migrate(&pool).await?;
-    tokio::spawn(checkpoint_loop(pool.clone()));
-    Ok(pool)
+/// A database locked for longer is unavailable: intake answers 503 well inside GitHub's 10
+/// seconds, and GitHub (or the sweep) delivers again.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long [`Sqlite::close`] waits for the statements under way.
+const CLOSE_WAIT: Duration = Duration::from_secs(30);
+
+/// The connections everything but the inbox's writer uses: an r2d2 pool, its connections
+/// handed out on tokio's blocking threads ([`Sqlite::run`]), since every SQLite call blocks.
+pub(super) struct Sqlite {
+    /// `None` once closed.
+    pool: Mutex<Option<r2d2::Pool<SqliteConnectionManager>>>,
+}
+
+/// Opens the database at `path` (created if missing), brings its schema up to date and
+/// starts the [`checkpoint_loop`].
+pub(super) async fn open(path: &Path, options: &OpenOptions) -> Result<Arc<Sqlite>, StoreError> {
+    let path = path.to_path_buf();
+    let max = options.max_connections.max(1);
+    let pool = tokio::task::spawn_blocking(move || -> Result<_, StoreError> {
+        // One connection first: its error is the database's own (not the pool's time-out),
+        // and it migrates before the pool opens any other.
+        let mut first = connect(&path)?;
+        configure(&mut first)?;
+        migrate(&mut first)?;
+        drop(first);
+        let manager = SqliteConnectionManager::file(&path).with_init(configure);
+        // No check before handing out a connection: an embedded database's connection does
+        // not drop. Nor does it go stale: kept for the pool's life.
+        let pool = r2d2::Pool::builder()
+            .max_size(max)
+            .test_on_check_out(false)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .error_handler(Box::new(LogError))
+            .build(manager)?;
+        Ok(pool)
+    })
+    .await
+    .map_err(|e| StoreError::Schema(format!("opening the database: {e}")))??;
+    let sqlite = Arc::new(Sqlite {
+        pool: Mutex::new(Some(pool)),
+    });
+    tokio::spawn(checkpoint_loop(Arc::downgrade(&sqlite)));
+    Ok(sqlite)
+}
+
+/// A connection to the database at `path`. Its error is SQLite's own, without the path
+/// rusqlite appends to it: whoever reports it names the database already.
+fn connect(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    rusqlite::Connection::open(path).map_err(|error| match error {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            let suffix = format!(": {}", path.to_string_lossy());
+            let message = match message.strip_suffix(&suffix) {
+                Some(own) => own.to_string(),
+                None => message,
+            };
+            rusqlite::Error::SqliteFailure(code, Some(message))
+        }
+        other => other,
+    })
+}
+
+/// Every pooled connection's settings.
+fn configure(conn: &mut rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
+    // Deliveries are committed by the writer thread, with `synchronous=FULL` (its commit
+    // syncs the WAL up to and including every earlier frame). This pool writes the workers'
+    // bookkeeping (claims, leases, ends): with NORMAL those commits wait for no fsync of
+    // their own. A power cut may undo the last ones (a job then runs again; handlers are
+    // idempotent); checkpoints still sync the WAL and the database.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Checkpoints run in their own task (`checkpoint_loop`), not in the commit that crosses
+    // SQLite's threshold, whose deliveries would wait on copying the WAL into the database.
+    // The threshold stays, far higher, in case that task falls behind.
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)?;
+    // Every statement of the store stays prepared.
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+/// The pool's failures to connect, in the log (r2d2's own would go to the `log` crate).
+#[derive(Debug)]
+struct LogError;
+
+impl r2d2::HandleError<rusqlite::Error> for LogError {
+    fn handle_error(&self, error: rusqlite::Error) {
+        tracing::warn!("database connection: {error}");
+    }
+}
+
+impl Sqlite {
+    /// Runs `f` on a pooled connection, on a blocking thread.
+    pub(super) async fn run<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or(StoreError::Closed)?;
+        let ran = tokio::task::spawn_blocking(move || -> Result<T, StoreError> {
+            let mut conn = pool.get()?;
+            Ok(f(&mut conn)?)
+        })
+        .await;
+        match ran {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // The runtime is shutting down.
+            Err(_) => Err(StoreError::Closed),
+        }
+    }
+
+    /// The first row of `statement`, if any.
+    pub(super) async fn fetch_optional<R: Record>(
+        &self,
+        statement: Statement,
+    ) -> Result<Option<R>, StoreError> {
+        self.run(move |conn| Ok(statement.rows_sqlite(conn, 1)?.pop()))
+            .await
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Refuses new statements, lets those under way finish, and closes the connections.
+    pub(super) async fn close(&self) {
+        let pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(pool) = pool else {
+            return;
+        };
+        let started = Instant::now();
+        loop {
+            let state = pool.state();
+            if state.connections == state.idle_connections || started.elapsed() > CLOSE_WAIT {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Closing a connection may checkpoint the WAL: not on the runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || drop(pool)).await;
+    }
 }
 
 /// Starts the inbox's writer: a thread of its own with its own connection, committing
@@ -197,18 +323,24 @@ fn insert_group(
     Ok(results)
 }
 
-/// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until the pool closes. A
-/// passive checkpoint waits for no reader or writer: commits go on meanwhile.
-async fn checkpoint_loop(pool: SqlitePool) {
+/// Copies the WAL into the database every [`CHECKPOINT_EVERY`] until the store closes (or
+/// is gone). A passive checkpoint waits for no reader or writer: commits go on meanwhile.
+async fn checkpoint_loop(sqlite: Weak<Sqlite>) {
     let mut every = tokio::time::interval(CHECKPOINT_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    while !pool.is_closed() {
+    loop {
         every.tick().await;
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&pool)
-            .await
-        {
-            if pool.is_closed() {
+        let Some(sqlite) = sqlite.upgrade() else {
+            break;
+        };
+        if sqlite.is_closed() {
+            break;
+        }
+        let checkpoint = sqlite
+            .run(|conn| conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())))
+            .await;
+        if let Err(e) = checkpoint {
+            if sqlite.is_closed() {
                 break;
             }
             tracing::warn!("checkpoint: {e}");
@@ -216,11 +348,10 @@ async fn checkpoint_loop(pool: SqlitePool) {
     }
 }
 
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    let mut conn = pool.acquire().await?;
-    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
-        .fetch_one(&mut *conn)
-        .await?;
+/// Applies the [`SCHEMA`] steps the database lacks, each in a transaction with its version
+/// (`PRAGMA user_version`).
+fn migrate(conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     let known = i64::try_from(SCHEMA.len()).unwrap_or(i64::MAX);
     if version > known {
         tracing::warn!(
@@ -235,19 +366,17 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
         if version >= target {
             continue;
         }
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        sqlx::raw_sql(step).execute(&mut *tx).await?;
-        sqlx::raw_sql(&format!("PRAGMA user_version = {target}"))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        let tx = conn.transaction()?;
+        tx.execute_batch(step)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {target}"))?;
+        tx.commit()?;
         tracing::info!(version = target, "database schema upgraded");
     }
     Ok(())
 }
 
 pub(super) async fn claim(
-    pool: &SqlitePool,
+    sqlite: &Sqlite,
     owner: &str,
     times: ClaimTimes,
     avoid: &[i64],
@@ -260,7 +389,7 @@ pub(super) async fn claim(
     // delivery queued behind a running job. COALESCE runs the walk only when needed.
     // `avoid` is a JSON array of installations whose jobs are passed over. A lease that ran
     // out is taken over once it has settled ($6).
-    let row = sqlx::query_as::<_, JobRow>(concat!(
+    let statement = Statement::new(concat!(
         "WITH RECURSIVE keys (job_key) AS (
             SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
             UNION ALL
@@ -294,9 +423,11 @@ pub(super) async fn claim(
     .bind(times.lease_until)
     .bind(times.now)
     .bind(super::CLAIM_NEAR)
-    .bind(serde_json::to_string(avoid).unwrap_or_else(|_| "[]".into()))
-    .bind(times.lapsed_before)
-    .fetch_optional(pool)
-    .await?;
-    Ok(row)
+    .bind(
+        serde_json::to_string(avoid)
+            .unwrap_or_else(|_| "[]".into())
+            .as_str(),
+    )
+    .bind(times.lapsed_before);
+    sqlite.fetch_optional::<JobRow>(statement).await
 }
