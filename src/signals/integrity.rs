@@ -298,19 +298,39 @@ pub fn check(input: &Input) -> Vec<Finding> {
 
 /// The same finding about several cases of one test (a parametrised test's rows, a Go
 /// table's subtests) is one finding with a count: "test m::t[1-1] was removed …; the same
-/// for 17 more cases of `m::t`", placed at the first.
+/// for 17 more cases of `m::t`", placed at the first. So are the tests one line of the
+/// change deselects alike (a test class left out of Surefire's run): "…; the same for 16
+/// more tests deselected by that line".
 fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
+    #[derive(PartialEq, Eq, Hash)]
+    enum Group {
+        Cases(String),
+        DeselectedByOneLine,
+    }
     let mut out: Vec<Finding> = Vec::new();
     let mut cases: Vec<usize> = Vec::new();
-    let mut seen: std::collections::HashMap<(Severity, String, String), usize> =
+    let mut seen: std::collections::HashMap<(Severity, Group, String), usize> =
         std::collections::HashMap::new();
     for f in findings {
         let key = acceptance_key(&f.issue);
         let grouped = key.strip_prefix("test ").and_then(|id| {
-            let group = trusted::group_of(id);
             let rest = f.issue.finding.get(key.len()..)?;
-            (group != id && !rest.contains(MORE_CASES))
-                .then(|| (f.issue.severity, group.to_string(), rest.to_string()))
+            if rest.contains(MORE_CASES) {
+                return None;
+            }
+            let group = trusted::group_of(id);
+            if rest.starts_with(DESELECTED) {
+                // The rest names the line: one line, one finding.
+                return Some((
+                    f.issue.severity,
+                    Group::DeselectedByOneLine,
+                    rest.to_string(),
+                ));
+            }
+            (group != id).then(|| {
+                let group = Group::Cases(group.to_string());
+                (f.issue.severity, group, rest.to_string())
+            })
         });
         match grouped {
             Some(k) => match seen.get(&k) {
@@ -333,7 +353,13 @@ fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
             continue;
         }
         let f = &mut out[at];
-        let note = more_cases(more, &group);
+        let note = match group {
+            Group::Cases(group) => more_cases(more, &group),
+            Group::DeselectedByOneLine => format!(
+                "{MORE_CASES}{} deselected by that line",
+                crate::model::counted(more, "more test")
+            ),
+        };
         f.issue.finding.push_str(&note);
         if let Some(trigger) = &mut f.trigger {
             trigger.details.push_str(&note);
@@ -341,6 +367,9 @@ fn collapse_cases(findings: Vec<Finding>) -> Vec<Finding> {
     }
     out
 }
+
+/// How a deselection finding goes on after its test's id.
+pub(super) const DESELECTED: &str = " is deselected from check ";
 
 /// How a finding about one case of a test says that `more` other cases of its `group` are
 /// in the same state.
@@ -443,6 +472,44 @@ fn severity_for(was_failing: bool) -> Severity {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_tests_one_line_deselects_alike_are_one_finding_the_failing_one_apart() {
+        let deselected = |test: &str, severity: Severity| {
+            super::finding(
+                severity,
+                format!(
+                    "test ex.UtilTest::{test}{}`tests`: it ran before and is no longer collected; the change edited `<exclude>**/UtilTest.java</exclude>` at pom.xml:28",
+                    super::DESELECTED
+                ),
+                "pom.xml:28".into(),
+                "restore it".into(),
+            )
+        };
+        let findings = vec![
+            deselected("pads", Severity::Warning),
+            deselected("concat", Severity::Blocker),
+            deselected("joins", Severity::Warning),
+            deselected("trims", Severity::Warning),
+        ];
+        let out = super::collapse_cases(findings);
+        let said: Vec<(Severity, &str)> = out
+            .iter()
+            .map(|f| (f.issue.severity, f.issue.finding.as_str()))
+            .collect();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert!(
+            said[0]
+                .1
+                .starts_with("test ex.UtilTest::pads is deselected")
+                && said[0]
+                    .1
+                    .ends_with("at pom.xml:28; the same for 2 more tests deselected by that line"),
+            "{said:#?}"
+        );
+        assert_eq!(said[1].0, Severity::Blocker);
+        assert!(said[1].1.ends_with("at pom.xml:28"), "{said:#?}");
+    }
+
     #[test]
     fn the_same_finding_about_cases_of_one_test_is_one_finding_with_a_count() {
         let removed = |id: &str, line: u32| {

@@ -359,7 +359,8 @@ pub(super) fn vanished(
         return Some(finding(
             severity_for(was_failing),
             format!(
-                "test {id} is deselected from check `{check}`: it ran before and is no longer collected; the change edited `{}` at {file}:{line}",
+                "test {id}{}`{check}`: it ran before and is no longer collected; the change edited `{}` at {file}:{line}",
+                super::DESELECTED,
                 text.trim()
             ),
             format!("{file}:{line}"),
