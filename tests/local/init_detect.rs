@@ -192,18 +192,22 @@ fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python()
     std::fs::write(&ruff, "#!/bin/sh\nexit 0\n").expect("write");
     std::fs::set_permissions(&ruff, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
-        .arg("init")
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .env(
-            "PATH",
-            format!("{}:{}", bin.path().display(), path_without_ruff()),
-        )
-        .output()
-        .expect("itergate runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
+    // init with that `ruff` on PATH, in `dir`; what it wrote.
+    let init_with_ruff = |dir: &Path, args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(args)
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .env(
+                "PATH",
+                format!("{}:{}", bin.path().display(), path_without_ruff()),
+            )
+            .output()
+            .expect("itergate runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(dir.join(".itergate.yml")).expect("written")
+    };
+    let text = init_with_ruff(dir.path(), &["init"]);
     let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
     let run = config.checks["lint"].run.clone().unwrap_or_default();
     assert!(
@@ -216,34 +220,12 @@ fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python()
         "[project]\nname = \"x\"\nrequires-python = \">=3.9\"\n",
     )
     .expect("write");
-    let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
-        .args(["init", "--force"])
-        .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .env(
-            "PATH",
-            format!("{}:{}", bin.path().display(), path_without_ruff()),
-        )
-        .output()
-        .expect("itergate runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
+    let text = init_with_ruff(dir.path(), &["init", "--force"]);
     assert!(text.contains("--select E4,E7,E9,F ."), "{text}");
     assert!(!text.contains("--target-version"), "{text}");
     // A project that configures ruff keeps its own rules.
     let configured = python_project();
-    let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
-        .arg("init")
-        .current_dir(configured.path())
-        .env("NO_COLOR", "1")
-        .env(
-            "PATH",
-            format!("{}:{}", bin.path().display(), path_without_ruff()),
-        )
-        .output()
-        .expect("itergate runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(configured.path().join(".itergate.yml")).expect("written");
+    let text = init_with_ruff(configured.path(), &["init"]);
     let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
     let run = config.checks["lint"].run.clone().unwrap_or_default();
     assert!(!run.contains("--select"), "{text}");
