@@ -13,7 +13,6 @@ use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
 use serde::Serialize;
 
 use super::local::{self as task, Task};
-use super::observe::fingerprint;
 use super::{user, Env, Failure};
 use crate::config::{Config, Visibility};
 use crate::context::{
@@ -118,7 +117,7 @@ fn commit_context<'r>(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(anyhow::Error::from)?;
-    let observation = store.find_observation(tree.id(), &fingerprint(&env.config))?;
+    let observation = store.find_observation(tree.id(), &super::observe::cache_key(env, store.repository()))?;
     let mut holdout = Holdout::from_config(&env.config);
     if let Some(observed) = &observation {
         add_observed_holdout(observed, &mut holdout);

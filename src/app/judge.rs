@@ -35,6 +35,8 @@ pub struct Judgement<'a> {
     pub trusted: Option<&'a integrity::Trusted<'a>>,
     /// The tests the task set out to make pass (`itergate loop`'s start).
     pub targets: &'a [String],
+    /// The environment's unexplained changes since the task's start (`app::sealed`).
+    pub environment: &'a [crate::signals::environment::Change],
 }
 
 /// The iteration record of `judgement.commit`.
@@ -94,6 +96,7 @@ pub fn judge(
             accepted: judgement.accepted,
             trusted: judgement.trusted,
             targets: judgement.targets,
+            environment: judgement.environment,
         },
         &mut record,
     );
@@ -187,6 +190,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             accepted: &[],
             trusted: None,
             targets: &[],
+            environment: &[],
         },
         &mut record,
     );

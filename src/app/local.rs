@@ -36,7 +36,7 @@ use crate::signals::observation::Observation;
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use super::judge::{judge, whole_tree_record, Judgement};
 use super::observe::{
-    cached_observation, fingerprint, observation_of, observe, tree_of, ObserveRequest,
+    cache_key, cached_observation, fingerprint, observation_of, observe, tree_of, ObserveRequest,
     RecordOptions,
 };
 use super::{user, Env, Failure};
@@ -59,6 +59,9 @@ pub struct Task {
     /// The tests the task set out to make pass (failing where `itergate loop` started it):
     /// never the base's debt, and never accepted while one fails or is missing.
     pub targets: Vec<String>,
+    /// The environment where the task started (its start note's), what each iteration's
+    /// environment is compared with.
+    pub environment: Option<crate::signals::environment::Fingerprint>,
 }
 
 impl Task {
@@ -78,6 +81,7 @@ impl Task {
             .as_ref()
             .map(|(_, s)| s.targets.clone())
             .unwrap_or_default();
+        let environment = recorded.as_ref().and_then(|(_, s)| s.environment.clone());
         let Some(merge_base) = inferred else {
             // On the base branch: a task `itergate loop` drives counts from its start;
             // anything else judges the last change.
@@ -92,6 +96,7 @@ impl Task {
                     start_recorded: true,
                     commits,
                     targets,
+                    environment,
                 });
             }
             let parent = repo
@@ -108,6 +113,7 @@ impl Task {
                 start_recorded: false,
                 commits: vec![tip],
                 targets,
+                environment,
             });
         };
         // The iterations count from the recorded start when the branch has since merged in
@@ -152,6 +158,7 @@ impl Task {
             start_recorded,
             commits,
             targets,
+            environment,
         })
     }
 
@@ -172,6 +179,8 @@ impl Task {
             task: String::new(),
             rules: Some(fingerprint(&env.config)),
             ended: false,
+            environment: super::sealed::current(env, store.repository())
+                .map(|s| s.fingerprint.clone()),
             at: Utc::now(),
         };
         store.write(&[Note::TaskStart { start: &note }])?;
@@ -186,7 +195,7 @@ impl Task {
         store: &NotesStore,
         commit: Oid,
     ) -> Result<Vec<(Oid, Observation)>, Failure> {
-        let fingerprint = fingerprint(&env.config);
+        let fingerprint = cache_key(env, store.repository());
         let before = match self.commits.iter().position(|c| *c == commit) {
             Some(at) => &self.commits[..at],
             None => &self.commits[..],
@@ -281,7 +290,7 @@ impl Task {
     /// observations when it has them, and otherwise shown as it is: history, never a cache.
     /// Unreadable notes are skipped with a warning.
     pub fn history(&self, env: &Env, store: &NotesStore) -> Result<History, Failure> {
-        let key = record_key(env);
+        let key = record_key(env, store.repository());
         let base = self.merge_base.map(|b| b.to_string());
         let mut records = Vec::new();
         for (index, commit) in self.commits.iter().enumerate() {
@@ -355,7 +364,7 @@ impl Task {
         commit: Oid,
     ) -> Result<Option<IterationRecord>, Failure> {
         let repo = store.repository();
-        let fingerprint = fingerprint(&env.config);
+        let fingerprint = cache_key(env, store.repository());
         let Some(observed) = store.find_observation(tree_of(repo, commit)?, &fingerprint)? else {
             return Ok(None);
         };
@@ -366,7 +375,7 @@ impl Task {
             },
             None => None,
         };
-        let trusted_run = match self.merge_base {
+        let trusted_run = match self.start {
             Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
                 super::trusted::Cached::Missing => return Ok(None),
                 super::trusted::Cached::Found(run) => Some(run),
@@ -377,6 +386,7 @@ impl Task {
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
         let earlier = self.earlier_observations(env, store, commit)?;
         let accepted = self.accepted_findings(store, commit)?;
+        let environment = self.environment_changes(env, repo, commit)?;
         let record = judge(
             &env.config,
             repo,
@@ -390,18 +400,39 @@ impl Task {
                 accepted: &accepted,
                 trusted: trusted.as_ref(),
                 targets: &self.targets,
+                environment: &environment,
             },
         )?;
         Ok(Some(record))
+    }
+
+    /// What changed in the environment since the task started that nothing committed
+    /// between the start and `commit` explains.
+    fn environment_changes(
+        &self,
+        env: &Env,
+        repo: &Repository,
+        commit: Oid,
+    ) -> Result<Vec<crate::signals::environment::Change>, Failure> {
+        match self.start {
+            Some(start) => super::sealed::unexplained_changes(
+                env,
+                repo,
+                self.environment.as_ref(),
+                start,
+                commit,
+            ),
+            None => Ok(Vec::new()),
+        }
     }
 }
 
 /// What a commit's record depends on besides its tree and base: the checks and everything
 /// that judges their results.
-pub fn record_key(env: &Env) -> String {
+pub fn record_key(env: &Env, repo: &Repository) -> String {
     let config = &env.config;
     let material = serde_json::json!({
-        "observation": fingerprint(config),
+        "observation": cache_key(env, repo),
         "scoring": config.scoring,
         "detection": config.detection,
         "integrity": config.integrity,
@@ -445,7 +476,7 @@ pub fn record_commit(
     commit: Oid,
     options: RecordOptions,
 ) -> Result<(IterationRecord, bool), Failure> {
-    let key = record_key(env);
+    let key = record_key(env, store.repository());
     let base = task.merge_base;
     if !options.rescore {
         if let Some(stored) = store.read_record(commit)? {
@@ -456,14 +487,23 @@ pub fn record_commit(
             }
         }
     }
-    let (observed, ran, base_observed) = observe_with_base(env, store, commit, base, options)?;
-    let trusted_run = match base {
+    let (observed, ran, base_observed) =
+        match observe_with_base(env, store, commit, base, options) {
+            Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
+                broken_by_change(env, store, task, base, unrunnable, options)?
+            }
+            other => other?,
+        };
+    // The start's tests judge the code: the recorded start's, so a spec committed on the
+    // branch before the work is trusted like one on the base.
+    let trusted_run = match task.start {
         Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
         None => None,
     };
     let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
     let earlier = task.earlier_observations(env, store, commit)?;
     let accepted = task.accepted_findings(store, commit)?;
+    let environment = task.environment_changes(env, store.repository(), commit)?;
     let mut record = judge(
         &env.config,
         store.repository(),
@@ -477,10 +517,11 @@ pub fn record_commit(
             accepted: &accepted,
             trusted: trusted.as_ref(),
             targets: &task.targets,
+            environment: &environment,
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;
-    let fingerprint = fingerprint(&env.config);
+    let fingerprint = cache_key(env, store.repository());
     let tree = tree_of(store.repository(), commit)?;
     let mut notes = vec![Note::Record {
         commit,
@@ -497,6 +538,38 @@ pub fn record_commit(
     }
     store.write(&notes)?;
     Ok((record, ran))
+}
+
+/// A commit whose checks could not all run: judged with them as failed builds when the
+/// change stopped them ([`super::unrunnable`]), never cached; else the failure as it came.
+fn broken_by_change(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    base: Option<Oid>,
+    unrunnable: Box<super::Unrunnable>,
+    options: RecordOptions,
+) -> Result<(Observation, bool, Option<Observation>), Failure> {
+    let Some(base) = base.filter(|_| env.config.scoring.compare_base) else {
+        return Err(Failure::Unrunnable(unrunnable));
+    };
+    let label = format!("base {}", short(base));
+    let options = RecordOptions {
+        rescore: false,
+        ..options
+    };
+    let Ok(base_observed) = cached_observation(env, store, base, Some(&label), options) else {
+        return Err(Failure::Unrunnable(unrunnable));
+    };
+    let start = task.start.unwrap_or(base);
+    let observed = super::unrunnable::judged_as_broken(
+        env,
+        store.repository(),
+        start,
+        Some(&base_observed),
+        unrunnable,
+    )?;
+    Ok((observed, false, Some(base_observed)))
 }
 
 /// The observations of `commit` (and whether its checks ran) and of the task's base. A
@@ -519,7 +592,7 @@ fn observe_with_base(
         rescore: false,
         ..options
     };
-    let fingerprint = fingerprint(&env.config);
+    let fingerprint = cache_key(env, store.repository());
     let repo = store.repository();
     adopt_fetched_base(env, store, base, &fingerprint, options.progress)?;
     let base_cached = store.find_observation(tree_of(repo, base)?, &fingerprint)?;
@@ -605,7 +678,7 @@ pub fn stored_base(
         return Ok(None);
     };
     let tree = tree_of(store.repository(), base)?;
-    let Some(observed) = store.find_observation(tree, &fingerprint(&env.config))? else {
+    let Some(observed) = store.find_observation(tree, &cache_key(env, store.repository()))? else {
         return Ok(None);
     };
     Ok(Some(whole_tree_record(&env.config, base, &observed)))
@@ -636,6 +709,7 @@ fn mark_flaky(
         start_recorded: task.start_recorded,
         commits: task.commits[..index].to_vec(),
         targets: task.targets.clone(),
+        environment: task.environment.clone(),
     }
     .history(env, store)?;
     let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;

@@ -19,7 +19,9 @@ pub mod local;
 pub mod observe;
 pub mod pull_request;
 pub mod scratch;
+pub mod sealed;
 pub mod trusted;
+pub mod unrunnable;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,11 @@ pub enum Failure {
     /// failure, not the work's. Nothing was recorded.
     #[error("{0}")]
     Check(String),
+    /// Checks of a commit could not run while others did: as [`Failure::Check`], with what
+    /// each said and what the rest observed, for the caller that can tell whether the
+    /// commit itself stopped them (`local::record_commit`).
+    #[error("{}", .0.message)]
+    Unrunnable(Box<Unrunnable>),
     /// Ctrl-C or SIGTERM stopped the checks or an agent; nothing was recorded (exit 128 + signal).
     #[error(
         "interrupted: what was running (the checks, an agent) was stopped and nothing was recorded"
@@ -56,12 +63,23 @@ impl Failure {
         use exit::ExitStatus;
         match self {
             Failure::User(_) => ExitStatus::Usage.code(),
-            Failure::Check(_) => ExitStatus::CheckCouldNotRun.code(),
+            Failure::Check(_) | Failure::Unrunnable(_) => ExitStatus::CheckCouldNotRun.code(),
             Failure::Decided(code) => *code,
             Failure::Interrupted(signal) => ExitStatus::Interrupted(*signal).code(),
             Failure::Blocked(_) | Failure::Internal(_) => ExitStatus::Failure.code(),
         }
     }
+}
+
+/// Checks that could not run on a commit ([`Failure::Unrunnable`]).
+#[derive(Debug)]
+pub struct Unrunnable {
+    /// The commit whose checks these are.
+    pub commit: git2::Oid,
+    pub message: String,
+    pub errors: Vec<crate::signals::observation::CheckError>,
+    /// What the checks that did run observed.
+    pub observed: crate::signals::observation::Observation,
 }
 
 pub fn user(e: impl std::fmt::Display) -> Failure {
@@ -105,6 +123,8 @@ pub struct Env {
     pub rules: Rules,
     /// How many check commands run at once (`--jobs`).
     pub jobs: crate::signals::checks::Jobs,
+    /// The environment the checks run in, as last scanned (`app::sealed`).
+    pub sealed: sealed::Sealed,
 }
 
 /// Where the rules (the configuration) that judge a task come from.
@@ -193,6 +213,7 @@ impl Env {
                 .map_or_else(crate::signals::checks::Jobs::per_core, |n| {
                     crate::signals::checks::Jobs::new(n)
                 }),
+            sealed: sealed::Sealed::default(),
         })
     }
 

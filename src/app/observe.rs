@@ -58,6 +58,20 @@ pub fn fingerprint(config: &Config) -> String {
         .to_string()
 }
 
+/// What a cached observation is filed under: the checks' [`fingerprint`] and the digest of
+/// the environment they run in ([`super::sealed`]), so an observation made in another
+/// environment (a plugin dropped into the venv, a patched `node_modules`) is never replayed.
+pub fn cache_key(env: &Env, repo: &Repository) -> String {
+    let checks = fingerprint(&env.config);
+    match super::sealed::digest(env, repo) {
+        environment if environment.is_empty() => checks,
+        environment => format!(
+            "{:x}",
+            Sha256::digest(format!("{checks}\n{environment}").as_bytes())
+        ),
+    }
+}
+
 /// How to observe one commit.
 pub struct ObserveRequest<'a> {
     pub commit: Oid,
@@ -118,7 +132,7 @@ pub fn observe(
     for result in results {
         match result {
             Ok(outcome) => outcomes.push(outcome),
-            Err(error) => errors.push(error.to_string()),
+            Err(error) => errors.push(error),
         }
     }
     if !errors.is_empty() {
@@ -130,10 +144,22 @@ pub fn observe(
             ),
             None => String::new(),
         };
-        return Err(Failure::Check(format!(
-            "{place}{}\nNothing was recorded: fix the environment or the check, then run again.",
-            errors.join("\n")
-        )));
+        let said: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let mut observed = Observation {
+            checks: outcomes,
+            execution_time_ms: None,
+            flaky: Vec::new(),
+        };
+        observed.normalise(&root);
+        return Err(Failure::Unrunnable(Box::new(super::Unrunnable {
+            commit: request.commit,
+            message: format!(
+                "{place}{}\nNothing was recorded: fix the environment or the check, then run again.",
+                said.join("\n")
+            ),
+            errors,
+            observed,
+        })));
     }
     if let Some(scratch) = &scratch {
         scratch.verify()?;
@@ -391,7 +417,7 @@ pub(super) fn observation_of(
     options: RecordOptions,
 ) -> Result<(Observation, bool), Failure> {
     let repo = store.repository();
-    let fingerprint = fingerprint(&env.config);
+    let fingerprint = cache_key(env, repo);
     let tree = tree_of(repo, commit)?;
     if !options.rescore {
         if let Some(cached) = store.find_observation(tree, &fingerprint)? {
@@ -438,7 +464,7 @@ pub fn cached_observation(
 ) -> Result<Observation, Failure> {
     let (observed, ran) = observation_of(env, store, commit, label, options)?;
     if ran {
-        let fingerprint = fingerprint(&env.config);
+        let fingerprint = cache_key(env, store.repository());
         store.write(&[Note::Observation {
             tree: tree_of(store.repository(), commit)?,
             observation: &observed,

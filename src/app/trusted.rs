@@ -20,7 +20,6 @@ use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::Report;
 
 use super::judge::PathMatcher;
-use super::observe::fingerprint;
 use super::observe::{cached_observation, RecordOptions};
 use crate::history::notes::NotesStore;
 
@@ -96,7 +95,7 @@ pub fn cached(
         return Ok(Cached::NotNeeded);
     };
     Ok(
-        match store.find_observation(plan.tree, &fingerprint(&plan.env.config))? {
+        match store.find_observation(plan.tree, &super::observe::cache_key(&plan.env, store.repository()))? {
             Some(observation) => Cached::Found(Run {
                 observation,
                 edited: plan.edited,
@@ -112,6 +111,29 @@ pub fn verdict<'a>(config: &Config, run: Option<&'a Run>) -> Option<Trusted<'a>>
         observation: &run.observation,
         edited: &run.edited,
         expectation_changes: config.integrity.expectation_changes,
+    })
+}
+
+/// Which files are the harness: test files (`detection.tests`), `integrity.harness`, and
+/// the files the checks' commands run.
+pub fn harness_files(config: &Config) -> Result<impl Fn(&str) -> bool, Failure> {
+    let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
+    let extra = PathMatcher::new(
+        "integrity.harness",
+        &crate::config::PathFilter {
+            include: config.integrity.harness.clone(),
+            exclude: Vec::new(),
+        },
+    )?;
+    let run_files: Vec<String> = config
+        .checks
+        .values()
+        .filter_map(|c| c.run.as_deref())
+        .flat_map(files_run_by)
+        .filter(|f| f != "package.json")
+        .collect();
+    Ok(move |path: &str| {
+        tests.matches(path) || extra.matches(path) || run_files.iter().any(|f| f == path)
     })
 }
 
@@ -142,24 +164,7 @@ pub fn plan(
     if test_checks.is_empty() {
         return Ok(None);
     }
-    let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
-    let extra = PathMatcher::new(
-        "integrity.harness",
-        &crate::config::PathFilter {
-            include: config.integrity.harness.clone(),
-            exclude: Vec::new(),
-        },
-    )?;
-    let run_files: Vec<String> = config
-        .checks
-        .values()
-        .filter_map(|c| c.run.as_deref())
-        .flat_map(files_run_by)
-        .filter(|f| f != "package.json")
-        .collect();
-    let is_harness = |path: &str| {
-        tests.matches(path) || extra.matches(path) || run_files.iter().any(|f| f == path)
-    };
+    let is_harness = harness_files(config)?;
 
     let start_tree = repo
         .find_commit(start)

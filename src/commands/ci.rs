@@ -532,6 +532,7 @@ fn score_head(
             accepted: &[],
             trusted: None,
             targets: &[],
+            environment: &[],
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

@@ -76,6 +76,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             accepted: &accepted,
             trusted: None,
             targets: &[],
+            environment: &[],
         },
     )?;
     let text = match args.format {

@@ -451,6 +451,25 @@ fn finding(severity: Severity, finding: String, affected: String, fix: String) -
     }
 }
 
+/// What the environment's unexplained changes since the task's start make of an
+/// observation: untrusted, a violation that names what changed
+/// ([`crate::signals::environment`]).
+pub fn environment_changed(changes: &[crate::signals::environment::Change]) -> Option<Finding> {
+    let first = changes.first()?;
+    Some(finding(
+        Severity::Blocker,
+        format!(
+            "{ENVIRONMENT_CHANGED}: {}; no manifest or lockfile committed since the start explains it, so the checks' results are not this code's",
+            crate::signals::environment::describe(changes)
+        ),
+        first.key().split_once(": ").map_or(first.key(), |(_, place)| place).trim_matches('`').to_string(),
+        "restore the environment the task started in (reinstall it from the lockfile, remove what was added); a dependency the work needs goes in the manifest or lockfile, committed. A person who made the change on purpose runs `itergate accept`".to_string(),
+    ))
+}
+
+/// The first words of the finding [`environment_changed`] makes.
+pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
+
 fn first_sentence(text: &str) -> String {
     text.split(": ").next().unwrap_or(text).to_string()
 }

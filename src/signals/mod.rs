@@ -5,6 +5,7 @@ pub mod checks;
 pub mod classify;
 pub mod detect;
 pub mod diagnostics;
+pub mod environment;
 pub mod flaky;
 pub mod harness;
 pub mod integrity;

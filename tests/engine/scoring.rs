@@ -72,6 +72,7 @@ fn scored_with(
             accepted: &[],
             trusted: None,
             targets: &[],
+            environment: &[],
         },
         &mut r,
     );

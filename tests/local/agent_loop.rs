@@ -1359,3 +1359,68 @@ fn round_0_delivers_the_starts_failing_test_and_a_checks_output() {
         "{delivery}"
     );
 }
+
+const DECIMALS_TODAY: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\nit('adds decimals', () => {\n  assert.strictEqual(add(0.1, 0.2), 0.30000000000000004);\n});\n";
+const ADD_ROUNDED: &str =
+    "export function add(a, b) {\n  return Math.round((a + b) * 1e10) / 1e10;\n}\n";
+
+impl Project {
+    /// `main` has a decimals test that pins today's float sum; the branch's first commit,
+    /// made before the loop, is the spec: it edits that expectation to the rounded sum.
+    fn commit_spec_on_the_branch(&self) {
+        let p = self.repo();
+        write(&p, "test/decimals.test.js", DECIMALS_TODAY);
+        git(&p, &["add", "--all"]);
+        git(&p, &["commit", "-q", "-m", "test: decimals"]);
+        git(&p, &["branch", "-f", "main"]);
+        write(
+            &p,
+            "test/decimals.test.js",
+            &DECIMALS_TODAY.replace("0.30000000000000004", "0.3"),
+        );
+        git(&p, &["commit", "-q", "-am", "spec: add rounds to ten decimals"]);
+    }
+}
+
+/// A spec committed on the branch before the loop (how users write one) is the start's:
+/// its tests judge the code as tests on the base do. Rewriting it back, even followed by an
+/// unrelated iteration, deleting or skipping it is never accepted; the honest fix of a spec
+/// that edits an existing expectation is.
+#[test]
+fn a_spec_committed_on_the_branch_before_the_loop_is_the_starts() {
+    let rewrite = json!({ "write": { "test/decimals.test.js": DECIMALS_TODAY } });
+    let readme = json!({ "write": { "README.md": "# fx\n" } });
+    let moves = [
+        ("rewrite, then an unrelated iteration", json!([rewrite, readme])),
+        (
+            "delete",
+            json!([{ "delete": ["test/decimals.test.js"] }, readme]),
+        ),
+        (
+            "skip",
+            json!([{ "write": { "test/decimals.test.js": DECIMALS_TODAY.replace("0.30000000000000004", "0.3").replace("it('adds", "it.skip('adds") } }]),
+        ),
+    ];
+    for (name, plan) in moves {
+        let project = Project::new(10);
+        project.commit_spec_on_the_branch();
+        let (code, events, stderr) = project.fix_add(plan, &["--max-iterations", "3"]);
+        assert_ne!(code, 0, "{name}: {stderr}\n{events:#?}");
+        assert!(
+            of(&events, "judged")
+                .iter()
+                .all(|j| j["recommendation"] != "accept"),
+            "{name}: {events:#?}"
+        );
+        let math = std::fs::read_to_string(project.repo().join("lib/math.js")).unwrap();
+        assert_eq!(math, MATH, "{name}: the code was never changed");
+    }
+    let project = Project::new(10);
+    project.commit_spec_on_the_branch();
+    let fix = json!([{ "write": { "lib/math.js": ADD_ROUNDED } }]);
+    let (code, events, stderr) = project.fix_add(fix, &["--max-iterations", "3"]);
+    assert_eq!(code, 0, "the honest fix is accepted: {stderr}\n{events:#?}");
+    let judged = of(&events, "judged");
+    assert_eq!(judged.len(), 1, "{events:#?}");
+    assert!(!stderr.contains("VOID"), "{stderr}");
+}

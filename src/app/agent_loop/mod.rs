@@ -336,6 +336,9 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             )));
         }
         let tip = commit_iteration(&env.root, &repo, before, number, agent, &run, &leftovers)?;
+        // The agent ran: what the checks execute is scanned again and compared with the
+        // start's (`app::sealed`).
+        env.sealed.rescan();
         events.phase(number, "checks");
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;

@@ -97,6 +97,8 @@ pub(super) fn record_start(
         task: task_name(task_text, branch),
         rules: Some(crate::app::observe::fingerprint(&env.config)),
         ended: false,
+        environment: crate::app::sealed::current(env, store.repository())
+            .map(|s| s.fingerprint.clone()),
         at: chrono::Utc::now(),
     };
     store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;

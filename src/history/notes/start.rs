@@ -38,6 +38,10 @@ pub struct TaskStart {
     /// The task was accepted: the note is history, and a new loop starts a new task.
     #[serde(default)]
     pub ended: bool,
+    /// What the checks executed besides the commit where the task started (the sealed
+    /// environment); absent in a note an older itergate wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::signals::environment::Fingerprint>,
     pub at: DateTime<Utc>,
 }
 

@@ -66,6 +66,9 @@ pub struct ScoreInput<'a> {
     /// The tests the task set out to make pass (failing where `itergate loop` started it):
     /// a failing target is never the base's debt, and a missing one is a BLOCKER.
     pub targets: &'a [String],
+    /// What changed in the environment since the task's start that nothing committed
+    /// explains: the observation is untrusted, a violation.
+    pub environment: &'a [crate::signals::environment::Change],
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -106,7 +109,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             acc.issues.push(issue);
             acc.triggers.extend(trigger);
         }
-        let findings = integrity::check(&integrity::Input {
+        let mut findings = integrity::check(&integrity::Input {
             head: input.head,
             base: input.base,
             earlier: input.earlier,
@@ -122,6 +125,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             head_source: input.head_source,
             trusted: input.trusted,
         });
+        findings.extend(integrity::environment_changed(input.environment));
         let suppressions = findings
             .iter()
             .filter(|f| f.issue.finding.starts_with(integrity::SUPPRESSION))
