@@ -9,6 +9,7 @@
 //! `git worktree add --detach`, with the user's hooks switched off. Object ids are kept as
 //! the text git prints; nothing here assumes a 40-character sha1.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -365,10 +366,13 @@ pub fn change_stat(
 }
 
 /// A `git` command for the repository at `dir`, with the repository-locating environment
-/// of a surrounding hook removed so that it acts on `dir` and nothing else.
+/// of a surrounding hook removed so that it acts on `dir` and nothing else, and hooks off:
+/// whatever holds the work tree can arm a hook (a `reference-transaction` hook that refuses
+/// itergate's own updates), and no command itergate runs gives it a turn.
 pub fn git_command(dir: &Path) -> Command {
     let mut command = Command::new("git");
     command.arg("-C").arg(dir);
+    command.args(["-c", "core.hooksPath=/dev/null"]);
     for var in REPOSITORY_ENV_VARS {
         command.env_remove(var);
     }
@@ -388,6 +392,70 @@ pub fn run_git(command: &mut Command) -> Result<String> {
         ));
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The configuration a judged checkout is made with, as `-c` arguments: no hooks, no
+/// global attributes file, no file-system monitor, and every filter driver the
+/// configuration defines turned off but Git LFS's own, so the files are the blobs as
+/// committed (a `filter.x.smudge` added to `.git/config` would rewrite a test on checkout).
+pub fn clean_checkout_config(repo: &Repository) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "core.hooksPath=/dev/null",
+        "core.attributesFile=/dev/null",
+        "core.fsmonitor=false",
+    ]
+    .iter()
+    .flat_map(|setting| ["-c".to_string(), (*setting).to_string()])
+    .collect();
+    for name in foreign_filters(repo) {
+        for key in ["smudge", "clean", "process"] {
+            args.push("-c".into());
+            args.push(format!("filter.{name}.{key}="));
+        }
+        args.push("-c".into());
+        args.push(format!("filter.{name}.required=false"));
+    }
+    args
+}
+
+/// The filter drivers the repository's configuration defines, except Git LFS's own
+/// (`git-lfs smudge -- %f`, `git-lfs filter-process`, as `git lfs install` writes them).
+pub fn foreign_filters(repo: &Repository) -> Vec<String> {
+    let Ok(config) = repo.config().and_then(|mut c| c.snapshot()) else {
+        return Vec::new();
+    };
+    let mut drivers: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    if let Ok(mut entries) = config.entries(Some(r"^filter\..*")) {
+        while let Some(Ok(entry)) = entries.next() {
+            let (Some(name), Some(value)) = (entry.name(), entry.value()) else {
+                continue;
+            };
+            let Some(rest) = name.strip_prefix("filter.") else {
+                continue;
+            };
+            let Some((driver, key)) = rest.rsplit_once('.') else {
+                continue;
+            };
+            drivers
+                .entry(driver.to_string())
+                .or_default()
+                .push((key.to_string(), value.to_string()));
+        }
+    }
+    let lfs = |settings: &[(String, String)]| {
+        settings.iter().all(|(key, value)| match key.as_str() {
+            "smudge" => value == "git-lfs smudge -- %f",
+            "clean" => value == "git-lfs clean -- %f",
+            "process" => value == "git-lfs filter-process",
+            "required" => true,
+            _ => false,
+        })
+    };
+    drivers
+        .into_iter()
+        .filter(|(name, settings)| !(name == "lfs" && lfs(settings)))
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// How long adding or pruning a scratch worktree waits for another itergate process's.
@@ -414,7 +482,8 @@ impl TempWorktree {
             None => git_command(repo.path()),
         };
         // The user's hooks must not see our scratch checkouts.
-        add.args(["-c", "core.hooksPath=/dev/null", "worktree", "add"])
+        add.args(clean_checkout_config(repo))
+            .args(["worktree", "add"])
             .args(["--detach", "--no-checkout", "--quiet"])
             .arg(&path)
             .arg(commit.to_string());
@@ -432,13 +501,9 @@ impl TempWorktree {
             common_dir: repo.commondir().to_path_buf(),
         };
         let mut checkout = git_command(&worktree.path);
-        checkout.args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "reset",
-            "--hard",
-            "--quiet",
-        ]);
+        checkout
+            .args(clean_checkout_config(repo))
+            .args(["reset", "--hard", "--quiet"]);
         run_git(&mut checkout).with_context(|| format!("checking out {commit} in a worktree"))?;
         Ok(worktree)
     }

@@ -22,4 +22,5 @@ pub mod prompt;
 pub mod render;
 pub mod serve;
 pub mod signals;
+pub mod state_dir;
 pub mod summary;

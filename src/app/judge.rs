@@ -97,11 +97,31 @@ pub fn judge(
             trusted: judgement.trusted,
             targets: judgement.targets,
             environment: judgement.environment,
+            test_file: test_file(head_tree.as_ref(), &tests).as_deref(),
         },
         &mut record,
     );
     record.quality = weighted_quality(&record.scores, &config.quality_weights);
     Ok(record)
+}
+
+/// The first file of `tree` that `tests` matches.
+fn test_file(tree: Option<&git2::Tree>, tests: &PathMatcher) -> Option<String> {
+    let mut found = None;
+    tree?
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() != Some(git2::ObjectType::Blob) {
+                return git2::TreeWalkResult::Ok;
+            }
+            let path = format!("{dir}{}", entry.name().unwrap_or(""));
+            if tests.matches(&path) {
+                found = Some(path);
+                return git2::TreeWalkResult::Abort;
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .ok();
+    found
 }
 
 /// `path` in `tree`, as text, unless it is missing or too large.
@@ -191,6 +211,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             trusted: None,
             targets: &[],
             environment: &[],
+            test_file: None,
         },
         &mut record,
     );

@@ -36,7 +36,7 @@ use crate::signals::observation::Observation;
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
 use super::judge::{judge, whole_tree_record, Judgement};
 use super::observe::{
-    cache_key, cached_observation, fingerprint, observation_of, observe, tree_of, ObserveRequest,
+    cached_observation, fingerprint, observation_of, observe, tree_of, ObserveRequest,
     RecordOptions,
 };
 use super::{user, Env, Failure};
@@ -62,6 +62,9 @@ pub struct Task {
     /// The environment where the task started (its start note's), what each iteration's
     /// environment is compared with.
     pub environment: Option<crate::signals::environment::Fingerprint>,
+    /// Where the base branch is now, when it moved past the task's pinned base and the
+    /// branch merged it in: the change is judged against the pinned base all the same.
+    pub base_moved: Option<Oid>,
 }
 
 impl Task {
@@ -82,6 +85,21 @@ impl Task {
             .map(|(_, s)| s.targets.clone())
             .unwrap_or_default();
         let environment = recorded.as_ref().and_then(|(_, s)| s.environment.clone());
+        // The base is pinned where the task started: a later commit on the base branch that
+        // the branch merged in is the branch's change, judged and reported as such.
+        let pinned = recorded
+            .as_ref()
+            .and_then(|(_, s)| s.base.as_deref())
+            .and_then(|b| Oid::from_str(b).ok())
+            .filter(|b| below(*b));
+        let (inferred, base_moved) = match (inferred, pinned) {
+            (Some(now), Some(pinned))
+                if now != pinned && git::is_ancestor(repo, pinned, now).unwrap_or(false) =>
+            {
+                (Some(pinned), Some(now))
+            }
+            (inferred, _) => (inferred, None),
+        };
         let Some(merge_base) = inferred else {
             // On the base branch: a task `itergate loop` drives counts from its start;
             // anything else judges the last change.
@@ -97,6 +115,7 @@ impl Task {
                     commits,
                     targets,
                     environment,
+                    base_moved,
                 });
             }
             let parent = repo
@@ -114,6 +133,7 @@ impl Task {
                 commits: vec![tip],
                 targets,
                 environment,
+                base_moved,
             });
         };
         // The iterations count from the recorded start when the branch has since merged in
@@ -159,6 +179,7 @@ impl Task {
             commits,
             targets,
             environment,
+            base_moved,
         })
     }
 
@@ -179,6 +200,7 @@ impl Task {
             task: String::new(),
             rules: Some(fingerprint(&env.config)),
             ended: false,
+            base: self.merge_base.map(|b| b.to_string()),
             environment: super::sealed::current(env, store.repository())
                 .map(|s| s.fingerprint.clone()),
             at: Utc::now(),
@@ -195,7 +217,7 @@ impl Task {
         store: &NotesStore,
         commit: Oid,
     ) -> Result<Vec<(Oid, Observation)>, Failure> {
-        let fingerprint = cache_key(env, store.repository());
+        let fingerprint = fingerprint(&env.config);
         let before = match self.commits.iter().position(|c| *c == commit) {
             Some(at) => &self.commits[..at],
             None => &self.commits[..],
@@ -290,14 +312,19 @@ impl Task {
     /// observations when it has them, and otherwise shown as it is: history, never a cache.
     /// Unreadable notes are skipped with a warning.
     pub fn history(&self, env: &Env, store: &NotesStore) -> Result<History, Failure> {
-        let key = record_key(env, store.repository());
+        let key = record_key(env);
         let base = self.merge_base.map(|b| b.to_string());
         let mut records = Vec::new();
         for (index, commit) in self.commits.iter().enumerate() {
             let Some(stored) = store.read_record(*commit)? else {
                 continue;
             };
+            // A record judged in a changed environment is shown as it is (`run` judges it
+            // again).
             let current = stored.fingerprint.is_none()
+                || (stored.fingerprint.as_deref().and_then(|f| f.strip_suffix(UNSEALED_RECORD))
+                    == Some(key.as_str())
+                    && stored.base == base)
                 || (stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base);
             let record = if current && stored.trusted {
                 Some(stored.record)
@@ -364,7 +391,7 @@ impl Task {
         commit: Oid,
     ) -> Result<Option<IterationRecord>, Failure> {
         let repo = store.repository();
-        let fingerprint = cache_key(env, store.repository());
+        let fingerprint = fingerprint(&env.config);
         let Some(observed) = store.find_observation(tree_of(repo, commit)?, &fingerprint)? else {
             return Ok(None);
         };
@@ -427,12 +454,16 @@ impl Task {
     }
 }
 
+/// Marks the record key of a record judged in an environment that changed since the task's
+/// start: `status` shows it, `run` and the hook never reuse it.
+const UNSEALED_RECORD: &str = "+unsealed";
+
 /// What a commit's record depends on besides its tree and base: the checks and everything
 /// that judges their results.
-pub fn record_key(env: &Env, repo: &Repository) -> String {
+pub fn record_key(env: &Env) -> String {
     let config = &env.config;
     let material = serde_json::json!({
-        "observation": cache_key(env, repo),
+        "observation": fingerprint(config),
         "scoring": config.scoring,
         "detection": config.detection,
         "integrity": config.integrity,
@@ -476,7 +507,7 @@ pub fn record_commit(
     commit: Oid,
     options: RecordOptions,
 ) -> Result<(IterationRecord, bool), Failure> {
-    let key = record_key(env, store.repository());
+    let key = record_key(env);
     let base = task.merge_base;
     if !options.rescore {
         if let Some(stored) = store.read_record(commit)? {
@@ -487,6 +518,19 @@ pub fn record_commit(
             }
         }
     }
+    // An environment that changed since the start, unexplained: what is observed in it is
+    // judged (VOID) but never cached, and its record is judged again next time.
+    let environment = task.environment_changes(env, store.repository(), commit)?;
+    let unsealed;
+    let (env, key) = if environment.is_empty() {
+        (env, key)
+    } else {
+        unsealed = Env {
+            sealed: env.sealed.unsealed(),
+            ..env.clone()
+        };
+        (&unsealed, format!("{key}{UNSEALED_RECORD}"))
+    };
     let (observed, ran, base_observed) =
         match observe_with_base(env, store, commit, base, options) {
             Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
@@ -503,7 +547,6 @@ pub fn record_commit(
     let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
     let earlier = task.earlier_observations(env, store, commit)?;
     let accepted = task.accepted_findings(store, commit)?;
-    let environment = task.environment_changes(env, store.repository(), commit)?;
     let mut record = judge(
         &env.config,
         store.repository(),
@@ -521,7 +564,7 @@ pub fn record_commit(
         },
     )?;
     mark_flaky(env, store, task, commit, &mut record)?;
-    let fingerprint = cache_key(env, store.repository());
+    let fingerprint = fingerprint(&env.config);
     let tree = tree_of(store.repository(), commit)?;
     let mut notes = vec![Note::Record {
         commit,
@@ -529,7 +572,7 @@ pub fn record_commit(
         fingerprint: &key,
         base,
     }];
-    if ran {
+    if ran && env.sealed.caches() {
         notes.push(Note::Observation {
             tree,
             observation: &observed,
@@ -553,6 +596,11 @@ fn broken_by_change(
     let Some(base) = base.filter(|_| env.config.scoring.compare_base) else {
         return Err(Failure::Unrunnable(unrunnable));
     };
+    let start = task.start.unwrap_or(base);
+    let edited = super::unrunnable::edited_inputs(env, store.repository(), start, unrunnable.commit)?;
+    if edited.is_empty() {
+        return Err(Failure::Unrunnable(unrunnable));
+    }
     let label = format!("base {}", short(base));
     let options = RecordOptions {
         rescore: false,
@@ -561,14 +609,7 @@ fn broken_by_change(
     let Ok(base_observed) = cached_observation(env, store, base, Some(&label), options) else {
         return Err(Failure::Unrunnable(unrunnable));
     };
-    let start = task.start.unwrap_or(base);
-    let observed = super::unrunnable::judged_as_broken(
-        env,
-        store.repository(),
-        start,
-        Some(&base_observed),
-        unrunnable,
-    )?;
+    let observed = super::unrunnable::judged_as_broken(env, &edited, &base_observed, unrunnable)?;
     Ok((observed, false, Some(base_observed)))
 }
 
@@ -592,7 +633,7 @@ fn observe_with_base(
         rescore: false,
         ..options
     };
-    let fingerprint = cache_key(env, store.repository());
+    let fingerprint = fingerprint(&env.config);
     let repo = store.repository();
     adopt_fetched_base(env, store, base, &fingerprint, options.progress)?;
     let base_cached = store.find_observation(tree_of(repo, base)?, &fingerprint)?;
@@ -625,11 +666,13 @@ fn observe_with_base(
     // Nothing is recorded when either could not run ("Nothing was recorded" means it).
     let (observed, ran) = head?;
     let base_observed = beside?;
-    store.write(&[Note::Observation {
-        tree: tree_of(repo, base)?,
-        observation: &base_observed,
-        fingerprint: &fingerprint,
-    }])?;
+    if env.sealed.caches() {
+        store.write(&[Note::Observation {
+            tree: tree_of(repo, base)?,
+            observation: &base_observed,
+            fingerprint: &fingerprint,
+        }])?;
+    }
     Ok((observed, ran, Some(base_observed)))
 }
 
@@ -678,7 +721,7 @@ pub fn stored_base(
         return Ok(None);
     };
     let tree = tree_of(store.repository(), base)?;
-    let Some(observed) = store.find_observation(tree, &cache_key(env, store.repository()))? else {
+    let Some(observed) = store.find_observation(tree, &fingerprint(&env.config))? else {
         return Ok(None);
     };
     Ok(Some(whole_tree_record(&env.config, base, &observed)))
@@ -710,6 +753,7 @@ fn mark_flaky(
         commits: task.commits[..index].to_vec(),
         targets: task.targets.clone(),
         environment: task.environment.clone(),
+        base_moved: task.base_moved,
     }
     .history(env, store)?;
     let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;

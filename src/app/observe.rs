@@ -23,11 +23,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use git2::{Oid, Repository, StatusOptions};
+use git2::{Oid, Repository};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Check, Config, Visibility};
-use crate::git::{self, TempWorktree};
+use crate::git::TempWorktree;
 use crate::signals::checks::{self, Progress, RunOptions};
 use crate::signals::detect;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation, WORK_TREE_OUTCOME};
@@ -56,20 +56,6 @@ pub fn fingerprint(config: &Config) -> String {
             format!("{:x}", Sha256::digest(material.to_string().as_bytes()))
         })
         .to_string()
-}
-
-/// What a cached observation is filed under: the checks' [`fingerprint`] and the digest of
-/// the environment they run in ([`super::sealed`]), so an observation made in another
-/// environment (a plugin dropped into the venv, a patched `node_modules`) is never replayed.
-pub fn cache_key(env: &Env, repo: &Repository) -> String {
-    let checks = fingerprint(&env.config);
-    match super::sealed::digest(env, repo) {
-        environment if environment.is_empty() => checks,
-        environment => format!(
-            "{:x}",
-            Sha256::digest(format!("{checks}\n{environment}").as_bytes())
-        ),
-    }
 }
 
 /// How to observe one commit.
@@ -136,13 +122,24 @@ pub fn observe(
         }
     }
     if !errors.is_empty() {
-        let place = match &worktree {
-            Some(w) => format!(
-                "In the scratch worktree of {} ({}), a checkout of that commit alone (untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them):\n",
-                request.label.unwrap_or("the commit"),
-                w.path().display()
+        // Where they ran, when it is not HEAD: first, as the base's or the start's; HEAD's
+        // checkout is said after what went wrong.
+        let (before, after) = match (&worktree, request.label) {
+            (Some(w), Some(label)) => (
+                format!(
+                    "In the scratch worktree of {label} ({}), a checkout of that commit alone (untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them):\n",
+                    w.path().display()
+                ),
+                String::new(),
             ),
-            None => String::new(),
+            (Some(w), None) => (
+                String::new(),
+                format!(
+                    "\nThe checks ran in a checkout of the commit alone ({}): untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them.",
+                    w.path().display()
+                ),
+            ),
+            (None, _) => (String::new(), String::new()),
         };
         let said: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let mut observed = Observation {
@@ -154,7 +151,7 @@ pub fn observe(
         return Err(Failure::Unrunnable(Box::new(super::Unrunnable {
             commit: request.commit,
             message: format!(
-                "{place}{}\nNothing was recorded: fix the environment or the check, then run again.",
+                "{before}{}{after}\nNothing was recorded: fix the environment or the check, then run again.",
                 said.join("\n")
             ),
             errors,
@@ -417,7 +414,7 @@ pub(super) fn observation_of(
     options: RecordOptions,
 ) -> Result<(Observation, bool), Failure> {
     let repo = store.repository();
-    let fingerprint = cache_key(env, repo);
+    let fingerprint = fingerprint(&env.config);
     let tree = tree_of(repo, commit)?;
     if !options.rescore {
         if let Some(cached) = store.find_observation(tree, &fingerprint)? {
@@ -429,18 +426,15 @@ pub(super) fn observation_of(
     } else {
         None
     };
-    let in_place = is_clean_head(repo, commit);
-    if !in_place && label.is_none() && git::resolve_commit(repo, "HEAD").ok() == Some(commit) {
-        eprintln!(
-            "itergate: the work tree has uncommitted changes; checking HEAD in a scratch worktree"
-        );
-    }
     let observed = observe(
         env,
         repo,
+        // Never in the work tree: its ignored build output (stale classes in `target/`,
+        // bytecode in `__pycache__`) and what a checkout filter wrote there are not the
+        // commit's. A scratch worktree is the commit's blobs and nothing else.
         &ObserveRequest {
             commit,
-            in_place,
+            in_place: false,
             progress: options.progress,
             label,
         },
@@ -463,8 +457,8 @@ pub fn cached_observation(
     options: RecordOptions,
 ) -> Result<Observation, Failure> {
     let (observed, ran) = observation_of(env, store, commit, label, options)?;
-    if ran {
-        let fingerprint = cache_key(env, store.repository());
+    if ran && env.sealed.caches() {
+        let fingerprint = fingerprint(&env.config);
         store.write(&[Note::Observation {
             tree: tree_of(store.repository(), commit)?,
             observation: &observed,
@@ -479,16 +473,4 @@ pub(super) fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
         .find_commit(commit)
         .map_err(anyhow::Error::from)?
         .tree_id())
-}
-
-/// Whether `commit` is HEAD and the work tree has no tracked changes: then checks can run
-/// in place; otherwise they run in a temporary worktree of exactly that commit.
-fn is_clean_head(repo: &Repository, commit: Oid) -> bool {
-    if git::resolve_commit(repo, "HEAD").ok() != Some(commit) {
-        return false;
-    }
-    let mut options = StatusOptions::new();
-    options.include_untracked(false).include_ignored(false);
-    repo.statuses(Some(&mut options))
-        .is_ok_and(|s| s.is_empty())
 }

@@ -49,7 +49,7 @@ pub fn prepare(
     label: Option<&str>,
     progress: Progress,
 ) -> Result<Scratch, Failure> {
-    let label = label.unwrap_or("commit").to_string();
+    let label = label.unwrap_or("the commit").to_string();
     // The base's checkout may build while HEAD's does (`local::observe_with_base`): each
     // has a target directory of its own, since cargo would take one checkout's fresh
     // artifacts (its dep-info naming files that still exist) for the other's.

@@ -1,8 +1,9 @@
 //! The task's sealed environment ([`crate::signals::environment`]): fingerprinted where the
 //! task starts (kept in its start note) and scanned again when an iteration is judged. What
 //! changed that no manifest or lockfile committed since the start explains is an integrity
-//! violation of that iteration (VOID), and the environment's digest is part of every
-//! observation's cache key: an observation made in another environment is never replayed.
+//! violation of that iteration (VOID); what is observed in such an environment is never
+//! cached, and its record is judged again by the next `run`, so a tampered result is never
+//! replayed once the tampering is gone.
 //!
 //! Only where checks inherit the process environment (the hook, `run`, the loop): `itergate
 //! ci` runs in a fresh, scrubbed runner and seals nothing here.
@@ -21,16 +22,30 @@ use super::{Env, Failure};
 #[derive(Clone, Default)]
 pub struct Sealed {
     scanned: Arc<Mutex<Option<Arc<Scanned>>>>,
+    /// The environment changed since the task's start: observations made now are not cached.
+    unsealed: bool,
 }
 
-/// One scan: the fingerprint and its digest.
+/// One scan, of the checks' environment at `root`.
 pub struct Scanned {
     root: std::path::PathBuf,
     pub fingerprint: Fingerprint,
-    pub digest: String,
 }
 
 impl Sealed {
+    /// The same scan, marked as changed since the task's start.
+    pub fn unsealed(&self) -> Sealed {
+        Sealed {
+            scanned: Arc::clone(&self.scanned),
+            unsealed: true,
+        }
+    }
+
+    /// Whether observations made in this environment may be cached.
+    pub fn caches(&self) -> bool {
+        !self.unsealed
+    }
+
     /// Forgets the last scan: the next question scans again.
     pub fn rescan(&self) {
         if let Ok(mut scanned) = self.scanned.lock() {
@@ -48,12 +63,9 @@ pub fn current(env: &Env, repo: &Repository) -> Option<Arc<Scanned>> {
     if let Some(scanned) = slot.as_ref().filter(|s| s.root == env.root) {
         return Some(Arc::clone(scanned));
     }
-    let fingerprint = scan(env, repo);
-    let digest = environment::digest(&fingerprint);
     let scanned = Arc::new(Scanned {
         root: env.root.clone(),
-        fingerprint,
-        digest,
+        fingerprint: scan(env, repo),
     });
     *slot = Some(Arc::clone(&scanned));
     Some(scanned)
@@ -85,11 +97,6 @@ fn scan(env: &Env, repo: &Repository) -> Fingerprint {
         "environment fingerprint"
     );
     fingerprint
-}
-
-/// The digest of the environment now, for cache keys ("" where nothing is sealed).
-pub fn digest(env: &Env, repo: &Repository) -> String {
-    current(env, repo).map_or_else(String::new, |s| s.digest.clone())
 }
 
 /// What changed in the environment between the task's start (`recorded`) and now that no

@@ -95,7 +95,7 @@ pub fn cached(
         return Ok(Cached::NotNeeded);
     };
     Ok(
-        match store.find_observation(plan.tree, &super::observe::cache_key(&plan.env, store.repository()))? {
+        match store.find_observation(plan.tree, &super::observe::fingerprint(&plan.env.config))? {
             Some(observation) => Cached::Found(Run {
                 observation,
                 edited: plan.edited,
@@ -150,13 +150,14 @@ pub fn plan(
     let test_checks: Vec<&str> = observed
         .checks
         .iter()
+        // A check whose build failed ran none of its tests: the start's may still run.
         .filter(|c| {
             matches!(
                 c.result,
                 CheckResult::Report {
                     report: Report::Tests(_),
                     ..
-                }
+                } | CheckResult::BuildFailed { .. }
             )
         })
         .map(|c| c.name.split('.').next().unwrap_or(&c.name))

@@ -9,6 +9,7 @@
 
 use git2::{Oid, Repository};
 
+
 use crate::signals::diagnostics::Diagnostic;
 use crate::signals::harness;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
@@ -34,28 +35,20 @@ const BUILD_FILES: &[&str] = &[
     "Makefile",
 ];
 
-/// The observation of `commit` with the checks it stopped from running as failed builds,
-/// when the change (since `start`) edited what they read and `base` ran them; otherwise the
-/// failure as it came.
+/// The observation of a commit with the checks it stopped from running as failed builds,
+/// when `base` ran them and the change `edited` what they read ([`edited_inputs`]);
+/// otherwise the failure as it came.
 pub fn judged_as_broken(
     env: &Env,
-    repo: &Repository,
-    start: Oid,
-    base: Option<&Observation>,
+    edited: &[String],
+    base: &Observation,
     unrunnable: Box<Unrunnable>,
 ) -> Result<Observation, Failure> {
-    let Some(base) = base else {
-        return Err(Failure::Unrunnable(unrunnable));
-    };
     let ran_at_base = unrunnable
         .errors
         .iter()
         .all(|e| base.checks.iter().any(|c| c.name == e.check));
-    if !ran_at_base {
-        return Err(Failure::Unrunnable(unrunnable));
-    }
-    let edited = edited_inputs(env, repo, start, unrunnable.commit)?;
-    if edited.is_empty() {
+    if !ran_at_base || edited.is_empty() {
         return Err(Failure::Unrunnable(unrunnable));
     }
     let Unrunnable {
@@ -105,7 +98,7 @@ pub fn judged_as_broken(
 
 /// The files changed between `start` and `commit` that the checks read: test and harness
 /// files, the runners' configuration, build files.
-fn edited_inputs(
+pub fn edited_inputs(
     env: &Env,
     repo: &Repository,
     start: Oid,

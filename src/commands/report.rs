@@ -79,6 +79,14 @@ pub fn report(
         if let Some(notice) = env.rules.unlocked_notice(task.base_branch.as_deref()) {
             eprintln!("itergate: {notice}");
         }
+        if let Some(moved) = task.base_moved {
+            eprintln!(
+                "itergate: the base branch {} moved since this task started (to {}) and the branch merged it in: the change is judged against the task's base {}, so what the merge brought counts as this branch's work",
+                task.base_branch.as_deref().unwrap_or("base"),
+                crate::app::local::short(moved),
+                task.merge_base.map(crate::app::local::short).unwrap_or_default()
+            );
+        }
     }
     let path = prompt_path(repo);
     if decision.recommendation() != Recommendation::Iterate {

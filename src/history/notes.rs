@@ -19,8 +19,10 @@
 //! the remote) can put any text in it. So a note is read in one of three ways:
 //! - **written by this clone**: every note this clone writes ends with
 //!   `"mac":"<hex>"`, an HMAC-SHA256 over the annotated object's id and the note's text,
-//!   keyed by a random per-clone secret in `<common git dir>/itergate/notes-key` (created
-//!   on the first write, mode 0600, shared by the clone's worktrees, never pushed). Only
+//!   keyed by a random per-clone secret kept outside the repository, in the user's state
+//!   directory (`~/.local/state/itergate/notes-keys/<digest of the clone's git dir>`,
+//!   [`crate::state_dir`]; created on the first write, mode 0600, shared by the clone's
+//!   worktrees, never pushed, out of reach of whatever holds only the work tree). Only
 //!   these notes are a cache: a tree's observation replaces running its checks, and a
 //!   commit's record replaces judging it, only when the MAC verifies. A note copied from
 //!   one object to another does not verify either.

@@ -234,6 +234,10 @@ fn python_env(venv: &Path, shown: &str, entries: &mut BTreeMap<String, String>) 
         }
     }
     for lib in ["lib", "lib64"] {
+        // `lib64` is often a link to `lib`: one scan of each directory.
+        if lib == "lib64" && std::fs::read_link(venv.join(lib)).is_ok() {
+            continue;
+        }
         for site in glob_dirs(&venv.join(lib), "python", "site-packages") {
             let rel = site.strip_prefix(venv).unwrap_or(&site);
             site_packages(&site, &format!("{shown}/{}", rel.display()), entries);
@@ -569,24 +573,28 @@ pub fn unexplained(changes: Vec<Change>, edited: &[String]) -> Vec<Change> {
         .collect()
 }
 
-/// The finding's words for a list of changes: the first few, then a count.
+/// The finding's words for a list of changes: the first few, then a count. What decides
+/// what runs comes first: entry points, then `.pth` and `*customize` files, variables and
+/// configuration, then packages.
 pub fn describe(changes: &[Change]) -> String {
     const SHOWN: usize = 4;
-    let mut words: Vec<String> = changes.iter().take(SHOWN).map(ToString::to_string).collect();
+    let rank = |change: &Change| {
+        let key = change.key();
+        if key.contains("entry point") {
+            0
+        } else if key.ends_with(".pth") || key.ends_with("customize.py") {
+            1
+        } else if key.starts_with("variable") || key.starts_with("configuration") {
+            2
+        } else {
+            3
+        }
+    };
+    let mut ordered: Vec<&Change> = changes.iter().collect();
+    ordered.sort_by_key(|c| rank(c));
+    let mut words: Vec<String> = ordered.iter().take(SHOWN).map(ToString::to_string).collect();
     if changes.len() > SHOWN {
         words.push(format!("and {} more", changes.len() - SHOWN));
     }
     words.join(", ")
-}
-
-/// A short digest of the whole fingerprint, for cache keys.
-pub fn digest(fingerprint: &Fingerprint) -> String {
-    let mut hasher = Sha256::new();
-    for (key, value) in &fingerprint.entries {
-        hasher.update(key.as_bytes());
-        hasher.update([0]);
-        hasher.update(value.as_bytes());
-        hasher.update([b'\n']);
-    }
-    format!("{:x}", hasher.finalize())
 }

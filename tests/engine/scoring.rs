@@ -73,6 +73,7 @@ fn scored_with(
             trusted: None,
             targets: &[],
             environment: &[],
+            test_file: None,
         },
         &mut r,
     );

@@ -844,6 +844,7 @@ fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
         insta::assert_snapshot!(in_root(&err, f.repo.root.path()), @r"
             itergate: error: check `tests` (`./missing-tool.sh --all`) could not run: the command was not found or is not executable (exit status 127)
                 sh: 1: ./missing-tool.sh: not found
+            The checks ran in a checkout of the commit alone (/tmp/itergate-wt-[pid]-[short-sha]): untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them.
             Nothing was recorded: fix the environment or the check, then run again.
             ");
     });
@@ -861,6 +862,7 @@ fn a_check_that_cannot_run_records_nothing_and_rescore_runs_again() {
             itergate: WARNING: the pre-push check failed and the push goes ahead (hook.on_error: allow)
             itergate: WARNING: check `tests` (`./missing-tool.sh --all`) could not run: the command was not found or is not executable (exit status 127)
                 sh: 1: ./missing-tool.sh: not found
+            The checks ran in a checkout of the commit alone (/tmp/itergate-wt-[pid]-[short-sha]): untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them.
             Nothing was recorded: fix the environment or the check, then run again.
             ");
     });
@@ -918,14 +920,15 @@ fn a_report_written_through_a_link_out_of_the_work_tree_is_not_read_and_nothing_
     assert_eq!(out.status.code(), Some(3), "{err}");
     insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(in_root(&err, f.repo.root.path()), @r"
-            itergate: error: check `tests` (`./check.sh`) could not run: <root>/repo/out/junit.xml: cannot open the report: `out` is a symbolic link to <root>/elsewhere, outside the work tree <root>/repo
+            itergate: error: check `tests` (`./check.sh`) could not run: it exited with status 2 and wrote no report: the report /tmp/itergate-wt-[pid]-[short-sha]/out/junit.xml was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)
+                mkdir: cannot create directory ‘out’: File exists
+                ./check.sh: 5: cannot create out/junit.xml: Directory nonexistent
+            The checks ran in a checkout of the commit alone (/tmp/itergate-wt-[pid]-[short-sha]): untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them.
             Nothing was recorded: fix the environment or the check, then run again.
             ");
     });
-    assert!(
-        elsewhere.join("junit.xml").exists(),
-        "the check wrote its report there"
-    );
+    // The checks ran in a checkout of the commit, where the link points at no report.
+    assert!(!elsewhere.join("junit.xml").exists());
     let notes = git_output(&f.repo.path, &["notes", "--ref", "itergate", "list"]);
     assert!(
         String::from_utf8_lossy(&notes.stdout).trim().is_empty(),

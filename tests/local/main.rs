@@ -24,6 +24,7 @@ mod markers;
 mod node_tools;
 mod prompt_hygiene;
 mod score_e2e;
+mod sealed_environment;
 mod scratch_isolation;
 mod terminal;
 mod work_tree;

@@ -191,7 +191,7 @@ fn a_check_that_imports_the_work_trees_code_is_refused_with_both_paths() {
     assert_eq!(out.status.code(), Some(3), "{said}");
     // Both paths named: the scratch worktree's file and the work tree's it ran instead.
     insta::with_settings!({ filters => crate::redact::without_progress() }, {
-        insta::assert_snapshot!(said, @"itergate: error: the checks of base [short-sha] ran the work tree's code, not that commit's: `src/shapes/__init__.py` was imported from [tmp]/src/shapes/__init__.py instead of /tmp/itergate-wt-[pid]-[short-sha]/src/shapes/__init__.py. Its results would describe your work tree, so nothing was recorded. Something outside the checkout put the work tree first on Python's path (a `PYTHONPATH`, a `.pth` file, a `sys.path` edit in a conftest); remove it, or have the check run from the checkout's own root.");
+        insta::assert_snapshot!(said, @r"itergate: error: the checks of the commit ran the work tree's code, not that commit's: `src/shapes/__init__.py` was imported from [tmp]/src/shapes/__init__.py instead of /tmp/itergate-wt-[pid]-[short-sha]/src/shapes/__init__.py. Its results would describe your work tree, so nothing was recorded. Something outside the checkout put the work tree first on Python's path (a `PYTHONPATH`, a `.pth` file, a `sys.path` edit in a conftest); remove it, or have the check run from the checkout's own root.");
     });
 }
 
@@ -273,7 +273,7 @@ fn a_node_check_that_loads_the_work_trees_code_is_refused_with_both_paths() {
     let (out, said) = run(p, &path);
     assert_eq!(out.status.code(), Some(3), "{said}");
     insta::with_settings!({ filters => crate::redact::without_progress() }, {
-        insta::assert_snapshot!(said, @"itergate: error: the checks of base [short-sha] ran the work tree's code, not that commit's: `packages/core/index.js` was imported from [tmp]/packages/core/index.js instead of /tmp/itergate-wt-[pid]-[short-sha]/packages/core/index.js. Its results would describe your work tree, so nothing was recorded. Something outside the checkout resolved a module to the work tree (an absolute path, `NODE_PATH`, a link in `node_modules` to the work tree's copy); remove it, or have the check run from the checkout's own root.");
+        insta::assert_snapshot!(said, @r"itergate: error: the checks of the commit ran the work tree's code, not that commit's: `packages/core/index.js` was imported from [tmp]/packages/core/index.js instead of /tmp/itergate-wt-[pid]-[short-sha]/packages/core/index.js. Its results would describe your work tree, so nothing was recorded. Something outside the checkout resolved a module to the work tree (an absolute path, `NODE_PATH`, a link in `node_modules` to the work tree's copy); remove it, or have the check run from the checkout's own root.");
     });
 }
 

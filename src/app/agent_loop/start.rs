@@ -97,6 +97,9 @@ pub(super) fn record_start(
         task: task_name(task_text, branch),
         rules: Some(crate::app::observe::fingerprint(&env.config)),
         ended: false,
+        base: current_task(env, repo, Some(branch))?
+            .merge_base
+            .map(|b| b.to_string()),
         environment: crate::app::sealed::current(env, store.repository())
             .map(|s| s.fingerprint.clone()),
         at: chrono::Utc::now(),

@@ -79,12 +79,21 @@ impl NotesGuard {
         if now == self.target {
             return Ok(());
         }
-        let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
-        let undo = match self.target {
-            Some(oid) => vec!["update-ref".to_string(), self.name.clone(), oid.to_string()],
-            None => vec!["update-ref".into(), "-d".into(), self.name.clone()],
+        // Through git2: no hook the agent armed runs, none can refuse the undo.
+        let undone = match self.target {
+            Some(oid) => repo
+                .reference(&self.name, oid, true, "itergate: undo the agent's notes")
+                .map(|_| ()),
+            None => repo
+                .find_reference(&self.name)
+                .and_then(|mut r| r.delete()),
         };
-        git::run_git(git::git_command(&dir).args(&undo))?;
+        undone.map_err(|e| {
+            Failure::Internal(anyhow::anyhow!(
+                "undoing the agent's change of {}: {e}",
+                self.name
+            ))
+        })?;
         eprintln!(
             "itergate: the agent changed {}; undone (people's decisions come from people)",
             self.name

@@ -72,9 +72,10 @@ pub(super) fn note_json(value: &impl Serialize) -> Result<String> {
     serde_json::to_string(value).context("serialising the note")
 }
 
-/// Where this clone's notes key lives, under the common git directory.
-pub(super) const KEY_DIR: &str = "itergate";
-pub(super) const KEY_FILE: &str = "notes-key";
+/// Where the clones' notes keys live, under the user's state directory
+/// ([`crate::state_dir`]): outside the repository, where an agent working in the work tree
+/// does not read or replace them.
+pub(super) const KEY_DIR: &str = "notes-keys";
 pub(super) const KEY_BYTES: usize = 32;
 /// What precedes the MAC at the end of a signed note: `{...,"mac":"<64 hex digits>"}`.
 pub(super) const MAC_FIELD: &[u8] = b",\"mac\":\"";
@@ -86,13 +87,15 @@ pub(super) const MAC_HEX_LEN: usize = 64;
 pub(crate) struct CloneKey([u8; KEY_BYTES]);
 
 impl CloneKey {
-    pub(super) fn path(common_dir: &Path) -> std::path::PathBuf {
-        common_dir.join(KEY_DIR).join(KEY_FILE)
+    pub(super) fn path(common_dir: &Path) -> Result<std::path::PathBuf> {
+        Ok(crate::state_dir::path()?
+            .join(KEY_DIR)
+            .join(crate::state_dir::repository_name(common_dir)))
     }
 
     /// The key, if this clone has one.
     pub(super) fn load(common_dir: &Path) -> Result<Option<CloneKey>> {
-        let path = Self::path(common_dir);
+        let path = Self::path(common_dir)?;
         let mut bytes = Vec::with_capacity(KEY_BYTES);
         match std::fs::File::open(&path) {
             Ok(file) => {
@@ -115,9 +118,9 @@ impl CloneKey {
         if let Some(key) = Self::load(common_dir)? {
             return Ok(key);
         }
-        let path = Self::path(common_dir);
-        let dir = common_dir.join(KEY_DIR);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = Self::path(common_dir)?;
+        let dir = crate::state_dir::create(KEY_DIR)?;
+        let key_file = crate::state_dir::repository_name(common_dir);
         let mut key = [0u8; KEY_BYTES];
         std::fs::File::open("/dev/urandom")
             .and_then(|mut f| f.read_exact(&mut key))
@@ -125,7 +128,7 @@ impl CloneKey {
         // Unique per process and call: threads of one process create keys concurrently too.
         static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let serial = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let scratch = dir.join(format!("{KEY_FILE}.{}-{serial}.tmp", std::process::id()));
+        let scratch = dir.join(format!("{key_file}.{}-{serial}.tmp", std::process::id()));
         let written = {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()

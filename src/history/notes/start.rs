@@ -38,6 +38,11 @@ pub struct TaskStart {
     /// The task was accepted: the note is history, and a new loop starts a new task.
     #[serde(default)]
     pub ended: bool,
+    /// The commit the task's change was judged against when it started (the merge-base
+    /// with the base branch): pinned, so a later commit on the local base branch, merged
+    /// into the task's branch, is judged as the branch's change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
     /// What the checks executed besides the commit where the task started (the sealed
     /// environment); absent in a note an older itergate wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -66,6 +66,41 @@ pub(super) fn add_dev_command(manager: &str, package: &str) -> String {
     }
 }
 
+/// The test runner to run: the one the `test` script runs (a project may have vitest for its
+/// benchmarks and run its tests with mocha), else the first of vitest, jest, mocha it
+/// depends on.
+fn chosen_runner(test_script: &str, has_dep: &dyn Fn(&str) -> bool) -> Option<&'static str> {
+    if node_test_args(test_script).is_some() {
+        return Some("node:test");
+    }
+    let words: Vec<&str> = test_script
+        .split(|c: char| c.is_whitespace() || matches!(c, '&' | ';' | '|' | '(' | ')'))
+        .collect();
+    let runs = |name: &str| {
+        words
+            .iter()
+            .any(|w| *w == name || w.ends_with(&format!("/{name}")))
+    };
+    let runners = ["vitest", "jest", "mocha"];
+    runners
+        .into_iter()
+        .find(|r| has_dep(r) && runs(r))
+        .or_else(|| runners.into_iter().find(|r| has_dep(r)))
+}
+
+/// Why `runner` was chosen, for `init`'s notes.
+fn runner_reason(runner: Option<&str>, test_script: &str) -> Option<String> {
+    let runner = runner?;
+    let word = if runner == "node:test" { "--test" } else { runner };
+    Some(if test_script.contains(word) {
+        format!("the runner package.json's `test` script runs (`{test_script}`)")
+    } else if test_script.is_empty() {
+        "a dependency in package.json (there is no `test` script)".to_string()
+    } else {
+        format!("a dependency in package.json (the `test` script, `{test_script}`, names no runner itergate knows)")
+    })
+}
+
 /// A Node project: the test runner itself with its machine-readable reporter (vitest,
 /// jest, node:test, mocha), coverage where its provider is installed, `tsc --noEmit` when
 /// the project has a tsconfig.json and TypeScript, and eslint when configured.
@@ -89,7 +124,11 @@ pub(super) fn node(
         .unwrap_or("")
         .to_string();
     let add = |p: &str| add_dev_command(manager, p);
-    if has_dep("vitest") {
+    let runner = chosen_runner(&test_script, &has_dep);
+    if let Some((name, why)) = runner.zip(runner_reason(runner, &test_script)) {
+        notes.push(format!("tests: {name}, {why}"));
+    }
+    if runner == Some("vitest") {
         let coverage = ["@vitest/coverage-v8", "@vitest/coverage-istanbul"]
             .iter()
             .any(|p| has_dep(p));
@@ -115,7 +154,7 @@ pub(super) fn node(
                 ..check(&run, ReportFormat::Junit, None)
             },
         );
-    } else if has_dep("jest") {
+    } else if runner == Some("jest") {
         let run = format!(
             "npx --no-install jest --ci --json --outputFile={NODE_JEST_PATH} --testLocationInResults --coverage --coverageReporters=lcov --coverageDirectory={NODE_COVERAGE_DIR}"
         );
@@ -130,7 +169,7 @@ pub(super) fn node(
                 ..check(&run, ReportFormat::JestJson, None)
             },
         );
-    } else if let Some(args) = node_test_args(&test_script) {
+    } else if let Some(args) = node_test_args(&test_script).filter(|_| runner == Some("node:test")) {
         // node:test: TAP on stdout (nested tests, error/expected/actual, location), LCOV
         // from the built-in coverage (Node 20.11 and later).
         let run = format!(
@@ -151,7 +190,7 @@ pub(super) fn node(
                 )
             },
         );
-    } else if has_dep("mocha") {
+    } else if runner == Some("mocha") {
         let mocha = format!("mocha --reporter xunit --reporter-option output={NODE_JUNIT_PATH}");
         // Coverage through the wrapper the project has: c8 (V8's), else nyc (istanbul's).
         let wrapper = ["c8", "nyc"].into_iter().find(|w| has_dep(w));

@@ -69,6 +69,9 @@ pub struct ScoreInput<'a> {
     /// What changed in the environment since the task's start that nothing committed
     /// explains: the observation is untrusted, a violation.
     pub environment: &'a [crate::signals::environment::Change],
+    /// A test file of the judged tree (`detection.tests`), when it has one: a tests check
+    /// that then runs no test measured nothing.
+    pub test_file: Option<&'a str>,
 }
 
 /// How many findings of one rule a test file has on the base before more of them are
@@ -276,6 +279,24 @@ impl Accumulator {
                         "{} skipped",
                         crate::model::counted(self.skipped as usize, "test")
                     ),
+                ));
+            }
+            if let Some(file) = input.test_file.filter(|_| self.executed == 0 && !self.build_broken) {
+                // Nothing measured is not a pass: the runner or its selection is not this
+                // project's (vitest configured where `npm test` runs mocha).
+                self.issues.push(issue(
+                    "tests",
+                    Severity::Blocker,
+                    format!(
+                        "the tests checks ran no test, though the tree has test files (`{file}` …): nothing of the change's behaviour was measured"
+                    ),
+                    None,
+                ));
+                self.triggers.push(trigger(
+                    TriggerType::ValidationFailure,
+                    "tests",
+                    1.0,
+                    "the tests checks ran no test".to_string(),
                 ));
             }
         }
