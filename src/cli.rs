@@ -96,8 +96,8 @@ pub enum Command {
     /// ones) on it and on the merge-base, read their reports and the commit's trailers, and
     /// print its iteration record. Only what the change did counts (`scoring.scope`).
     ///
-    /// A commit other than a clean HEAD is checked in a temporary worktree; your work tree
-    /// is never touched. A tree already checked with the same checks is not checked again
+    /// Every commit is checked in a temporary worktree of exactly that commit; your work
+    /// tree is never touched. A tree already checked with the same checks is not checked again
     /// (--rescore does). With --report, existing reports are read and nothing is run.
     Score(ScoreArgs),
     /// Write a commented .itergate.yml for the toolchain detected here.

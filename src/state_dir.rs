@@ -10,7 +10,11 @@ use sha2::{Digest, Sha256};
 
 /// The state directory (not created).
 pub fn path() -> Result<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(dir) = var("ITERGATE_STATE_DIR") {
         return Ok(dir);
     }

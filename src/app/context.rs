@@ -117,7 +117,8 @@ fn commit_context<'r>(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .map_err(anyhow::Error::from)?;
-    let observation = store.find_observation(tree.id(), &super::observe::fingerprint(&env.config))?;
+    let observation =
+        store.find_observation(tree.id(), &super::observe::fingerprint(&env.config))?;
     let mut holdout = Holdout::from_config(&env.config);
     if let Some(observed) = &observation {
         add_observed_holdout(observed, &mut holdout);

@@ -92,10 +92,14 @@ impl Task {
             .and_then(|(_, s)| s.base.as_deref())
             .and_then(|b| Oid::from_str(b).ok())
             .filter(|b| below(*b));
+        // A rebase puts the new base on the branch's own line (the task starts again there);
+        // a merge brings it in beside it.
+        let merged_in = |now: Oid, pinned: Oid| -> Result<bool, Failure> {
+            Ok(git::is_ancestor(repo, pinned, now).unwrap_or(false)
+                && !git::first_parent_commits(repo, tip, Some(pinned))?.contains(&now))
+        };
         let (inferred, base_moved) = match (inferred, pinned) {
-            (Some(now), Some(pinned))
-                if now != pinned && git::is_ancestor(repo, pinned, now).unwrap_or(false) =>
-            {
+            (Some(now), Some(pinned)) if now != pinned && merged_in(now, pinned)? => {
                 (Some(pinned), Some(now))
             }
             (inferred, _) => (inferred, None),
@@ -322,7 +326,10 @@ impl Task {
             // A record judged in a changed environment is shown as it is (`run` judges it
             // again).
             let current = stored.fingerprint.is_none()
-                || (stored.fingerprint.as_deref().and_then(|f| f.strip_suffix(UNSEALED_RECORD))
+                || (stored
+                    .fingerprint
+                    .as_deref()
+                    .and_then(|f| f.strip_suffix(UNSEALED_RECORD))
                     == Some(key.as_str())
                     && stored.base == base)
                 || (stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base);
@@ -531,13 +538,13 @@ pub fn record_commit(
         };
         (&unsealed, format!("{key}{UNSEALED_RECORD}"))
     };
-    let (observed, ran, base_observed) =
-        match observe_with_base(env, store, commit, base, options) {
-            Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
-                broken_by_change(env, store, task, base, unrunnable, options)?
-            }
-            other => other?,
-        };
+    let (observed, ran, base_observed) = match observe_with_base(env, store, commit, base, options)
+    {
+        Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
+            broken_by_change(env, store, task, base, unrunnable, options)?
+        }
+        other => other?,
+    };
     // The start's tests judge the code: the recorded start's, so a spec committed on the
     // branch before the work is trusted like one on the base.
     let trusted_run = match task.start {
@@ -597,7 +604,8 @@ fn broken_by_change(
         return Err(Failure::Unrunnable(unrunnable));
     };
     let start = task.start.unwrap_or(base);
-    let edited = super::unrunnable::edited_inputs(env, store.repository(), start, unrunnable.commit)?;
+    let edited =
+        super::unrunnable::edited_inputs(env, store.repository(), start, unrunnable.commit)?;
     if edited.is_empty() {
         return Err(Failure::Unrunnable(unrunnable));
     }

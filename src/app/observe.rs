@@ -1,5 +1,6 @@
-//! Observing a tree: run its checks (in the work tree, or in a scratch worktree of exactly
-//! that commit) or read reports an earlier step wrote, and turn what they said into an
+//! Observing a tree: run its checks (in a scratch worktree of exactly that commit, made
+//! from its blobs: [`crate::git::clean_checkout_config`]; `itergate ci` in its own fresh
+//! checkout) or read reports an earlier step wrote, and turn what they said into an
 //! [`Observation`] that does not depend on where they ran. An observation is made once per
 //! tree and configuration and cached in the notes ([`cached_observation`]).
 //!
@@ -11,9 +12,10 @@
 //! files, and the fix (a read-only mode for the check) changes the checks' fingerprint, so
 //! the tree is observed again.
 //!
-//! A check the environment kept from running is a [`Failure::Check`] naming the check, its
-//! command and the end of its output: nothing is observed, recorded or cached, so fixing the
-//! environment and running again scores the tree.
+//! A check the environment kept from running is a [`Failure::Unrunnable`] naming the check,
+//! its command and the end of its output: nothing is observed, recorded or cached, so fixing
+//! the environment and running again scores the tree — unless the commit itself stopped it
+//! ([`super::unrunnable`]).
 //!
 //! Scratch worktrees never share build outputs with the work tree: cargo's target directory
 //! (`CARGO_TARGET_DIR` is common) is redirected to a cache of their own under the git
@@ -61,7 +63,8 @@ pub fn fingerprint(config: &Config) -> String {
 /// How to observe one commit.
 pub struct ObserveRequest<'a> {
     pub commit: Oid,
-    /// Run in the user's work tree (a clean HEAD) rather than a scratch worktree.
+    /// Run in the checkout at hand (`itergate ci`'s fresh one) rather than a scratch
+    /// worktree.
     pub in_place: bool,
     pub progress: Progress,
     /// Tells this run's progress lines apart (`base 1a2b3c4`).
@@ -426,6 +429,11 @@ pub(super) fn observation_of(
     } else {
         None
     };
+    if label.is_none() && is_dirty_head(repo, commit) {
+        eprintln!(
+            "itergate: the work tree has uncommitted changes; checking HEAD's commit in a scratch worktree (uncommitted changes are not judged)"
+        );
+    }
     let observed = observe(
         env,
         repo,
@@ -473,4 +481,15 @@ pub(super) fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
         .find_commit(commit)
         .map_err(anyhow::Error::from)?
         .tree_id())
+}
+
+/// Whether `commit` is HEAD and the work tree has tracked changes (which are not judged).
+fn is_dirty_head(repo: &Repository, commit: Oid) -> bool {
+    if crate::git::resolve_commit(repo, "HEAD").ok() != Some(commit) {
+        return false;
+    }
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(false).include_ignored(false);
+    repo.statuses(Some(&mut options))
+        .is_ok_and(|s| !s.is_empty())
 }

@@ -1,5 +1,5 @@
-//! A scratch worktree tests its own code. Checks of a commit other than a clean HEAD (the
-//! base, a dirty HEAD) run in a temporary checkout of exactly that commit, and everything
+//! A scratch worktree tests its own code. Checks of a commit (HEAD, the base, the start, a
+//! trusted tree) run in a temporary checkout of exactly that commit, and everything
 //! that could lead them back to the user's work tree is pointed at the checkout instead:
 //!
 //! - Cargo builds into a target directory of its own (`CARGO_TARGET_DIR` is common), the

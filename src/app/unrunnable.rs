@@ -9,7 +9,6 @@
 
 use git2::{Oid, Repository};
 
-
 use crate::signals::diagnostics::Diagnostic;
 use crate::signals::harness;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation};

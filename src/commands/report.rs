@@ -82,7 +82,9 @@ pub fn report(
         if let Some(moved) = task.base_moved {
             eprintln!(
                 "itergate: the base branch {} moved since this task started (to {}) and the branch merged it in: the change is judged against the task's base {}, so what the merge brought counts as this branch's work",
-                task.base_branch.as_deref().unwrap_or("base"),
+                task.base_branch
+                    .as_deref()
+                    .map_or("base", |b| b.strip_prefix("refs/heads/").unwrap_or(b)),
                 crate::app::local::short(moved),
                 task.merge_base.map(crate::app::local::short).unwrap_or_default()
             );

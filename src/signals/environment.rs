@@ -164,7 +164,12 @@ fn chain(scope: &Scope, entries: &mut BTreeMap<String, String>) {
     }
     if let Some(home) = scope.home {
         for file in HOME_FILES {
-            add_file(entries, "configuration", &home.join(file), &format!("~/{file}"));
+            add_file(
+                entries,
+                "configuration",
+                &home.join(file),
+                &format!("~/{file}"),
+            );
         }
     }
 }
@@ -336,11 +341,12 @@ fn node_modules(modules: &Path, shown: &str, entries: &mut BTreeMap<String, Stri
             }
             ".pnpm" => {
                 if let Ok(store) = std::fs::read_dir(&path) {
-                    packages.extend(
-                        store
-                            .flatten()
-                            .map(|e| (format!("{shown}/.pnpm/{}", e.file_name().to_string_lossy()), e.path())),
-                    );
+                    packages.extend(store.flatten().map(|e| {
+                        (
+                            format!("{shown}/.pnpm/{}", e.file_name().to_string_lossy()),
+                            e.path(),
+                        )
+                    }));
                 }
             }
             _ if name.starts_with('@') => {
@@ -555,7 +561,13 @@ fn explains(kind: &str, file: &str) -> bool {
         ),
         "program" => matches!(
             name,
-            "rust-toolchain" | "rust-toolchain.toml" | ".nvmrc" | ".node-version" | ".python-version" | ".tool-versions" | "go.mod"
+            "rust-toolchain"
+                | "rust-toolchain.toml"
+                | ".nvmrc"
+                | ".node-version"
+                | ".python-version"
+                | ".tool-versions"
+                | "go.mod"
         ),
         _ => false,
     }
@@ -592,7 +604,11 @@ pub fn describe(changes: &[Change]) -> String {
     };
     let mut ordered: Vec<&Change> = changes.iter().collect();
     ordered.sort_by_key(|c| rank(c));
-    let mut words: Vec<String> = ordered.iter().take(SHOWN).map(ToString::to_string).collect();
+    let mut words: Vec<String> = ordered
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect();
     if changes.len() > SHOWN {
         words.push(format!("and {} more", changes.len() - SHOWN));
     }

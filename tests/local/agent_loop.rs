@@ -1378,7 +1378,10 @@ impl Project {
             "test/decimals.test.js",
             &DECIMALS_TODAY.replace("0.30000000000000004", "0.3"),
         );
-        git(&p, &["commit", "-q", "-am", "spec: add rounds to ten decimals"]);
+        git(
+            &p,
+            &["commit", "-q", "-am", "spec: add rounds to ten decimals"],
+        );
     }
 }
 
@@ -1391,7 +1394,10 @@ fn a_spec_committed_on_the_branch_before_the_loop_is_the_starts() {
     let rewrite = json!({ "write": { "test/decimals.test.js": DECIMALS_TODAY } });
     let readme = json!({ "write": { "README.md": "# fx\n" } });
     let moves = [
-        ("rewrite, then an unrelated iteration", json!([rewrite, readme])),
+        (
+            "rewrite, then an unrelated iteration",
+            json!([rewrite, readme]),
+        ),
         (
             "delete",
             json!([{ "delete": ["test/decimals.test.js"] }, readme]),
@@ -1423,4 +1429,35 @@ fn a_spec_committed_on_the_branch_before_the_loop_is_the_starts() {
     let judged = of(&events, "judged");
     assert_eq!(judged.len(), 1, "{events:#?}");
     assert!(!stderr.contains("VOID"), "{stderr}");
+}
+
+/// An agent that accepts its own work and then arms a `reference-transaction` hook that
+/// refuses every update of itergate's notes: the loop's undo and its own commits run no
+/// hook, the acceptance is undone, and nothing is accepted.
+#[test]
+fn a_hook_armed_against_itergates_refs_does_not_keep_an_agents_acceptance() {
+    let project = Project::new(10);
+    let hook = "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/notes/*) exit 1;; esac; done\nexit 0\n";
+    let arm = json!({
+        "run": [
+            format!("{BIN} accept done"),
+            format!("mkdir -p .git/hooks && printf '%s' '{hook}' > .git/hooks/reference-transaction && chmod +x .git/hooks/reference-transaction"),
+        ]
+    });
+    project.commit_broken_add();
+    let (code, events, stderr) = project.fix_add(json!([arm]), &["--max-iterations", "2"]);
+    never_accepted(code, &events, &stderr);
+    assert_ne!(code, 1, "no internal error: {stderr}");
+    assert!(
+        stderr.contains("the agent changed refs/notes/itergate; undone"),
+        "{stderr}"
+    );
+    let status = Command::new(BIN)
+        .args(["status"])
+        .current_dir(project.repo())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stderr);
+    assert!(!text.contains("Accepted by"), "{text}");
 }

@@ -161,8 +161,14 @@ fn a_pytest_plugin_registered_in_the_venv_is_caught_and_never_replayed() {
     let p = Project::new();
     p.plant(&[
         ("cheat_plugin.py", CHEAT),
-        ("cheat-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: cheat\nVersion: 1.0\n"),
-        ("cheat-1.0.dist-info/entry_points.txt", "[pytest11]\ncheat = cheat_plugin\n"),
+        (
+            "cheat-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: cheat\nVersion: 1.0\n",
+        ),
+        (
+            "cheat-1.0.dist-info/entry_points.txt",
+            "[pytest11]\ncheat = cheat_plugin\n",
+        ),
     ]);
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "`pytest11` entry point `cheat`");
@@ -230,7 +236,10 @@ fn a_dependency_installed_with_its_manifest_committed_is_not_flagged() {
     let p = Project::new();
     p.plant(&[
         ("extra/__init__.py", "VALUE = 1\n"),
-        ("extra-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: extra\nVersion: 1.0\n"),
+        (
+            "extra-1.0.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: extra\nVersion: 1.0\n",
+        ),
     ]);
     let manifest = PYPROJECT.replace(
         "version = \"0.1\"\n",

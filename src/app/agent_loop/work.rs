@@ -84,9 +84,7 @@ impl NotesGuard {
             Some(oid) => repo
                 .reference(&self.name, oid, true, "itergate: undo the agent's notes")
                 .map(|_| ()),
-            None => repo
-                .find_reference(&self.name)
-                .and_then(|mut r| r.delete()),
+            None => repo.find_reference(&self.name).and_then(|mut r| r.delete()),
         };
         undone.map_err(|e| {
             Failure::Internal(anyhow::anyhow!(

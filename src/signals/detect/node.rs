@@ -91,7 +91,11 @@ fn chosen_runner(test_script: &str, has_dep: &dyn Fn(&str) -> bool) -> Option<&'
 /// Why `runner` was chosen, for `init`'s notes.
 fn runner_reason(runner: Option<&str>, test_script: &str) -> Option<String> {
     let runner = runner?;
-    let word = if runner == "node:test" { "--test" } else { runner };
+    let word = if runner == "node:test" {
+        "--test"
+    } else {
+        runner
+    };
     Some(if test_script.contains(word) {
         format!("the runner package.json's `test` script runs (`{test_script}`)")
     } else if test_script.is_empty() {
@@ -169,7 +173,8 @@ pub(super) fn node(
                 ..check(&run, ReportFormat::JestJson, None)
             },
         );
-    } else if let Some(args) = node_test_args(&test_script).filter(|_| runner == Some("node:test")) {
+    } else if let Some(args) = node_test_args(&test_script).filter(|_| runner == Some("node:test"))
+    {
         // node:test: TAP on stdout (nested tests, error/expected/actual, location), LCOV
         // from the built-in coverage (Node 20.11 and later).
         let run = format!(

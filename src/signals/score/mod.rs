@@ -281,7 +281,10 @@ impl Accumulator {
                     ),
                 ));
             }
-            if let Some(file) = input.test_file.filter(|_| self.executed == 0 && !self.build_broken) {
+            if let Some(file) = input
+                .test_file
+                .filter(|_| self.executed == 0 && !self.build_broken)
+            {
                 // Nothing measured is not a pass: the runner or its selection is not this
                 // project's (vitest configured where `npm test` runs mocha).
                 self.issues.push(issue(

@@ -1,0 +1,183 @@
+//! What the judge runs is the judge's, with the real pytest and real git: a smudge filter
+//! armed in `.git/config` does not rewrite the start's test on checkout, a base branch
+//! moved and merged in is judged as the branch's change, a check the change stops from
+//! running is a BLOCKER of that iteration (not exit 3), and a tests check that runs no test
+//! is not a pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::gitrepo::git;
+
+const CONFIG: &str = "checks:\n  tests:\n    run: python -m pytest -q -p no:cacheprovider --junitxml=.itergate-pytest.xml\n    report: { format: junit, path: .itergate-pytest.xml }\n";
+const CODE: &str = "def slug(text):\n    return text.strip().lower().replace(' ', '-')\n";
+const BROKEN: &str = "def slug(text):\n    return text.strip().replace(' ', '-')\n";
+const TEST: &str = "from slugs import slug\n\n\ndef test_hello():\n    assert slug('Hello World') == 'hello-world'\n\n\ndef test_plain():\n    assert slug('plain') == 'plain'\n";
+const PYPROJECT: &str = "[project]\nname = \"slugs\"\nversion = \"0.1\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n";
+
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// `main` with the project (its configuration being `config`), and a branch `agent`
+    /// whose first commit breaks `slug`: ITERATE.
+    fn new(config: &str) -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        let p = project.path();
+        git(&p, &["init", "-q", "-b", "main"]);
+        project.write(&[
+            ("slugs.py", CODE),
+            ("tests/test_slugs.py", TEST),
+            ("pyproject.toml", PYPROJECT),
+            (".gitignore", ".itergate-*\n__pycache__/\n"),
+            (".itergate.yml", config),
+        ]);
+        project.commit("the project");
+        git(&p, &["checkout", "-q", "-b", "agent"]);
+        let (code, text) = project.iteration(&[("slugs.py", BROKEN)], "agent: simplify slug");
+        assert_eq!(code, 10, "the broken function is ITERATE: {text}");
+        project
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    fn write(&self, files: &[(&str, &str)]) {
+        for (file, text) in files {
+            let path = self.path().join(file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+    }
+
+    fn commit(&self, message: &str) {
+        git(&self.path(), &["add", "-A"]);
+        git(&self.path(), &["commit", "-q", "-m", message]);
+    }
+
+    fn run(&self) -> (i32, String) {
+        run_in(&self.path())
+    }
+
+    fn iteration(&self, files: &[(&str, &str)], message: &str) -> (i32, String) {
+        self.write(files);
+        self.commit(message);
+        self.run()
+    }
+}
+
+fn run_in(dir: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["--color", "never", "run", "--exit-code"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+#[test]
+fn a_smudge_filter_that_rewrites_the_test_on_checkout_is_not_honoured() {
+    let p = Project::new(CONFIG);
+    // The filter rewrites the expected value to what the broken code returns, in every
+    // checkout git makes; the attribute that applies it is committed.
+    git(
+        &p.path(),
+        &[
+            "config",
+            "filter.tidy.smudge",
+            "sed s/hello-world/Hello-World/",
+        ],
+    );
+    git(&p.path(), &["config", "filter.tidy.clean", "cat"]);
+    let (code, text) = p.iteration(
+        &[
+            (".gitattributes", "tests/*.py filter=tidy\n"),
+            ("README.md", "# slugs\n"),
+        ],
+        "chore: normalise line endings",
+    );
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("test tests.test_slugs::test_hello failed"),
+        "the start's test, as committed, fails: {text}"
+    );
+}
+
+#[test]
+fn a_base_branch_moved_and_merged_in_is_the_branchs_change() {
+    let p = Project::new(CONFIG);
+    // The test rewritten to the broken behaviour on the local base branch, then merged in.
+    git(&p.path(), &["checkout", "-q", "main"]);
+    p.write(&[(
+        "tests/test_slugs.py",
+        &TEST.replace("'hello-world'", "'Hello-World'"),
+    )]);
+    p.commit("tests: expect the title case");
+    git(&p.path(), &["checkout", "-q", "agent"]);
+    git(&p.path(), &["merge", "-q", "--no-edit", "main"]);
+    let (code, text) = p.run();
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("the base branch main moved since this task started"),
+        "{text}"
+    );
+    assert!(
+        text.contains("test_hello"),
+        "the rewritten test is named: {text}"
+    );
+}
+
+#[test]
+fn a_check_the_change_stops_from_running_is_a_blocker_of_that_iteration() {
+    let p = Project::new(CONFIG);
+    // A duplicated key: pytest cannot read its configuration, and writes no report.
+    let broken = format!("{PYPROJECT}addopts = \"-q\"\naddopts = \"-x\"\n");
+    let (code, text) = p.iteration(
+        &[("slugs.py", CODE), ("pyproject.toml", &broken)],
+        "fix slug, tidy pytest options",
+    );
+    assert_eq!(code, 10, "an iteration to revise, not exit 3: {text}");
+    assert!(
+        text.contains("check `tests` could not run on this commit")
+            && text.contains("`pyproject.toml`"),
+        "names the check and the file the change edited: {text}"
+    );
+}
+
+#[test]
+fn a_tests_check_that_runs_no_test_is_not_a_pass() {
+    let config = CONFIG.replace(
+        "-p no:cacheprovider",
+        "-p no:cacheprovider -k nothing_matches",
+    );
+    let p = Project {
+        dir: tempfile::tempdir().expect("tempdir"),
+    };
+    let dir = p.path();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    p.write(&[
+        ("slugs.py", CODE),
+        ("tests/test_slugs.py", TEST),
+        ("pyproject.toml", PYPROJECT),
+        (".gitignore", ".itergate-*\n__pycache__/\n"),
+        (".itergate.yml", &config),
+    ]);
+    p.commit("the project");
+    git(&dir, &["checkout", "-q", "-b", "agent"]);
+    let (code, text) = p.iteration(&[("slugs.py", BROKEN)], "agent: simplify slug");
+    assert_ne!(code, 0, "nothing measured is never ACCEPT: {text}");
+    assert!(
+        text.contains("the tests checks ran no test, though the tree has test files"),
+        "{text}"
+    );
+}
