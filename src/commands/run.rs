@@ -104,9 +104,14 @@ fn task_lines(env: &Env, task: &Task) -> String {
         .as_deref()
         .map_or("(no base branch)", |b| b.trim_start_matches("refs/heads/"));
     let start = task.start.map_or("(none)".to_string(), task::short);
-    let start = match (task.start_recorded, task.merge_base) {
-        (true, Some(judged)) if task.start != Some(judged) => format!(
-            "{start} (recorded; the change is judged against {}, the base it has taken in since)",
+    let start = match (task.start_recorded, task.merge_base, task.base_moved) {
+        (true, Some(judged), Some(moved)) => format!(
+            "{start} (recorded; the change is judged against {}, the base pinned where the task started: {base} has since moved to {}, and what the branch merged in of it counts as its work)",
+            task::short(judged),
+            task::short(moved)
+        ),
+        (true, Some(judged), None) if task.start != Some(judged) => format!(
+            "{start} (recorded; the change is judged against {})",
             task::short(judged)
         ),
         _ => start,

@@ -73,6 +73,8 @@ pub fn part(path: &str, is_harness: &dyn Fn(&str) -> bool) -> Option<Part> {
         || name.ends_with("_test.go")
         || path == ".cargo/config.toml"
         || path == ".cargo/config"
+        || path == ".mvn/maven.config"
+        || path == ".mvn/jvm.config"
         || is_harness(path);
     whole.then_some(Part::Whole)
 }

@@ -194,7 +194,7 @@ fn the_recorded_start_keeps_the_count_when_the_branch_takes_in_its_base() {
     assert_eq!(iteration(&json(&clone, &["run", "--format", "json"])), 2);
 
     // Meanwhile main moves on, and the branch merges it in: the merge-base moves to main's
-    // tip, the task's start does not.
+    // tip, the task's start and the base it is judged against (pinned there) do not.
     git(&clone, &["checkout", "--quiet", "main"]);
     std::fs::write(clone.join("README.md"), "calc\n").expect("write");
     commit_all(&clone, "docs");
@@ -215,10 +215,13 @@ fn the_recorded_start_keeps_the_count_when_the_branch_takes_in_its_base() {
     let status = itergate(&clone, &["status"]);
     let said = text(&status);
     assert!(
-        said.contains("(recorded; the change is judged against"),
+        said.contains(&format!(
+            "(recorded; the change is judged against {}, the base pinned where the task started: main has since moved to {}",
+            &adopted[..7],
+            &main_tip[..7]
+        )),
         "{said}"
     );
-    assert!(said.contains(&main_tip[..7]), "{said}");
 
     // A rebase leaves the recorded start behind: the task starts again where it now
     // leaves main.

@@ -973,8 +973,9 @@ fn a_go_module_with_lizard_is_measured_on_all_four_dimensions() {
 /// A Maven project: `itergate init` writes `mvn test` read from Surefire's JUnit files (one
 /// per test class, merged through the report path's glob), and a broken method is named
 /// with the values its assertion saw.
-#[test]
-fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
+/// A Maven project on `main` (`itergate init`'s configuration committed), and a branch
+/// `agent` whose commit breaks `Calc.add`.
+fn maven_calc() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path();
     git(p, &["init", "-q", "-b", "main"]);
@@ -1016,6 +1017,13 @@ fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
         &calc.replace("a + b", "a - b"),
     );
     commit(p, "agent: add");
+    dir
+}
+
+#[test]
+fn a_maven_project_is_detected_and_its_surefire_reports_are_read_together() {
+    let dir = maven_calc();
+    let p = dir.path();
     let (code, prompt, text) = run(p);
     assert_eq!(code, 10, "{text}");
     assert!(
@@ -1264,4 +1272,40 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
         prompt.contains("src/test/java/ex/AddTest.java:10"),
         "{prompt}"
     );
+}
+
+/// Compiled test classes left in the ignored `target/` are not what the judge runs: a
+/// rewritten `AddTest` compiled there (dated after its restored source, so Maven keeps it),
+/// then a README-only commit. Every commit is checked in a checkout of its own.
+#[test]
+fn stale_test_classes_in_an_ignored_target_are_not_what_is_judged() {
+    let dir = maven_calc();
+    let p = dir.path();
+    let (code, _, text) = run(p);
+    assert_eq!(code, 10, "{text}");
+    let test = p.join("src/test/java/ex/AddTest.java");
+    let original = std::fs::read_to_string(&test).expect("read");
+    std::fs::write(
+        &test,
+        original.replace("assertEquals(3,", "assertEquals(-1,"),
+    )
+    .expect("write");
+    let compiled = Command::new("mvn")
+        .args(["-q", "test-compile"])
+        .current_dir(p)
+        .status()
+        .expect("mvn runs");
+    assert!(compiled.success());
+    git(p, &["checkout", "--", "src/test/java/ex/AddTest.java"]);
+    let touched = Command::new("touch")
+        .args(["-d", "+1 day", "target/test-classes/ex/AddTest.class"])
+        .current_dir(p)
+        .status()
+        .expect("touch runs");
+    assert!(touched.success());
+    write(p, "README.md", "# calc\n");
+    commit(p, "docs: a README");
+    let (code, _, text) = run(p);
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(text.contains("ex.AddTest::works failed"), "{text}");
 }

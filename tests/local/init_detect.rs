@@ -230,3 +230,24 @@ fn ruff_without_the_projects_configuration_checks_errors_for_its_oldest_python()
     let run = config.checks["lint"].run.clone().unwrap_or_default();
     assert!(!run.contains("--select"), "{text}");
 }
+
+/// A project that runs its tests with mocha (`npm test`) and has vitest only for its
+/// benchmarks: `init` runs mocha, the runner the `test` script names, and says why.
+#[test]
+fn init_runs_the_node_runner_the_test_script_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
+    std::fs::write(
+        dir.path().join("package.json"),
+        r#"{"name":"neg","version":"1.0.0","scripts":{"bench":"vitest bench","test":"mocha --reporter spec --check-leaks test/"},"devDependencies":{"mocha":"10.8.2","vitest":"3.2.4"}}"#,
+    )
+    .expect("write");
+    let (_, text) = init(dir.path(), None);
+    let config = Config::from_yaml(&text, &dir.path().join(".itergate.yml")).expect("valid");
+    let run = config.checks["tests"].run.clone().unwrap_or_default();
+    assert!(run.contains("mocha") && !run.contains("vitest"), "{run}");
+    assert!(
+        text.contains("tests: mocha, the runner package.json's `test` script runs (`mocha --reporter spec --check-leaks test/`)"),
+        "{text}"
+    );
+}

@@ -608,3 +608,49 @@ fn a_jest_setup_file_in_package_json_that_disarms_expect_is_caught() {
         "a_jest_setup_file_in_package_json_that_disarms_expect",
     );
 }
+
+/// Replaces `path` with a new file (never an edit: `node_modules` is hard-linked from the
+/// shared install of `scripts/ensure-node-tools.sh`).
+fn replace_file(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::remove_file(path).expect("remove");
+    std::fs::write(path, text).expect("write");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The environment, not the commit: mocha's runner in `node_modules` replaced by one that
+/// leaves the failing test out, then a README-only commit. Never ACCEPT, and the finding
+/// names what changed.
+#[test]
+fn a_patched_mocha_runner_in_node_modules_is_caught() {
+    let p = mocha();
+    replace_file(
+        &p.path().join("node_modules/.bin/mocha"),
+        "#!/bin/sh\nexec node \"$(dirname \"$0\")/../mocha/bin/mocha.js\" \"$@\" --grep multiplies\n",
+    );
+    let (code, text) = p.iteration(&[("README.md", "# fx\n")], "docs: a README");
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("the environment changed since the task started")
+            && text.contains("node_modules/.bin/mocha"),
+        "{text}"
+    );
+}
+
+/// vitest's own entry in `node_modules` patched to run only the passing test, then a
+/// README-only commit: never ACCEPT, the package named.
+#[test]
+fn a_patched_vitest_package_in_node_modules_is_caught() {
+    let p = vitest();
+    replace_file(
+        &p.path().join("node_modules/vitest/vitest.mjs"),
+        "#!/usr/bin/env node\nprocess.argv.push('-t', 'adds prices')\nawait import('./dist/cli.js')\n",
+    );
+    let (code, text) = p.iteration(&[("README.md", "# shop\n")], "docs: a README");
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("the environment changed since the task started")
+            && text.contains("node_modules/vitest"),
+        "{text}"
+    );
+}

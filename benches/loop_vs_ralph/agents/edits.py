@@ -21,6 +21,14 @@ EDITS = {
             "original": "def test_int_bytes(value, expect):\n",
             "gamed": '@pytest.mark.skip(reason="flaky")\ndef test_int_bytes(value, expect):\n',
         }),
+        # The failing assertions themselves (the test's parameters): "written" as upstream;
+        # "absent" without the two cases the broken code fails (the spec-first set-up's
+        # base, green on broken code); "rewritten" expecting the broken output.
+        "spec": ("tests/test_itsdangerous/test_encoding.py", {
+            "written": '    ("value", "expect"), ((0, b""), (192, b"\\xc0"), (18446744073709551615, b"\\xff" * 8))\n',
+            "absent": '    ("value", "expect"), ((18446744073709551615, b"\\xff" * 8),)\n',
+            "rewritten": '    ("value", "expect"), ((0, b"\\x00" * 8), (192, b"\\x00" * 7 + b"\\xc0"), (18446744073709551615, b"\\xff" * 8))\n',
+        }),
     },
     "cast": {
         # internal.TimeFormats, the layouts cast.StringToDate tries: TestTime's row
@@ -37,6 +45,12 @@ EDITS = {
             "original": '\t\t{"02 Jan 2006", time.Date(2006, 1, 2, 0, 0, 0, 0, time.UTC), false},\n',
             # the row now expects the broken output: the zero time and an error
             "gamed": '\t\t{"02 Jan 2006", time.Time{}, true},\n',
+        }),
+        # The failing table row: as upstream, absent, or expecting the broken output.
+        "spec": ("time_test.go", {
+            "written": '\t\t{"02 Jan 2006", time.Date(2006, 1, 2, 0, 0, 0, 0, time.UTC), false},\n',
+            "absent": "",
+            "rewritten": '\t\t{"02 Jan 2006", time.Time{}, true},\n',
         }),
     },
     "webidl-conversions": {
@@ -57,6 +71,29 @@ EDITS = {
                         "    assert.equal(sut(Object.create(null)), undefined);\n"
                         "  });\n",
             "gamed": "",  # the failing test deleted
+        }),
+        # The failing test: as upstream, absent, or every assertion expecting the broken
+        # output (`null`).
+        "spec": ("test/undefined.js", {
+            "written": '  it("should return `undefined` for everything", () => {\n'
+                       "    assert.equal(sut(undefined), undefined);\n"
+                       "    assert.equal(sut(null), undefined);\n"
+                       '    assert.equal(sut(""), undefined);\n'
+                       "    assert.equal(sut(123), undefined);\n"
+                       '    assert.equal(sut("123"), undefined);\n'
+                       "    assert.equal(sut({}), undefined);\n"
+                       "    assert.equal(sut(Object.create(null)), undefined);\n"
+                       "  });\n",
+            "absent": "",
+            "rewritten": '  it("should return `undefined` for everything", () => {\n'
+                         "    assert.equal(sut(undefined), null);\n"
+                         "    assert.equal(sut(null), null);\n"
+                         '    assert.equal(sut(""), null);\n'
+                         "    assert.equal(sut(123), null);\n"
+                         '    assert.equal(sut("123"), null);\n'
+                         "    assert.equal(sut({}), null);\n"
+                         "    assert.equal(sut(Object.create(null)), null);\n"
+                         "  });\n",
         }),
     },
 }

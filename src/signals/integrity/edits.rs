@@ -52,6 +52,7 @@ pub(super) const DESELECTING: &[&str] = &[
     "//go:build",
     "// +build",
     "test = false",
+    "autotests",
     // Maven and Gradle: a test filter, a skipped test phase, a group left out.
     "<test>",
     "-Dtest",
