@@ -7,7 +7,7 @@
 //! removed the cached result is not replayed. A dependency installed with its manifest
 //! committed is not flagged.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use crate::gitrepo::git;
