@@ -409,16 +409,18 @@ impl Task {
             },
             None => None,
         };
+        let earlier = self.earlier_observations(env, store, commit)?;
         let trusted_run = match self.start {
-            Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
-                super::trusted::Cached::Missing => return Ok(None),
-                super::trusted::Cached::Found(run) => Some(run),
-                super::trusted::Cached::NotNeeded => None,
-            },
+            Some(start) => {
+                match super::trusted::cached(env, store, start, commit, &observed, &earlier)? {
+                    super::trusted::Cached::Missing => return Ok(None),
+                    super::trusted::Cached::Found(run) => Some(run),
+                    super::trusted::Cached::NotNeeded => None,
+                }
+            }
             None => None,
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
-        let earlier = self.earlier_observations(env, store, commit)?;
         let accepted = self.accepted_findings(store, commit)?;
         let environment = self.environment_changes(env, repo, commit)?;
         let record = judge(
@@ -547,12 +549,14 @@ pub fn record_commit(
     };
     // The start's tests judge the code: the recorded start's, so a spec committed on the
     // branch before the work is trusted like one on the base.
+    let earlier = task.earlier_observations(env, store, commit)?;
     let trusted_run = match task.start {
-        Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
+        Some(start) => {
+            super::trusted::observe(env, store, start, commit, &observed, &earlier, options)?
+        }
         None => None,
     };
     let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
-    let earlier = task.earlier_observations(env, store, commit)?;
     let accepted = task.accepted_findings(store, commit)?;
     let mut record = judge(
         &env.config,
