@@ -62,6 +62,8 @@ pub struct Task {
     /// The environment where the task started (its start note's), what each iteration's
     /// environment is compared with.
     pub environment: Option<crate::signals::environment::Fingerprint>,
+    /// The iteration `environment` was taken at, when later than the start.
+    pub environment_at: Option<Oid>,
     /// Where the base branch is now, when it moved past the task's pinned base and the
     /// branch merged it in: the change is judged against the pinned base all the same.
     pub base_moved: Option<Oid>,
@@ -85,6 +87,11 @@ impl Task {
             .map(|(_, s)| s.targets.clone())
             .unwrap_or_default();
         let environment = recorded.as_ref().and_then(|(_, s)| s.environment.clone());
+        let environment_at = recorded
+            .as_ref()
+            .and_then(|(_, s)| s.environment_at.as_deref())
+            .and_then(|c| Oid::from_str(c).ok())
+            .filter(|c| below(*c));
         // The base is pinned where the task started: a later commit on the base branch that
         // the branch merged in is the branch's change, judged and reported as such.
         let pinned = recorded
@@ -119,6 +126,7 @@ impl Task {
                     commits,
                     targets,
                     environment,
+                    environment_at,
                     base_moved,
                 });
             }
@@ -137,6 +145,7 @@ impl Task {
                 commits: vec![tip],
                 targets,
                 environment,
+                environment_at,
                 base_moved,
             });
         };
@@ -183,6 +192,7 @@ impl Task {
             commits,
             targets,
             environment,
+            environment_at,
             base_moved,
         })
     }
@@ -207,6 +217,7 @@ impl Task {
             base: self.merge_base.map(|b| b.to_string()),
             environment: super::sealed::current(env, store.repository())
                 .map(|s| s.fingerprint.clone()),
+            environment_at: None,
             at: Utc::now(),
         };
         store.write(&[Note::TaskStart { start: &note }])?;
@@ -422,7 +433,7 @@ impl Task {
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
         let accepted = self.accepted_findings(store, commit)?;
-        let environment = self.environment_changes(env, repo, commit)?;
+        let environment = self.environment_drift(env, repo, commit)?.unexplained;
         let record = judge(
             &env.config,
             repo,
@@ -442,24 +453,41 @@ impl Task {
         Ok(Some(record))
     }
 
-    /// What changed in the environment since the task started that nothing committed
-    /// between the start and `commit` explains.
-    fn environment_changes(
+    /// What changed in the environment since the task's reference one (its start's, or the
+    /// last iteration's whose changes a committed manifest explained).
+    fn environment_drift(
         &self,
         env: &Env,
         repo: &Repository,
         commit: Oid,
-    ) -> Result<Vec<crate::signals::environment::Change>, Failure> {
-        match self.start {
-            Some(start) => super::sealed::unexplained_changes(
-                env,
-                repo,
-                self.environment.as_ref(),
-                start,
-                commit,
-            ),
-            None => Ok(Vec::new()),
+    ) -> Result<super::sealed::Drift, Failure> {
+        match self.environment_at.or(self.start) {
+            Some(since) => {
+                super::sealed::drift(env, repo, self.environment.as_ref(), since, commit)
+            }
+            None => Ok(super::sealed::Drift::default()),
         }
+    }
+
+    /// Moves the task's reference environment to the one `commit` was judged in, once
+    /// committed manifests explained its changes: a later change is explained only by
+    /// what is committed after it.
+    fn advance_environment(
+        &self,
+        env: &Env,
+        store: &NotesStore,
+        commit: Oid,
+    ) -> Result<(), Failure> {
+        let Some(mut start) = store.read_task_start(&self.name)? else {
+            return Ok(());
+        };
+        let Some(now) = super::sealed::current(env, store.repository()) else {
+            return Ok(());
+        };
+        start.environment = Some(now.fingerprint.clone());
+        start.environment_at = Some(commit.to_string());
+        store.write(&[Note::TaskStart { start: &start }])?;
+        Ok(())
     }
 }
 
@@ -529,7 +557,11 @@ pub fn record_commit(
     }
     // An environment that changed since the start, unexplained: what is observed in it is
     // judged (VOID) but never cached, and its record is judged again next time.
-    let environment = task.environment_changes(env, store.repository(), commit)?;
+    let drift = task.environment_drift(env, store.repository(), commit)?;
+    if drift.explained && task.start_recorded {
+        task.advance_environment(env, store, commit)?;
+    }
+    let environment = drift.unexplained;
     let unsealed;
     let (env, key) = if environment.is_empty() {
         (env, key)
@@ -765,6 +797,7 @@ fn mark_flaky(
         commits: task.commits[..index].to_vec(),
         targets: task.targets.clone(),
         environment: task.environment.clone(),
+        environment_at: task.environment_at,
         base_moved: task.base_moved,
     }
     .history(env, store)?;

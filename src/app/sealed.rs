@@ -99,24 +99,38 @@ fn scan(env: &Env, repo: &Repository) -> Fingerprint {
     fingerprint
 }
 
-/// What changed in the environment between the task's start (`recorded`) and now that no
-/// file committed between `start` and `commit` explains.
-pub fn unexplained_changes(
+/// How the environment differs from the task's reference one.
+#[derive(Debug, Default)]
+pub struct Drift {
+    /// What no file committed since the reference explains.
+    pub unexplained: Vec<Change>,
+    /// Changes there were, and committed manifests explain every one: the reference moves.
+    pub explained: bool,
+}
+
+/// What changed in the environment between the task's reference (`recorded`, taken at
+/// `since`: the start, or the last iteration whose changes a manifest explained) and now,
+/// and whether the files committed between `since` and `commit` explain it.
+pub fn drift(
     env: &Env,
     repo: &Repository,
     recorded: Option<&Fingerprint>,
-    start: Oid,
+    since: Oid,
     commit: Oid,
-) -> Result<Vec<Change>, Failure> {
+) -> Result<Drift, Failure> {
     let (Some(recorded), Some(now)) = (recorded, current(env, repo)) else {
-        return Ok(Vec::new());
+        return Ok(Drift::default());
     };
     let changes = environment::changes(recorded, &now.fingerprint);
     if changes.is_empty() {
-        return Ok(changes);
+        return Ok(Drift::default());
     }
-    let edited = edited_paths(repo, start, commit)?;
-    Ok(environment::unexplained(changes, &edited))
+    let edited = edited_paths(repo, since, commit)?;
+    let unexplained = environment::unexplained(changes, &edited);
+    Ok(Drift {
+        explained: unexplained.is_empty(),
+        unexplained,
+    })
 }
 
 /// The paths the commits between `from` and `to` touched.

@@ -327,7 +327,11 @@ fn node_modules(modules: &Path, shown: &str, entries: &mut BTreeMap<String, Stri
         let name = child.file_name().to_string_lossy().into_owned();
         let path = child.path();
         match name.as_str() {
-            ".cache" | ".vite" | ".vitest" | ".vite-temp" | ".yarn-state.yml" => {}
+            // Caches runners write, and package managers' state files that carry the time of
+            // the last install (a no-op `pnpm install` rewrites them).
+            ".cache" | ".vite" | ".vitest" | ".vite-temp" | ".yarn-state.yml" | ".modules.yaml" => {
+            }
+            _ if name.starts_with(".pnpm-workspace-state") => {}
             ".bin" => {
                 if let Ok(bins) = std::fs::read_dir(&path) {
                     for bin in bins.flatten() {
@@ -424,9 +428,9 @@ fn file_digest(path: &Path, meta: &std::fs::Metadata) -> String {
 
 /// Every file under `dir` by its metadata (bytecode caches left out: the interpreter writes
 /// them as it imports).
-fn tree_digest(dir: &Path) -> String {
+fn tree_digest(root: &Path) -> String {
     let mut hasher = Sha256::new();
-    let mut stack = vec![dir.to_path_buf()];
+    let mut stack = vec![root.to_path_buf()];
     let mut lines = Vec::new();
     while let Some(dir) = stack.pop() {
         let Ok(children) = std::fs::read_dir(&dir) else {
@@ -445,7 +449,14 @@ fn tree_digest(dir: &Path) -> String {
                 stack.push(path);
                 continue;
             }
-            let rel = path.strip_prefix(dir.as_path()).unwrap_or(&path);
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            // Package managers regenerate `.bin` shims on every install (same text, a new
+            // file): those are known by their content.
+            if dir.file_name().is_some_and(|n| n == ".bin") {
+                let digest = file_digest(&path, &meta);
+                lines.push(format!("{} {digest}\n", rel.to_string_lossy()));
+                continue;
+            }
             lines.push(stat_line(&rel.to_string_lossy(), &meta));
         }
     }
@@ -614,3 +625,7 @@ pub fn describe(changes: &[Change]) -> String {
     }
     words.join(", ")
 }
+
+#[cfg(test)]
+#[path = "environment_tests.rs"]
+mod tests;

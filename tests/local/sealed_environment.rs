@@ -231,6 +231,8 @@ fn a_runner_configuration_above_the_repository_is_caught() {
     assert_void_naming(&outcome, ".cargo/config.toml");
 }
 
+/// A dependency installed with its manifest committed is not flagged, and moves the
+/// reference: a later change is explained only by what is committed after it.
 #[test]
 fn a_dependency_installed_with_its_manifest_committed_is_not_flagged() {
     let p = Project::new();
@@ -251,4 +253,9 @@ fn a_dependency_installed_with_its_manifest_committed_is_not_flagged() {
     );
     assert_eq!(code, 0, "ACCEPT: {text}");
     assert!(!text.contains("environment changed"), "{text}");
+    // The manifest explained that change, not the next one: a `.pth` dropped in later,
+    // then a README-only commit, is VOID.
+    p.plant(&[("zz_quiet.pth", "import os\n")]);
+    let outcome = p.iteration(&[README], "docs: a README");
+    assert_void_naming(&outcome, "zz_quiet.pth");
 }

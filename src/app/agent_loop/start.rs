@@ -102,6 +102,7 @@ pub(super) fn record_start(
             .map(|b| b.to_string()),
         environment: crate::app::sealed::current(env, store.repository())
             .map(|s| s.fingerprint.clone()),
+        environment_at: None,
         at: chrono::Utc::now(),
     };
     store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;

@@ -47,6 +47,11 @@ pub struct TaskStart {
     /// environment); absent in a note an older itergate wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<crate::signals::environment::Fingerprint>,
+    /// The iteration whose environment `environment` is, when a later one than the start:
+    /// a change a committed manifest explained moves the reference there, so the next
+    /// change is explained only by what was committed after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_at: Option<String>,
     pub at: DateTime<Utc>,
 }
 

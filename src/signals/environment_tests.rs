@@ -1,0 +1,105 @@
+//! The fingerprint on real directories: what a tamper changes, what a no-op reinstall
+//! does not, and which committed files explain which changes.
+
+use std::path::Path;
+
+use super::*;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+fn scan_of(root: &Path) -> Fingerprint {
+    scan(&Scope {
+        root,
+        home: None,
+        vars: &|_| None,
+        names: &[],
+        tracked: &|_| false,
+    })
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(
+        &root.join("node_modules/.pnpm/a@1.0.0/node_modules/a/index.js"),
+        "module.exports = 1;\n",
+    );
+    write(
+        &root.join("node_modules/.pnpm/a@1.0.0/node_modules/.bin/tool"),
+        "#!/bin/sh\nexec node a\n",
+    );
+    write(
+        &root.join("node_modules/.pnpm-workspace-state-v1.json"),
+        "{\"at\":1}",
+    );
+    write(&root.join(".venv/pyvenv.cfg"), "version = 3.12.0\n");
+    write(
+        &root.join(".venv/lib/python3.12/site-packages/pkg/__init__.py"),
+        "X = 1\n",
+    );
+    dir
+}
+
+#[test]
+fn a_no_op_reinstall_changes_nothing() {
+    let dir = project();
+    let root = dir.path();
+    let before = scan_of(root);
+    // pnpm rewrites its state file and regenerates the shims: same text, new files.
+    let shim = root.join("node_modules/.pnpm/a@1.0.0/node_modules/.bin/tool");
+    std::fs::remove_file(&shim).expect("remove");
+    write(&shim, "#!/bin/sh\nexec node a\n");
+    write(
+        &root.join("node_modules/.pnpm-workspace-state-v1.json"),
+        "{\"at\":2}",
+    );
+    assert_eq!(changes(&before, &scan_of(root)), Vec::new());
+}
+
+#[test]
+fn a_plugin_a_pth_and_a_patched_package_are_named() {
+    let dir = project();
+    let root = dir.path();
+    let before = scan_of(root);
+    let site = root.join(".venv/lib/python3.12/site-packages");
+    write(&site.join("cheat.py"), "X = 2\n");
+    write(
+        &site.join("cheat-1.0.dist-info/entry_points.txt"),
+        "[pytest11]\ncheat = cheat\n",
+    );
+    write(&site.join("zz.pth"), "import cheat\n");
+    let index = root.join("node_modules/.pnpm/a@1.0.0/node_modules/a/index.js");
+    std::fs::remove_file(&index).expect("remove");
+    write(&index, "module.exports = 2;\n");
+    let found = changes(&before, &scan_of(root));
+    let words = describe(&found);
+    assert!(
+        words.starts_with("python `pytest11` entry point `cheat` added"),
+        "{words}"
+    );
+    assert!(words.contains("zz.pth` added"), "{words}");
+    assert!(
+        found
+            .iter()
+            .any(|c| c == &Change::Changed("node: node_modules/.pnpm/a@1.0.0".into())),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn only_the_ecosystems_manifests_explain_its_changes() {
+    let python = Change::Added("python: .venv/lib/python3.12/site-packages/extra".into());
+    let node = Change::Changed("node: node_modules/left-pad".into());
+    let variable = Change::Added("variable: PYTEST_ADDOPTS".into());
+    let all = vec![python.clone(), node.clone(), variable.clone()];
+    let edited = ["sub/requirements-dev.txt".to_string()];
+    assert_eq!(
+        unexplained(all.clone(), &edited),
+        vec![node.clone(), variable.clone()]
+    );
+    let edited = ["pnpm-lock.yaml".to_string(), "pyproject.toml".to_string()];
+    assert_eq!(unexplained(all, &edited), vec![variable]);
+}
