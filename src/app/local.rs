@@ -422,13 +422,11 @@ impl Task {
         };
         let earlier = self.earlier_observations(env, store, commit)?;
         let trusted_run = match self.start {
-            Some(start) => {
-                match super::trusted::cached(env, store, start, commit, &observed, &earlier)? {
-                    super::trusted::Cached::Missing => return Ok(None),
-                    super::trusted::Cached::Found(run) => Some(run),
-                    super::trusted::Cached::NotNeeded => None,
-                }
-            }
+            Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
+                super::trusted::Cached::Missing => return Ok(None),
+                super::trusted::Cached::Found(run) => Some(run),
+                super::trusted::Cached::NotNeeded => None,
+            },
             None => None,
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
@@ -583,9 +581,7 @@ pub fn record_commit(
     // branch before the work is trusted like one on the base.
     let earlier = task.earlier_observations(env, store, commit)?;
     let trusted_run = match task.start {
-        Some(start) => {
-            super::trusted::observe(env, store, start, commit, &observed, &earlier, options)?
-        }
+        Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
         None => None,
     };
     let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());

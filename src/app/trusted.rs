@@ -61,10 +61,9 @@ pub fn observe(
     start: Oid,
     commit: Oid,
     observed: &Observation,
-    earlier: &[(Oid, Observation)],
     options: RecordOptions,
 ) -> Result<Option<Run>, Failure> {
-    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(None);
     };
     let options = RecordOptions {
@@ -91,9 +90,8 @@ pub fn cached(
     start: Oid,
     commit: Oid,
     observed: &Observation,
-    earlier: &[(Oid, Observation)],
 ) -> Result<Cached, Failure> {
-    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(Cached::NotNeeded);
     };
     Ok(
@@ -140,14 +138,11 @@ pub fn harness_files(config: &Config) -> Result<impl Fn(&str) -> bool, Failure> 
 }
 
 /// The trusted tree of `commit` against `start`, or `None` when the change touched no
-/// test or harness file (or no check reports tests). `earlier` are the task's iterations
-/// before `commit` (commit and observation, oldest first): a test file the task added whose
-/// tests failed in one of them (a spec committed as the task's first iteration) takes the
-/// version they failed with, as the start's files do.
+/// test or harness file (or no check reports tests).
 pub fn plan(
     env: &Env,
     repo: &Repository,
-    (start, earlier): (Oid, &[(Oid, Observation)]),
+    start: Oid,
     commit: Oid,
     observed: &Observation,
 ) -> Result<Option<Plan>, Failure> {
@@ -210,7 +205,7 @@ pub fn plan(
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
-                (Part::Whole, _, None) => first_failing_version(repo, earlier, &path),
+                (Part::Whole, _, None) => None,
                 (_, Some(text), _) => {
                     if Some(&text) == head_text.as_ref() {
                         continue; // its test settings did not change
@@ -276,36 +271,6 @@ pub fn plan(
         env,
         edited,
     }))
-}
-
-/// The version of `path` in the task's earliest iteration where a test of that file failed:
-/// a spec the task added, as it was written before anything made it pass.
-fn first_failing_version(
-    repo: &Repository,
-    earlier: &[(Oid, Observation)],
-    path: &str,
-) -> Option<(Oid, i32)> {
-    earlier.iter().find_map(|(commit, observed)| {
-        let failed_here = observed.checks.iter().any(|c| match &c.result {
-            CheckResult::Report {
-                report: Report::Tests(t),
-                ..
-            } => t.problems.iter().any(|case| {
-                matches!(
-                    case.outcome,
-                    crate::signals::report::TestOutcome::Failed
-                        | crate::signals::report::TestOutcome::Errored
-                ) && case.file.as_deref() == Some(path)
-            }),
-            _ => false,
-        });
-        if !failed_here {
-            return None;
-        }
-        let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
-        let entry = tree.get_path(std::path::Path::new(path)).ok()?;
-        Some((entry.id(), entry.filemode()))
-    })
 }
 
 fn text(repo: &Repository, entry: Option<&git2::TreeEntry>) -> Option<String> {

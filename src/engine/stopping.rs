@@ -174,12 +174,22 @@ pub fn is_violation(record: &IterationRecord) -> bool {
 fn integrity(ctx: &StopContext) -> Option<Outcome> {
     let voids = ctx.config.integrity.on_violation == crate::config::OnViolation::Void;
     (voids && ctx.violations >= 2 && is_violation(ctx.latest)).then(|| {
+        let environment = ctx.latest.issues.iter().any(|i| {
+            i.dimension == crate::model::INTEGRITY_DIMENSION
+                && i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
+        });
+        let what = if environment {
+            "changed the tests or the environment they run in instead of the code (the \
+             latest: what the checks execute changed since the task started)"
+        } else {
+            "changed the tests instead of the code (removed, skipped, rewritten or \
+             deselected a failing test)"
+        };
         ctx.stop(
             Recommendation::Escalate,
             StopCode::IntegrityViolated,
             format!(
-                "{} iterations of this task changed the tests instead of the code (removed, \
-                 skipped, rewritten or deselected a failing test); a person decides",
+                "{} iterations of this task {what}; a person decides",
                 ctx.violations
             ),
         )

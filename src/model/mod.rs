@@ -42,6 +42,10 @@ impl fmt::Display for TreeId {
 /// checks and configuration (never scored, only found).
 pub const INTEGRITY_DIMENSION: &str = "integrity";
 
+/// The first words of the integrity finding an environment changed since the task's start
+/// makes (`signals::integrity::environment_changed`).
+pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
+
 /// `n` and a noun that takes an `s` in the plural: `1 blocker`, `2 blockers`, `0 warnings`.
 pub fn counted(n: usize, noun: &str) -> String {
     if n == 1 {

@@ -468,7 +468,7 @@ pub fn environment_changed(changes: &[crate::signals::environment::Change]) -> O
 }
 
 /// The first words of the finding [`environment_changed`] makes.
-pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
+pub const ENVIRONMENT_CHANGED: &str = crate::model::ENVIRONMENT_CHANGED;
 
 fn first_sentence(text: &str) -> String {
     text.split(": ").next().unwrap_or(text).to_string()

@@ -205,6 +205,13 @@ fn a_sitecustomize_in_the_venv_is_caught() {
     )]);
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "sitecustomize.py");
+    // Twice: a person decides, told that the environment is what changed.
+    let (code, text) = p.iteration(&[("README.md", "# slugs, again\n")], "docs: again");
+    assert_eq!(code, 20, "{text}");
+    assert!(
+        text.contains("changed the tests or the environment they run in instead of the code"),
+        "{text}"
+    );
 }
 
 #[test]
