@@ -336,10 +336,9 @@ fn node_modules(modules: &Path, shown: &str, entries: &mut BTreeMap<String, Stri
                 if let Ok(bins) = std::fs::read_dir(&path) {
                     for bin in bins.flatten() {
                         let bin_name = bin.file_name().to_string_lossy().into_owned();
-                        entries.insert(
-                            format!("node: {shown}/.bin/{bin_name}"),
-                            program_digest(&bin.path()),
-                        );
+                        if let Some(digest) = shim_digest(&bin.path()) {
+                            entries.insert(format!("node: {shown}/.bin/{bin_name}"), digest);
+                        }
                     }
                 }
             }
@@ -408,6 +407,49 @@ fn program_digest(path: &Path) -> String {
     format!("{:x}", hasher.finalize())
 }
 
+/// A `.bin` entry as what it runs: a link by where it resolves and that file's digest; a
+/// package manager's shell shim by its text with each `$basedir/…` path replaced by the
+/// file it resolves to and its `NODE_PATH` lines left out (pnpm writes the same shim with
+/// other relative paths and search paths from one install to the next). The Windows shims
+/// beside them (`.cmd`, `.ps1`) are not run here and are left out.
+fn shim_digest(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy().to_lowercase();
+    if name.ends_with(".cmd") || name.ends_with(".ps1") {
+        return None;
+    }
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::canonicalize(path).ok();
+        let reached = target
+            .as_deref()
+            .and_then(|t| Some(file_digest(t, &std::fs::metadata(t).ok()?)));
+        return Some(digest_text(&format!("{target:?} {reached:?}")));
+    }
+    if meta.len() > HASHED_BYTES {
+        return Some(file_digest(path, &meta));
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    let dir = path.parent()?;
+    let mut normal = String::new();
+    for line in text.lines().filter(|l| !l.contains("NODE_PATH")) {
+        let mut rest = line;
+        while let Some(at) = rest.find("$basedir/") {
+            normal.push_str(&rest[..at]);
+            let tail = &rest[at + "$basedir/".len()..];
+            let end = tail.find(['"', '\'', ' ']).unwrap_or(tail.len());
+            let resolved = std::fs::canonicalize(dir.join(&tail[..end])).map_or_else(
+                |_| format!("<missing {}>", &tail[..end]),
+                |p| p.display().to_string(),
+            );
+            normal.push_str(&resolved);
+            rest = &tail[end..];
+        }
+        normal.push_str(rest);
+        normal.push('\n');
+    }
+    Some(digest_text(&normal))
+}
+
 /// Files up to this size are hashed whole; larger ones by their metadata.
 const HASHED_BYTES: u64 = 256 * 1024;
 
@@ -453,8 +495,9 @@ fn tree_digest(root: &Path) -> String {
             // Package managers regenerate `.bin` shims on every install (same text, a new
             // file): those are known by their content.
             if dir.file_name().is_some_and(|n| n == ".bin") {
-                let digest = file_digest(&path, &meta);
-                lines.push(format!("{} {digest}\n", rel.to_string_lossy()));
+                if let Some(digest) = shim_digest(&path) {
+                    lines.push(format!("{} {digest}\n", rel.to_string_lossy()));
+                }
                 continue;
             }
             lines.push(stat_line(&rel.to_string_lossy(), &meta));

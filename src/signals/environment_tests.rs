@@ -103,3 +103,38 @@ fn only_the_ecosystems_manifests_explain_its_changes() {
     let edited = ["pnpm-lock.yaml".to_string(), "pyproject.toml".to_string()];
     assert_eq!(unexplained(all, &edited), vec![variable]);
 }
+
+#[test]
+fn a_pnpm_shim_is_known_by_what_it_runs_not_by_how_it_gets_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let real = root.join("node_modules/.pnpm/tool@1.0.0/node_modules/tool/cli.js");
+    write(&real, "console.log(1)\n");
+    std::os::unix::fs::symlink(
+        ".pnpm/tool@1.0.0/node_modules/tool",
+        root.join("node_modules/tool"),
+    )
+    .expect("link");
+    let shim = root.join("node_modules/.bin/tool");
+    let text = |path: &str, search: &str| {
+        format!("#!/bin/sh\nexport NODE_PATH=\"{search}\"\nexec node  \"$basedir/{path}\" \"$@\"\n")
+    };
+    write(
+        &shim,
+        &text("../.pnpm/tool@1.0.0/node_modules/tool/cli.js", "/a"),
+    );
+    let before = scan_of(root);
+    std::fs::remove_file(&shim).expect("remove");
+    write(&shim, &text("../tool/cli.js", "/a:/b"));
+    assert_eq!(changes(&before, &scan_of(root)), Vec::new());
+    // A shim that passes the runner other arguments is another program.
+    std::fs::remove_file(&shim).expect("remove");
+    write(
+        &shim,
+        &text("../tool/cli.js", "/a").replace("\"$@\"", "\"$@\" --grep passing"),
+    );
+    assert_eq!(
+        changes(&before, &scan_of(root)),
+        vec![Change::Changed("node: node_modules/.bin/tool".into())]
+    );
+}
