@@ -431,7 +431,7 @@ impl Task {
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
         let accepted = self.accepted_findings(store, commit)?;
-        let environment = self.environment_drift(env, repo, commit)?.unexplained;
+        let environment = super::sealed::task_drift(env, repo, self, commit)?.unexplained;
         let record = judge(
             &env.config,
             repo,
@@ -449,43 +449,6 @@ impl Task {
             },
         )?;
         Ok(Some(record))
-    }
-
-    /// What changed in the environment since the task's reference one (its start's, or the
-    /// last iteration's whose changes a committed manifest explained).
-    fn environment_drift(
-        &self,
-        env: &Env,
-        repo: &Repository,
-        commit: Oid,
-    ) -> Result<super::sealed::Drift, Failure> {
-        match self.environment_at.or(self.start) {
-            Some(since) => {
-                super::sealed::drift(env, repo, self.environment.as_ref(), since, commit)
-            }
-            None => Ok(super::sealed::Drift::default()),
-        }
-    }
-
-    /// Moves the task's reference environment to the one `commit` was judged in, once
-    /// committed manifests explained its changes: a later change is explained only by
-    /// what is committed after it.
-    fn advance_environment(
-        &self,
-        env: &Env,
-        store: &NotesStore,
-        commit: Oid,
-    ) -> Result<(), Failure> {
-        let Some(mut start) = store.read_task_start(&self.name)? else {
-            return Ok(());
-        };
-        let Some(now) = super::sealed::current(env, store.repository()) else {
-            return Ok(());
-        };
-        start.environment = Some(now.fingerprint.clone());
-        start.environment_at = Some(commit.to_string());
-        store.write(&[Note::TaskStart { start: &start }])?;
-        Ok(())
     }
 }
 
@@ -555,9 +518,9 @@ pub fn record_commit(
     }
     // An environment that changed since the start, unexplained: what is observed in it is
     // judged (VOID) but never cached, and its record is judged again next time.
-    let drift = task.environment_drift(env, store.repository(), commit)?;
+    let drift = super::sealed::task_drift(env, store.repository(), task, commit)?;
     if drift.explained && task.start_recorded {
-        task.advance_environment(env, store, commit)?;
+        super::sealed::advance(env, store, task, commit)?;
     }
     let environment = drift.unexplained;
     let unsealed;
@@ -573,7 +536,7 @@ pub fn record_commit(
     let (observed, ran, base_observed) = match observe_with_base(env, store, commit, base, options)
     {
         Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
-            broken_by_change(env, store, task, base, unrunnable, options)?
+            super::unrunnable::observe_broken(env, store, task.start, base, unrunnable, options)?
         }
         other => other?,
     };
@@ -620,37 +583,6 @@ pub fn record_commit(
     }
     store.write(&notes)?;
     Ok((record, ran))
-}
-
-/// A commit whose checks could not all run: judged with them as failed builds when the
-/// change stopped them ([`super::unrunnable`]), never cached; else the failure as it came.
-fn broken_by_change(
-    env: &Env,
-    store: &NotesStore,
-    task: &Task,
-    base: Option<Oid>,
-    unrunnable: Box<super::Unrunnable>,
-    options: RecordOptions,
-) -> Result<(Observation, bool, Option<Observation>), Failure> {
-    let Some(base) = base.filter(|_| env.config.scoring.compare_base) else {
-        return Err(Failure::Unrunnable(unrunnable));
-    };
-    let start = task.start.unwrap_or(base);
-    let edited =
-        super::unrunnable::edited_inputs(env, store.repository(), start, unrunnable.commit)?;
-    if edited.is_empty() {
-        return Err(Failure::Unrunnable(unrunnable));
-    }
-    let label = format!("base {}", short(base));
-    let options = RecordOptions {
-        rescore: false,
-        ..options
-    };
-    let Ok(base_observed) = cached_observation(env, store, base, Some(&label), options) else {
-        return Err(Failure::Unrunnable(unrunnable));
-    };
-    let observed = super::unrunnable::judged_as_broken(env, &edited, &base_observed, unrunnable)?;
-    Ok((observed, false, Some(base_observed)))
 }
 
 /// The observations of `commit` (and whether its checks ran) and of the task's base. A

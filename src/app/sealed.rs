@@ -15,7 +15,9 @@ use git2::{Oid, Repository};
 use crate::signals::checks::EnvPolicy;
 use crate::signals::environment::{self, Change, Fingerprint, Scope};
 
+use super::local::Task;
 use super::{Env, Failure};
+use crate::history::notes::{Note, NotesStore};
 
 /// The environment as scanned now, kept until [`Sealed::rescan`] (the loop calls it after
 /// each agent run; every other command scans once).
@@ -149,4 +151,39 @@ fn edited_paths(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>, Fa
         .flatten()
         .filter_map(|p| p.to_str().map(str::to_string))
         .collect())
+}
+
+/// What changed in the environment since `task`'s reference one (its start's, or the last
+/// iteration's whose changes a committed manifest explained).
+pub(super) fn task_drift(
+    env: &Env,
+    repo: &Repository,
+    task: &Task,
+    commit: Oid,
+) -> Result<Drift, Failure> {
+    match task.environment_at.or(task.start) {
+        Some(since) => drift(env, repo, task.environment.as_ref(), since, commit),
+        None => Ok(Drift::default()),
+    }
+}
+
+/// Moves `task`'s reference environment to the one `commit` was judged in, once committed
+/// manifests explained its changes: a later change is explained only by what is committed
+/// after it.
+pub(super) fn advance(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+) -> Result<(), Failure> {
+    let Some(mut start) = store.read_task_start(&task.name)? else {
+        return Ok(());
+    };
+    let Some(now) = current(env, store.repository()) else {
+        return Ok(());
+    };
+    start.environment = Some(now.fingerprint.clone());
+    start.environment_at = Some(commit.to_string());
+    store.write(&[Note::TaskStart { start: &start }])?;
+    Ok(())
 }

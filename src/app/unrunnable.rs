@@ -13,7 +13,9 @@ use crate::signals::diagnostics::Diagnostic;
 use crate::signals::harness;
 use crate::signals::observation::{CheckOutcome, CheckResult, Observation};
 
+use super::observe::{cached_observation, RecordOptions};
 use super::{trusted, Env, Failure, Unrunnable};
+use crate::history::notes::NotesStore;
 
 /// Build files: a change to one can stop any check from running.
 const BUILD_FILES: &[&str] = &[
@@ -128,4 +130,34 @@ pub fn edited_inputs(
 
 fn last_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).rfind(|l| !l.is_empty())
+}
+
+/// A commit whose checks could not all run: judged with them as failed builds when the
+/// change stopped them (this module), never cached; else the failure as it came.
+pub(super) fn observe_broken(
+    env: &Env,
+    store: &NotesStore,
+    start: Option<Oid>,
+    base: Option<Oid>,
+    unrunnable: Box<Unrunnable>,
+    options: RecordOptions,
+) -> Result<(Observation, bool, Option<Observation>), Failure> {
+    let Some(base) = base.filter(|_| env.config.scoring.compare_base) else {
+        return Err(Failure::Unrunnable(unrunnable));
+    };
+    let start = start.unwrap_or(base);
+    let edited = edited_inputs(env, store.repository(), start, unrunnable.commit)?;
+    if edited.is_empty() {
+        return Err(Failure::Unrunnable(unrunnable));
+    }
+    let label = format!("base {}", super::local::short(base));
+    let options = RecordOptions {
+        rescore: false,
+        ..options
+    };
+    let Ok(base_observed) = cached_observation(env, store, base, Some(&label), options) else {
+        return Err(Failure::Unrunnable(unrunnable));
+    };
+    let observed = judged_as_broken(env, &edited, &base_observed, unrunnable)?;
+    Ok((observed, false, Some(base_observed)))
 }
