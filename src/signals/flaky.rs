@@ -23,7 +23,8 @@ fn file_of(span: &str) -> &str {
 }
 
 /// Marks failures in `current` that flipped: failing now, passing in the previous
-/// iteration, failing in an earlier one, in a file the latest change did not touch.
+/// iteration that was not VOID, failing in an earlier one, in a file the latest change did
+/// not touch.
 /// `touched(path)` says whether the change since the previous iteration touched a file.
 /// Returns how many failures were marked.
 pub fn mark(
@@ -31,11 +32,17 @@ pub fn mark(
     earlier: &[IterationRecord],
     touched: &dyn Fn(&str) -> bool,
 ) -> usize {
-    let Some((previous, older)) = earlier.split_last() else {
+    // A VOID iteration's results are not its code's (a tampered test or environment made
+    // them): its passes say nothing about a flip.
+    let judged: Vec<&IterationRecord> = earlier
+        .iter()
+        .filter(|r| r.status != crate::model::Status::Void)
+        .collect();
+    let Some((previous, older)) = judged.split_last() else {
         return 0;
     };
     let passed_before: BTreeSet<&str> = failures(previous);
-    let failed_earlier: BTreeSet<&str> = older.iter().flat_map(failures).collect();
+    let failed_earlier: BTreeSet<&str> = older.iter().flat_map(|r| failures(r)).collect();
     let flaky: BTreeSet<String> = failures(current)
         .into_iter()
         .filter(|span| !passed_before.contains(span) && failed_earlier.contains(span))

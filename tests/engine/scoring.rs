@@ -229,6 +229,12 @@ fn a_test_that_flips_without_related_changes_is_flaky() {
     ];
     let mut again = failing_at(3, &["tests/net.rs:10"]);
     assert_eq!(flaky::mark(&mut again, &steady, &|_| false), 0);
+    // A VOID iteration in between (the environment made it pass) is no pass.
+    let mut void = failing_at(2, &[]);
+    void.status = itergate::model::Status::Void;
+    let through_void = [failing_at(1, &["tests/net.rs:10"]), void];
+    let mut after = failing_at(3, &["tests/net.rs:10"]);
+    assert_eq!(flaky::mark(&mut after, &through_void, &|_| false), 0);
 }
 
 #[test]
