@@ -365,6 +365,22 @@ pub fn change_stat(
     })
 }
 
+/// The paths the commits between `from` and `to` touched (both sides of a rename), sorted,
+/// each once.
+pub fn changed_paths(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
+    let tree = |oid: Oid| repo.find_commit(oid).and_then(|c| c.tree());
+    let diff = repo.diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), None)?;
+    let mut paths: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .filter_map(|p| p.to_str().map(str::to_string))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
 /// A `git` command for the repository at `dir`, with the repository-locating environment
 /// of a surrounding hook removed so that it acts on `dir` and nothing else, and hooks off:
 /// whatever holds the work tree can arm a hook (a `reference-transaction` hook that refuses

@@ -127,30 +127,12 @@ pub fn drift(
     if changes.is_empty() {
         return Ok(Drift::default());
     }
-    let edited = edited_paths(repo, since, commit)?;
+    let edited = crate::git::changed_paths(repo, since, commit)?;
     let unexplained = environment::unexplained(changes, &edited);
     Ok(Drift {
         explained: unexplained.is_empty(),
         unexplained,
     })
-}
-
-/// The paths the commits between `from` and `to` touched.
-fn edited_paths(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>, Failure> {
-    let tree = |oid: Oid| {
-        repo.find_commit(oid)
-            .and_then(|c| c.tree())
-            .map_err(anyhow::Error::from)
-    };
-    let diff = repo
-        .diff_tree_to_tree(Some(&tree(from)?), Some(&tree(to)?), None)
-        .map_err(anyhow::Error::from)?;
-    Ok(diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-        .filter_map(|p| p.to_str().map(str::to_string))
-        .collect())
 }
 
 /// What changed in the environment since `task`'s reference one (its start's, or the last

@@ -106,26 +106,13 @@ pub fn edited_inputs(
     commit: Oid,
 ) -> Result<Vec<String>, Failure> {
     let is_harness = trusted::harness_files(&env.config)?;
-    let tree = |oid: Oid| {
-        repo.find_commit(oid)
-            .and_then(|c| c.tree())
-            .map_err(anyhow::Error::from)
-    };
-    let diff = repo
-        .diff_tree_to_tree(Some(&tree(start)?), Some(&tree(commit)?), None)
-        .map_err(anyhow::Error::from)?;
-    let mut out: Vec<String> = diff
-        .deltas()
-        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
-        .filter_map(|p| p.to_str().map(str::to_string))
+    Ok(crate::git::changed_paths(repo, start, commit)?
+        .into_iter()
         .filter(|path| {
             let name = path.rsplit('/').next().unwrap_or(path);
             BUILD_FILES.contains(&name) || harness::part(path, &is_harness).is_some()
         })
-        .collect();
-    out.sort();
-    out.dedup();
-    Ok(out)
+        .collect())
 }
 
 fn last_line(text: &str) -> Option<&str> {
