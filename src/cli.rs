@@ -220,6 +220,9 @@ pub enum Command {
     /// queued for the next start.
     #[command(after_help = SERVE_AFTER_HELP)]
     Serve(ServeArgs),
+    /// Runs a command in the agent sandbox (how `itergate loop` starts its agent).
+    #[command(hide = true)]
+    SandboxExec(SandboxExecArgs),
 }
 
 impl Command {
@@ -247,6 +250,7 @@ impl Command {
             Command::Man => "man",
             Command::Ci(_) => "ci",
             Command::Serve(_) => "serve",
+            Command::SandboxExec(_) => "sandbox-exec",
         }
     }
 }
@@ -531,6 +535,28 @@ pub struct ConfigArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// A directory the command may write, with everything beneath.
+    #[arg(long = "write", value_name = "DIR")]
+    pub write: Vec<PathBuf>,
+    /// A directory inside a writable one that stays read-only.
+    #[arg(long = "read-only", value_name = "DIR")]
+    pub read_only: Vec<PathBuf>,
+    /// A directory the command never sees.
+    #[arg(long = "hide", value_name = "DIR")]
+    pub hide: Vec<PathBuf>,
+    /// The command's TMPDIR.
+    #[arg(long = "tmp", value_name = "DIR")]
+    pub tmp: Option<PathBuf>,
+    /// The command's XDG_CACHE_HOME.
+    #[arg(long = "cache", value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct LoopArgs {
     /// A preset (claude, codex, aider, gemini, opencode, goose), or a command run with
     /// `sh -c`: `{prompt_file}` in it names the prompt's file, else the prompt is on stdin.
@@ -597,6 +623,18 @@ pub struct LoopArgs {
     /// what all of them spent counts against the budgets.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     pub attempts: u32,
+    /// What the agent may write: `workspace-write` (the work tree only; never `.git`, the
+    /// project's virtualenvs, `node_modules` or the holdouts; Linux with Landlock) or `off`
+    /// (whatever you can). Default: the base's `loop.sandbox`, itself `workspace-write`.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+}
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxArg {
+    WorkspaceWrite,
+    Off,
 }
 
 /// `90s`, `20m`, `1h`: a whole number and its unit.

@@ -4,6 +4,7 @@
 
 pub mod preset;
 pub mod process;
+pub mod sandbox;
 pub mod usage;
 
 pub use preset::{AgentCommand, PromptInput, PRESETS};

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt as _;
 
 use super::preset::{AgentCommand, PromptInput};
+use super::sandbox::Policy;
 use super::usage::{read_text, read_usage, Usage, UsageFormat};
 
 /// How long an agent asked to stop may take before it is killed.
@@ -84,14 +85,14 @@ pub struct AgentRun {
     pub stderr: PathBuf,
 }
 
-/// Runs `agent` in `dir` with `prompt`, its files in `logs`, for at most `limit` and, when
-/// its output streams usage, at most `cap`; `tick` is called every second with the time it
-/// has run.
+/// Runs `agent` in `dir` with `prompt`, its files in `logs`, inside `sandbox` when there is
+/// one, for at most `limit` and, when its output streams usage, at most `cap`; `tick` is
+/// called every second with the time it has run.
 pub fn run_agent(
     agent: &AgentCommand,
     prompt: &str,
-    dir: &Path,
-    logs: &Path,
+    (dir, logs): (&Path, &Path),
+    sandbox: Option<&Policy>,
     (limit, cap): (Duration, SpendCap),
     tick: &dyn Fn(Duration),
 ) -> std::io::Result<AgentRun> {
@@ -101,7 +102,10 @@ pub fn run_agent(
     std::fs::write(&prompt_file, prompt)?;
     let _ = std::fs::remove_file(&usage_file);
     let (stdout, stderr) = (logs.join("stdout.txt"), logs.join("stderr.txt"));
-    let argv = agent.argv(prompt, &prompt_file, &usage_file);
+    let mut argv = agent.argv(prompt, &prompt_file, &usage_file);
+    if let Some(policy) = sandbox {
+        argv = policy.wrap(&argv)?;
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -27,6 +27,10 @@ pub fn agent_loop(env: &Env, args: &LoopArgs, quiet: bool) -> Result<(), Failure
         attempts: args.attempts,
         dry_run: args.dry_run,
         quiet,
+        sandbox: args.sandbox.map(|mode| match mode {
+            crate::cli::SandboxArg::WorkspaceWrite => crate::config::SandboxMode::WorkspaceWrite,
+            crate::cli::SandboxArg::Off => crate::config::SandboxMode::Off,
+        }),
     };
     let terminal = Terminal {
         report,

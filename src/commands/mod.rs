@@ -35,6 +35,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     if let Command::Serve(args) = &cli.command {
         return crate::serve::serve(&args.settings());
     }
+    // The agent's sandbox: entered in a fresh process, which then becomes the agent.
+    if let Command::SandboxExec(args) = &cli.command {
+        let policy = crate::agent::sandbox::Policy {
+            writable: args.write.clone(),
+            read_only: args.read_only.clone(),
+            hidden: args.hide.clone(),
+            tmp: args.tmp.clone(),
+            cache: args.cache.clone(),
+        };
+        let error = crate::agent::sandbox::exec(&policy, &args.command);
+        eprintln!("itergate: sandbox: {error}");
+        std::process::exit(126);
+    }
     // Every line a command logs names it (`itergate -v run`: `command{name=run}: ...`).
     let span = tracing::info_span!("command", name = cli.command.name());
     let _entered = span.enter();
@@ -123,6 +136,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         }),
         Command::Ci(args) => ci::ci(&env, &args, cli.global.quiet),
         Command::Serve(args) => crate::serve::serve(&args.settings()),
+        Command::SandboxExec(_) => unreachable!("entered before any configuration"),
     }
 }
 

@@ -79,14 +79,12 @@ impl Trajectory {
         let points = records.iter().map(|r| builder.push(r)).collect();
         Trajectory {
             points,
-            best: builder.trusted_best.or(builder.best),
-            attempt_start: builder.attempt_start,
             // An iteration with an open integrity finding (a test removed, skipped or
-            // deselected) is never the best while one without is there.
-            attempt_best: builder
-                .trusted_attempt_best
-                .or(builder.attempt_best)
-                .map(|(index, _)| index),
+            // deselected, the environment tampered with) is never the best, nor is a VOID
+            // one (it has no score): with none left, there is no best.
+            best: builder.trusted_best,
+            attempt_start: builder.attempt_start,
+            attempt_best: builder.trusted_attempt_best.map(|(index, _)| index),
         }
     }
 

@@ -147,6 +147,11 @@ proptest! {
         if let Some(best) = d.best_iteration {
             let r = &history[best as usize - 1];
             prop_assert!(r.status.is_scored(), "best iteration {} is {:?}", best, r.status);
+            let suspect = r.issues.iter().any(|i| {
+                i.dimension == itergate::model::INTEGRITY_DIMENSION
+                    && i.severity.counts_for_revision()
+            });
+            prop_assert!(!suspect, "best iteration {} has an open integrity finding", best);
         }
     }
 

@@ -978,9 +978,12 @@ fn an_iteration_with_an_open_integrity_finding_is_not_the_best() {
         affected_field: Some("tests/test_t.py:3".into()),
         suggested_fix: None,
     });
-    let history = vec![removed, failing(2, 0.8, 1)];
+    let history = vec![removed.clone(), failing(2, 0.8, 1)];
     let d = decide_default(&history);
     assert_eq!(d.best_iteration, Some(2), "{d:?}");
+    // Nor when it is the only scored one: no best at all (the loop goes back to the start).
+    let d = decide_default(&[removed]);
+    assert_eq!(d.best_iteration, None, "{d:?}");
 }
 
 /// One output names one best: the current attempt's (after iteration 2 met the bar),

@@ -12,15 +12,17 @@ use serde_json::{json, Value};
 
 use crate::redact;
 
-const BIN: &str = env!("CARGO_BIN_EXE_itergate");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_itergate");
 
 /// The scripted agent. Each run takes the next step of the plan in `$AGENT_PLAN` (the last
 /// step repeats): it saves the prompt it was given, writes and deletes files, may run
-/// commands, commit, print, sleep and exit with a status. `$AGENT_STATE` counts its runs.
+/// commands, commit, print, sleep and exit with a status. `$AGENT_STATE` counts its runs
+/// (in the loop's scratch directory, which the sandbox lets it write).
 const AGENT: &str = r#"#!/usr/bin/env python3
 import json, os, subprocess, sys, time
 plan = json.load(open(os.environ["AGENT_PLAN"]))
 state = os.environ["AGENT_STATE"]
+os.makedirs(os.path.dirname(state), exist_ok=True)
 n = int(open(state).read()) if os.path.exists(state) else 0
 open(state, "w").write(str(n + 1))
 given = len(sys.argv) > 1 and os.path.isfile(sys.argv[-1])
@@ -47,17 +49,17 @@ sys.exit(step.get("exit", 0))
 const MATH: &str = "export function add(a, b) {\n  return a + b;\n}\n";
 const TEST_ADD: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\nit('adds', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n";
 const MULTIPLY_WRONG: &str = "export function multiply(a, b) {\n  return a + b;\n}\n";
-const MULTIPLY_RIGHT: &str = "export function multiply(a, b) {\n  return a * b;\n}\n";
-const TEST_MULTIPLY: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { multiply } from '../lib/multiply.js';\n\nit('multiplies', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n";
+pub(crate) const MULTIPLY_RIGHT: &str = "export function multiply(a, b) {\n  return a * b;\n}\n";
+pub(crate) const TEST_MULTIPLY: &str = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { multiply } from '../lib/multiply.js';\n\nit('multiplies', () => {\n  assert.strictEqual(multiply(3, 4), 12);\n});\n";
 
-struct Project {
-    dir: tempfile::TempDir,
+pub(crate) struct Project {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Project {
     /// A node:test project on `main` (`itergate init`'s configuration, at most `max`
     /// iterations), and a branch `agent` for the loop.
-    fn new(max: u32) -> Project {
+    pub(crate) fn new(max: u32) -> Project {
         Project::with_stopping(max, "")
     }
 
@@ -103,29 +105,22 @@ impl Project {
         project
     }
 
-    fn repo(&self) -> PathBuf {
+    pub(crate) fn repo(&self) -> PathBuf {
         self.dir.path().join("repo")
     }
 
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("agent-state")
+    /// In the loop's scratch directory: what the agent's sandbox lets it write.
+    pub(crate) fn state(&self) -> PathBuf {
+        self.repo().join(".git/itergate/loop/agent/tmp/agent-state")
     }
 
     /// Runs `itergate loop` with the scripted agent following `plan`.
-    fn run(&self, plan: Value, args: &[&str]) -> (i32, Vec<Value>, String) {
+    pub(crate) fn run(&self, plan: Value, args: &[&str]) -> (i32, Vec<Value>, String) {
         let output = self.command(plan, args).output().expect("itergate runs");
-        let events = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect();
-        (
-            output.status.code().unwrap_or(-1),
-            events,
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        outcome(&output)
     }
 
-    fn command(&self, plan: Value, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, plan: Value, args: &[&str]) -> Command {
         let agent = format!(
             "python3 {} {{prompt_file}}",
             self.dir.path().join("agent.py").display()
@@ -173,7 +168,7 @@ impl Project {
         std::fs::read_to_string(format!("{}.prompt-{run}", self.state().display())).unwrap()
     }
 
-    fn runs(&self) -> u32 {
+    pub(crate) fn runs(&self) -> u32 {
         std::fs::read_to_string(self.state()).map_or(0, |s| s.parse().unwrap())
     }
 
@@ -197,11 +192,11 @@ fn write_agent(path: &Path) {
     std::fs::write(path, AGENT).unwrap();
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub(crate) fn git(dir: &Path, args: &[&str]) {
     git_out(dir, args);
 }
 
-fn git_out(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_out(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -215,7 +210,7 @@ fn git_out(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn write(dir: &Path, file: &str, text: &str) {
+pub(crate) fn write(dir: &Path, file: &str, text: &str) {
     let path = dir.join(file);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -231,11 +226,24 @@ fn itergate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .expect("itergate runs")
 }
 
-fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+/// A JSON-lines loop's exit code, its events and its stderr.
+pub(crate) fn outcome(output: &Output) -> (i32, Vec<Value>, String) {
+    let events = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (
+        output.status.code().unwrap_or(-1),
+        events,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+pub(crate) fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == kind).collect()
 }
 
-fn wrong() -> Value {
+pub(crate) fn wrong() -> Value {
     json!({ "write": { "lib/multiply.js": MULTIPLY_WRONG, "test/multiply.test.js": TEST_MULTIPLY } })
 }
 
@@ -603,25 +611,41 @@ fn agents_help_still_lists_the_flags_their_presets_use() {
 
 #[test]
 fn an_agent_cannot_raise_its_own_budget_or_rewrite_the_branch() {
+    // Under the sandbox, the agent's `itergate budget 50` cannot write the notes.
     let project = Project::new(3);
-    // The agent gives itself 50 iterations, as a person would with `itergate budget`.
     let mut sneaky = wrong();
     sneaky["run"] = json!([format!("{BIN} budget 50")]);
-    let (code, events, stderr) = project.run(json!([sneaky]), &[]);
+    let (code, events, stderr) = project.run(json!([sneaky.clone()]), &[]);
     assert_eq!(code, 20, "{stderr}\n{events:#?}");
-    assert_message("loop_notes_changed_by_the_agent_stderr", &project, &stderr);
     assert!(
         project.runs() <= 3,
         "the budget stayed itergate's: {} runs",
         project.runs()
     );
+    // With the sandbox off it can: the loop puts the notes back and escalates at once.
+    let project = Project::new(3);
+    let (code, events, stderr) = project.run(json!([sneaky]), &["--sandbox", "off"]);
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    let stopped = of(&events, "stopped");
+    let summary = stopped[0]["summary"].as_str().unwrap_or_default();
+    assert_message("loop_notes_changed_by_the_agent_summary", &project, summary);
+    // Round 0's `budget` finds no iteration to raise; the first iteration's does.
+    assert_eq!(project.runs(), 2);
 
-    // An agent that rewrites the history below its start is stopped.
+    // An agent that rewrites the history below its start: an escalation, the branch back
+    // where the run started.
     let project = Project::new(10);
     let rewrite = json!({ "run": ["git reset -q --hard main"] });
-    let (code, _, stderr) = project.run(json!([wrong(), rewrite]), &[]);
-    assert_eq!(code, 2, "{stderr}");
-    assert_message("loop_history_rewritten_stderr", &project, &stderr);
+    let (code, events, stderr) = project.run(json!([wrong(), rewrite]), &["--sandbox", "off"]);
+    assert_eq!(code, 20, "{stderr}");
+    let stopped = of(&events, "stopped");
+    let summary = stopped[0]["summary"].as_str().unwrap_or_default();
+    assert_message("loop_history_rewritten_summary", &project, summary);
+    assert_ne!(
+        git_out(&project.repo(), &["rev-parse", "HEAD"]),
+        git_out(&project.repo(), &["rev-parse", "main"]),
+        "the branch is restored"
+    );
 }
 
 const ADD_BROKEN: &str = "export function add(a, b) {\n  return a - b;\n}\n";
@@ -658,15 +682,7 @@ impl Project {
             .env("AGENT_STATE", self.state())
             .output()
             .expect("itergate runs");
-        let events = String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect();
-        (
-            output.status.code().unwrap_or(-1),
-            events,
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        outcome(&output)
     }
 }
 
@@ -1436,7 +1452,6 @@ fn a_spec_committed_on_the_branch_before_the_loop_is_the_starts() {
 /// hook, the acceptance is undone, and nothing is accepted.
 #[test]
 fn a_hook_armed_against_itergates_refs_does_not_keep_an_agents_acceptance() {
-    let project = Project::new(10);
     let hook = "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/notes/*) exit 1;; esac; done\nexit 0\n";
     let arm = json!({
         "run": [
@@ -1444,20 +1459,37 @@ fn a_hook_armed_against_itergates_refs_does_not_keep_an_agents_acceptance() {
             format!("mkdir -p .git/hooks && printf '%s' '{hook}' > .git/hooks/reference-transaction && chmod +x .git/hooks/reference-transaction"),
         ]
     });
-    project.commit_broken_add();
-    let (code, events, stderr) = project.fix_add(json!([arm]), &["--max-iterations", "2"]);
-    never_accepted(code, &events, &stderr);
-    assert_ne!(code, 1, "no internal error: {stderr}");
-    assert!(
-        stderr.contains("the agent changed refs/notes/itergate; undone"),
-        "{stderr}"
-    );
-    let status = Command::new(BIN)
-        .args(["status"])
-        .current_dir(project.repo())
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&status.stderr);
-    assert!(!text.contains("Accepted by"), "{text}");
+    for sandbox in ["workspace-write", "off"] {
+        let project = Project::new(10);
+        project.commit_broken_add();
+        let (code, events, stderr) = project.fix_add(
+            json!([arm.clone()]),
+            &["--max-iterations", "2", "--sandbox", sandbox],
+        );
+        never_accepted(code, &events, &stderr);
+        assert_eq!(code, 20, "{sandbox}: {stderr}");
+        assert!(
+            !project
+                .repo()
+                .join(".git/hooks/reference-transaction")
+                .exists(),
+            "{sandbox}: the hook is not left armed"
+        );
+        if sandbox == "off" {
+            let stopped = of(&events, "stopped");
+            let summary = stopped[0]["summary"].as_str().unwrap_or_default();
+            assert!(
+                summary.contains(".git/hooks/reference-transaction (added; removed)"),
+                "{summary}"
+            );
+        }
+        let status = Command::new(BIN)
+            .args(["status"])
+            .current_dir(project.repo())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&status.stderr);
+        assert!(!text.contains("Accepted by"), "{sandbox}: {text}");
+    }
 }

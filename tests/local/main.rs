@@ -10,6 +10,7 @@ mod redact;
 mod action_install;
 mod adoption;
 mod agent_loop;
+mod agent_sandbox;
 mod check_scripts;
 mod clean_checkout;
 mod cli;

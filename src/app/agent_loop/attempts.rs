@@ -20,6 +20,9 @@ use crate::signals::checks::Progress;
 
 use crate::app::{user, Env, Failure};
 
+use super::confine::Confinement;
+use super::guard::GitGuard;
+
 /// One attempt, as judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct Judged {
@@ -40,6 +43,9 @@ pub struct Outcome {
     pub judged: Vec<Judged>,
     pub won: u32,
     pub why: String,
+    /// What the attempts changed of what the loop owns (put back): when any, nothing was
+    /// judged.
+    pub tampered: Vec<String>,
 }
 
 /// Runs `n` agents from `before`, judges each, and moves the work tree to the best.
@@ -52,7 +58,7 @@ pub fn best_of(
     (iteration, n): (u32, u32),
     before: Oid,
     (limit, cap): (Duration, SpendCap),
-    logs: &Path,
+    (logs, confinement): (&Path, Option<&Confinement>),
 ) -> Result<Outcome, Failure> {
     let mut trees = Vec::new();
     for _ in 0..n {
@@ -66,6 +72,8 @@ pub fn best_of(
         tokens: cap.tokens.map(|t| t / u64::from(n.max(1))),
         usd: cap.usd.map(|d| d / f64::from(n.max(1))),
     };
+    let branch = git::head_branch(repo)?.unwrap_or_default();
+    let guard = GitGuard::take(repo, &branch, before)?;
     let jobs = env.jobs.count().max(1);
     let mut runs: Vec<Option<std::io::Result<AgentRun>>> = (0..n).map(|_| None).collect();
     for batch in (0..n as usize).collect::<Vec<_>>().chunks(jobs) {
@@ -75,8 +83,16 @@ pub fn best_of(
                 .map(|&k| {
                     let dir = trees[k].path().to_path_buf();
                     let logs = logs.join(format!("attempt-{}", k + 1));
+                    let sandbox = confinement.map(|c| c.policy(&dir, &logs));
                     let handle = scope.spawn(move || {
-                        run_agent(agent, prompt, &dir, &logs, (limit, per_attempt), &|_| {})
+                        run_agent(
+                            agent,
+                            prompt,
+                            (&dir, &logs),
+                            sandbox.as_ref(),
+                            (limit, per_attempt),
+                            &|_| {},
+                        )
                     });
                     (k, handle)
                 })
@@ -86,6 +102,21 @@ pub fn best_of(
                     Err(std::io::Error::other("the attempt's thread panicked"))
                 }));
             }
+        });
+    }
+    let tampered = guard.restore(repo)?;
+    if !tampered.is_empty() {
+        let run = runs
+            .into_iter()
+            .flatten()
+            .find_map(Result::ok)
+            .ok_or_else(|| user("no attempt ran"))?;
+        return Ok(Outcome {
+            run,
+            judged: Vec::new(),
+            won: 0,
+            why: String::new(),
+            tampered,
         });
     }
     let store = task::open_store(env, repo)?;
@@ -198,5 +229,6 @@ pub fn best_of(
         judged,
         won,
         why,
+        tampered: Vec::new(),
     })
 }

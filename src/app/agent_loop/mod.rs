@@ -10,7 +10,9 @@
 //! [`Terminal`] that tells a person what was decided.
 
 pub mod attempts;
+mod confine;
 mod events;
+mod guard;
 mod seed;
 mod spend;
 mod start;
@@ -33,16 +35,18 @@ use crate::signals::checks::Progress;
 
 use super::{user, Env, Failure};
 
+use confine::Confinement;
 use events::run_hooks;
 use events::Events;
 pub use events::LoopEvent;
+use guard::GitGuard;
 use seed::{context_rounds, task_prompt, Seed, Seeded};
 use spend::{
     clock_spent, exit_text, minutes, per_run_limit, spend_cap, total_remaining, Allowance,
 };
 use start::{dry_run, end_task, next_position, record_start};
-use stop::{clock_stop, stop};
-use work::{changed, commit_iteration, loop_dir, require_clean, short, untracked, NotesGuard};
+use stop::{clock_stop, stop, tamper_stop, Cause};
+use work::{changed, commit_iteration, loop_dir, require_clean, short, untracked};
 
 /// What `itergate loop` was asked to do, its arguments parsed.
 pub struct LoopOptions {
@@ -67,6 +71,8 @@ pub struct LoopOptions {
     pub attempts: u32,
     pub dry_run: bool,
     pub quiet: bool,
+    /// `--sandbox`: overrides the base's `loop.sandbox`.
+    pub sandbox: Option<crate::config::SandboxMode>,
 }
 
 /// How the command tells a person what happened (the loop's own flow never prints a
@@ -103,8 +109,21 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
     })?;
     require_clean(&env.root)?;
     let events = Events::new(options.json, quiet, terminal.print);
+    let confinement = Confinement::prepare(
+        env,
+        &repo,
+        options.sandbox.unwrap_or(env.config.agent_loop.sandbox),
+    )?;
     if options.dry_run {
-        return dry_run(env, &repo, &branch, agent, task_text, options, terminal);
+        return dry_run(
+            env,
+            &repo,
+            &branch,
+            agent,
+            task_text,
+            options,
+            (terminal, confinement.as_ref()),
+        );
     }
     // Before anything is paid for: the start observed (every check must run on it), and its
     // failing tests recorded as the task's targets.
@@ -137,10 +156,14 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             spec: options.spec.as_deref(),
             limit,
             started,
+            confinement: confinement.as_ref(),
         };
         match context_rounds(env, &repo, &seed, &events, &mut carried, &leftovers)? {
             Seeded::Execute(prompt) => first_prompt = prompt,
             Seeded::Worked(before, run) => worked = Some((before, *run)),
+            Seeded::Tampered(before, what) => {
+                return tamper_stop(env, &repo, (before, 0), &what, &events, quiet);
+            }
             Seeded::Escalate(reason) => {
                 let summary =
                     format!("\nitergate loop: escalated before any iteration: {reason}\n");
@@ -204,7 +227,6 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                 let before =
                     git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
                 events.phase(number, &format!("{} attempts running", options.attempts));
-                let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
                 let outcome = attempts::best_of(
                     env,
                     &repo,
@@ -213,9 +235,18 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                     (number, options.attempts),
                     before,
                     (limit.min(remaining), cap),
-                    &logs,
+                    (&logs, confinement.as_ref()),
                 )?;
-                notes.restore(&repo)?;
+                if !outcome.tampered.is_empty() {
+                    return tamper_stop(
+                        env,
+                        &repo,
+                        (before, number),
+                        &outcome.tampered,
+                        &events,
+                        quiet,
+                    );
+                }
                 events.clear_line();
                 events.emit(&LoopEvent::Attempts {
                     iteration: number,
@@ -240,17 +271,28 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                 let mut rounds = 0;
                 let mut prompt_now = prompt.clone();
                 let run = loop {
-                    let notes = NotesGuard::take(&repo, &env.config.hook.notes_ref);
+                    let guard = GitGuard::take(&repo, &branch, before)?;
+                    let sandbox = confinement.as_ref().map(|c| c.policy(&env.root, &logs));
                     let mut run = run_agent(
                         agent,
                         &prompt_now,
-                        &env.root,
-                        &logs,
+                        (&env.root, &logs),
+                        sandbox.as_ref(),
                         (limit.min(total_remaining(env, started)), cap),
                         &tick,
                     )
                     .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
-                    notes.restore(&repo)?;
+                    let tampered = guard.restore(&repo)?;
+                    if !tampered.is_empty() {
+                        return tamper_stop(
+                            env,
+                            &repo,
+                            (before, number),
+                            &tampered,
+                            &events,
+                            quiet,
+                        );
+                    }
                     // A context report instead of work, after an iteration: answered by
                     // `itergate context`'s rules, and the agent runs again with what it got.
                     let report = (!history.is_empty()
@@ -323,18 +365,6 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             );
             return Err(Failure::Interrupted(signal));
         }
-        if git::head_branch(&repo)?.as_deref() != Some(branch.as_str()) {
-            return Err(user(format!(
-                "the agent left the branch `{branch}`; itergate stops (switch back and run `itergate loop` again)"
-            )));
-        }
-        let head = git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-        if !git::is_ancestor(&repo, before, head)? {
-            return Err(user(format!(
-                "the agent rewrote the branch's history: HEAD no longer contains {}, where its run started; itergate stops (see `git reflog`)",
-                short(before)
-            )));
-        }
         let tip = commit_iteration(&env.root, &repo, before, number, agent, &run, &leftovers)?;
         // The agent ran: what the checks execute is scanned again and compared with the
         // start's (`app::sealed`).
@@ -403,7 +433,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         let stop = stop(
             env,
             &repo,
-            (options.restore_best, false),
+            (options.restore_best, Cause::Decided),
             &records,
             &evaluation,
             tip,

@@ -10,9 +10,11 @@ use crate::app::local as task;
 use crate::app::{user, Env, Failure};
 use crate::git;
 
+use super::confine::Confinement;
 use super::events::{Events, LoopEvent};
+use super::guard::GitGuard;
 use super::spend::{minutes, spend_cap, total_remaining};
-use super::work::{changed, loop_dir, Leftovers, NotesGuard};
+use super::work::{changed, loop_dir, Leftovers};
 
 /// What the first agent is asked: the task, where it starts, and where its spec is.
 pub(super) struct Seed<'a> {
@@ -24,6 +26,7 @@ pub(super) struct Seed<'a> {
     pub(super) limit: Duration,
     /// When the loop started: a round gets at most what is left of its wall clock.
     pub(super) started: Instant,
+    pub(super) confinement: Option<&'a Confinement>,
 }
 
 /// What the context rounds ended with.
@@ -34,6 +37,8 @@ pub(super) enum Seeded {
     Worked(Oid, Box<AgentRun>),
     /// An item marked `none — required` cannot be provided.
     Escalate(String),
+    /// The agent changed what the loop owns (put back and named), HEAD before its run.
+    Tampered(Oid, Vec<String>),
 }
 
 /// Seed 003's rounds before the first iteration: round 0 asks the agent what it needs
@@ -72,19 +77,23 @@ pub(super) fn context_rounds(
                 &format!("context round {round}: agent running {}", minutes(t)),
             );
         };
-        let notes = NotesGuard::take(repo, &env.config.hook.notes_ref);
+        let guard = GitGuard::take(repo, seed.branch, before)?;
         let allowance = seed.limit.min(total_remaining(env, seed.started));
         let cap = spend_cap(env, &[], spent);
+        let sandbox = seed.confinement.map(|c| c.policy(&env.root, &logs));
         let run = run_agent(
             seed.agent,
             &prompt,
-            &env.root,
-            &logs,
+            (&env.root, &logs),
+            sandbox.as_ref(),
             (allowance, cap),
             &tick,
         )
         .map_err(|e| user(format!("running the agent `{}`: {e}", seed.agent.name)))?;
-        notes.restore(repo)?;
+        let tampered = guard.restore(repo)?;
+        if !tampered.is_empty() {
+            return Ok(Seeded::Tampered(before, tampered));
+        }
         if let AgentExit::Interrupted(signal) = run.exit {
             events.clear_line();
             return Err(Failure::Interrupted(signal));

@@ -12,6 +12,7 @@ use crate::engine::Recommendation;
 use crate::git;
 use crate::signals::checks::Progress;
 
+use super::confine::Confinement;
 use super::events::Events;
 use super::seed::{task_name, task_prompt_with};
 use super::spend::{minutes, per_run_limit};
@@ -139,7 +140,7 @@ pub(super) fn dry_run(
     agent: &AgentCommand,
     task_text: &str,
     options: &LoopOptions,
-    terminal: &Terminal,
+    (terminal, confinement): (&Terminal, Option<&Confinement>),
 ) -> Result<(), Failure> {
     let store = task::open_store(env, repo)?;
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
@@ -153,8 +154,12 @@ pub(super) fn dry_run(
     let criteria = &env.config.stopping_criteria;
     let budget = &criteria.budget_limits;
     let per_run = per_run_limit(env, options);
+    let sandbox = match confinement {
+        Some(c) => c.describe(&env.root, &dir),
+        None => "off: the agent writes what you can".to_string(),
+    };
     let mut plan = format!(
-        "itergate loop --dry-run on `{branch}` at {}: no agent runs, nothing is committed\n\nAgent: {}\n\nChecks (they ran on the start):\n",
+        "itergate loop --dry-run on `{branch}` at {}: no agent runs, nothing is committed\n\nAgent: {}\nSandbox: {sandbox}\n\nChecks (they ran on the start):\n",
         short(head),
         argv.join(" ")
     );

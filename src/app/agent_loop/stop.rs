@@ -25,15 +25,27 @@ pub(super) struct Stop {
     pub(super) summary: String,
 }
 
+/// Why the loop stops, besides its decision.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause<'a> {
+    /// The engine's decision.
+    Decided,
+    /// The loop's wall clock ran out.
+    Clock,
+    /// The agent changed what the loop owns (this says what).
+    Tampered(&'a str),
+}
+
 pub(super) fn stop(
     env: &Env,
     repo: &Repository,
-    (restore_best, clock_out): (bool, bool),
+    (restore_best, cause): (bool, Cause),
     records: &[IterationRecord],
     evaluation: &Evaluation,
     tip: Oid,
 ) -> Result<Stop, Failure> {
     let decision = &evaluation.decision;
+    let clock_out = cause == Cause::Clock;
     let best = decision
         .best_iteration
         .and_then(|i| records.iter().find(|r| r.iteration == i));
@@ -41,6 +53,7 @@ pub(super) fn stop(
     // escalation does.
     let recommendation = decision.recommendation();
     let (outcome, exit_code) = match recommendation {
+        _ if matches!(cause, Cause::Tampered(_)) => ("escalated", ExitStatus::Escalate),
         Recommendation::Accept => ("accepted", ExitStatus::Success),
         _ if clock_out || decision.budget_stop_report.is_some() => {
             ("budget_exhausted", ExitStatus::Escalate)
@@ -73,39 +86,45 @@ pub(super) fn stop(
         // Where the branch is left, the history alone may read as "iterate" (a limit that
         // a flag tightened for this run only, a wall clock): the escalation is filed there,
         // so the next loop waits for a person's accept, adjust or budget all the same.
-        let reason = if clock_out {
-            "the loop's wall clock ran out".to_string()
-        } else {
-            decision
+        let reason = match cause {
+            Cause::Clock => "the loop's wall clock ran out".to_string(),
+            Cause::Tampered(what) => what.to_string(),
+            Cause::Decided => decision
                 .stopping_reason
                 .as_ref()
-                .map_or_else(|| outcome.to_string(), |r| r.summary.clone())
+                .map_or_else(|| outcome.to_string(), |r| r.summary.clone()),
         };
         let last = if restored.is_some() {
             "; its last iteration is refs/itergate/loop/last"
         } else {
             ""
         };
-        let store = task::open_store(env, repo)?;
-        store.append_decision(
-            commit,
-            &crate::history::notes::HumanDecision {
-                action: crate::history::notes::HumanAction::Escalate {
-                    reason: Some(format!("itergate loop stopped ({reason}){last}")),
-                },
-                by: crate::app::local::LOOP.into(),
-                email: None,
-                at: chrono::Utc::now(),
-            },
-        )?;
+        file_escalation(env, repo, commit, &format!("{reason}){last}"))?;
     }
-    let summary = hand_off(records, evaluation, outcome, restored, tip);
+    let summary = hand_off(records, evaluation, (outcome, cause), restored, tip);
     Ok(Stop {
         outcome,
         exit_code,
         commit,
         summary,
     })
+}
+
+/// The loop's escalation, filed on `commit` for a person: the next loop waits for one.
+/// `reason` closes the parenthesis it is written in.
+fn file_escalation(env: &Env, repo: &Repository, commit: Oid, reason: &str) -> Result<(), Failure> {
+    task::open_store(env, repo)?.append_decision(
+        commit,
+        &crate::history::notes::HumanDecision {
+            action: crate::history::notes::HumanAction::Escalate {
+                reason: Some(format!("itergate loop stopped ({reason}")),
+            },
+            by: crate::app::local::LOOP.into(),
+            email: None,
+            at: chrono::Utc::now(),
+        },
+    )?;
+    Ok(())
 }
 
 /// The branch back at the best iteration; the last one is kept under
@@ -125,14 +144,16 @@ pub(super) fn restore(repo: &Repository, last: Oid, best: Oid) -> Result<(), Fai
 pub(super) fn hand_off(
     records: &[IterationRecord],
     evaluation: &Evaluation,
-    outcome: &str,
+    (outcome, cause): (&str, Cause),
     restored: Option<u32>,
     tip: Oid,
 ) -> String {
     let decision = &evaluation.decision;
     let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
-    if let Some(reason) = &decision.stopping_reason {
-        text.push_str(&format!(" ({})", reason.summary));
+    match (cause, &decision.stopping_reason) {
+        (Cause::Tampered(what), _) => text.push_str(&format!(" ({what})")),
+        (_, Some(reason)) => text.push_str(&format!(" ({})", reason.summary)),
+        _ => {}
     }
     text.push_str(&format!(
         " after {}\n",
@@ -230,7 +251,7 @@ pub(super) fn clock_stop(
         let stop = stop(
             env,
             repo,
-            (options.restore_best, true),
+            (options.restore_best, Cause::Clock),
             &records,
             &evaluation,
             head,
@@ -250,6 +271,89 @@ pub(super) fn clock_stop(
         outcome: "budget_exhausted",
         exit_code: ExitStatus::Escalate.code(),
         iteration,
+        best_iteration: best,
+        commit: commit.to_string(),
+        summary: summary.clone(),
+        budget_stop_report: None,
+    });
+    if !events.json && !quiet {
+        eprint!("{summary}");
+    }
+    Err(Failure::Decided(ExitStatus::Escalate.code()))
+}
+
+/// Stops the loop when an agent run changed what the loop owns (`guard`): what it left is
+/// dropped (the branch back at `before`, where the run started), then the branch goes to
+/// the best iteration, or to the start when none is honest; escalated, 20.
+/// HEAD with the work tree's changes (untracked files too, ignored ones not) as a commit on
+/// no branch; the index on disk is left as it is.
+fn left_as_commit(repo: &Repository) -> Option<Oid> {
+    let head = repo.head().ok()?.peel_to_commit().ok()?;
+    let mut index = repo.index().ok()?;
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .ok()?;
+    index.update_all(["*"], None).ok()?;
+    let tree = repo.find_tree(index.write_tree().ok()?).ok()?;
+    let _ = index.read(true);
+    let by = git2::Signature::now("itergate", "itergate@localhost").ok()?;
+    let message = "itergate loop: what the agent left";
+    repo.commit(None, &by, &by, message, &tree, &[&head]).ok()
+}
+
+/// Where a run that changed what the loop owns leaves its work.
+const TAMPERED: &str = "refs/itergate/loop/tampered";
+
+pub(super) fn tamper_stop(
+    env: &Env,
+    repo: &Repository,
+    (before, number): (Oid, u32),
+    what: &[String],
+    events: &Events,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let reason = format!("the agent changed what the loop owns: {}", what.join(", "));
+    // What the agent left, committed or not, is kept as refs/itergate/loop/tampered.
+    let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
+    if let Some(left) = left_as_commit(repo) {
+        repo.reference(TAMPERED, left, true, "itergate: what the agent left")
+            .map_err(anyhow::Error::from)?;
+    }
+    git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &before.to_string()]))?;
+    let store = task::open_store(env, repo)?;
+    let current = task::current_task(env, store.repository(), None)?;
+    let history = current.history(env, &store)?;
+    let (summary, commit, best) = if history.is_empty() {
+        file_escalation(env, repo, before, &format!("{reason})"))?;
+        (
+            format!("\nitergate loop: escalated ({reason}); nothing was committed, the branch is where the task started; what the agent left is {TAMPERED}\n"),
+            before,
+            None,
+        )
+    } else {
+        let feedback = current.feedback(&store, &history)?;
+        let base = task::stored_base(env, &store, &current)?;
+        let evaluation = task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+        let records = history.into_records();
+        let stop = stop(
+            env,
+            repo,
+            (true, Cause::Tampered(&reason)),
+            &records,
+            &evaluation,
+            before,
+        )?;
+        (
+            format!("{}What the agent left is {TAMPERED}.\n", stop.summary),
+            stop.commit,
+            evaluation.decision.best_iteration,
+        )
+    };
+    events.clear_line();
+    events.emit(&LoopEvent::Stopped {
+        outcome: "escalated",
+        exit_code: ExitStatus::Escalate.code(),
+        iteration: number,
         best_iteration: best,
         commit: commit.to_string(),
         summary: summary.clone(),

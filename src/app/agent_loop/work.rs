@@ -52,54 +52,6 @@ pub(super) fn untracked(root: &Path) -> Result<Leftovers, Failure> {
         .collect())
 }
 
-/// itergate's notes as they were before an agent ran: whatever the agent wrote there
-/// (`itergate budget`, `accept`, `adjust`, a note by hand) is undone, since it runs as the
-/// same user and people's decisions must come from people.
-pub(super) struct NotesGuard {
-    name: String,
-    target: Option<Oid>,
-}
-
-impl NotesGuard {
-    pub(super) fn take(repo: &Repository, notes_ref: &str) -> NotesGuard {
-        let name = if notes_ref.starts_with("refs/") {
-            notes_ref.to_string()
-        } else {
-            format!("refs/notes/{notes_ref}")
-        };
-        let target = repo.find_reference(&name).ok().and_then(|r| r.target());
-        NotesGuard { name, target }
-    }
-
-    pub(super) fn restore(&self, repo: &Repository) -> Result<(), Failure> {
-        let now = repo
-            .find_reference(&self.name)
-            .ok()
-            .and_then(|r| r.target());
-        if now == self.target {
-            return Ok(());
-        }
-        // Through git2: no hook the agent armed runs, none can refuse the undo.
-        let undone = match self.target {
-            Some(oid) => repo
-                .reference(&self.name, oid, true, "itergate: undo the agent's notes")
-                .map(|_| ()),
-            None => repo.find_reference(&self.name).and_then(|mut r| r.delete()),
-        };
-        undone.map_err(|e| {
-            Failure::Internal(anyhow::anyhow!(
-                "undoing the agent's change of {}: {e}",
-                self.name
-            ))
-        })?;
-        eprintln!(
-            "itergate: the agent changed {}; undone (people's decisions come from people)",
-            self.name
-        );
-        Ok(())
-    }
-}
-
 /// Folds what the agent left into one commit on `before`: its commits and its uncommitted
 /// changes, with itergate's trailers last (the agent's own messages are kept above them,
 /// where they cannot pass for trailers). An agent that changed nothing still makes an

@@ -29,8 +29,8 @@ pub use hook::{Gate, Hook, OnError, ScoreMode};
 pub use scoring::{LintScore, Requirement, RequirementPriority, Scope, Scoring};
 pub use stopping::{
     AgentLoop, BudgetLimits, ExplorationQuota, FlatCycleAction, ImprovementThreshold,
-    IterationLimits, PlateauDetection, RegressionProtection, Revision, Stall, StoppingCriteria,
-    Threshold,
+    IterationLimits, PlateauDetection, RegressionProtection, Revision, SandboxMode, Stall,
+    StoppingCriteria, Threshold,
 };
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]

@@ -20,6 +20,34 @@ pub struct AgentLoop {
     pub on_stop: Vec<String>,
     /// When an iteration scores below the one before it.
     pub on_regression: Vec<String>,
+    /// What the agent's processes may write. `workspace-write`: the work tree only (never
+    /// `.git`, the project's virtualenvs or `node_modules`), the loop's scratch directory
+    /// and `sandbox_writable`; the holdout directories are hidden. Linux (Landlock) only;
+    /// elsewhere the loop refuses to start. `off`: the agent writes what its user can.
+    pub sandbox: SandboxMode,
+    /// More directories the sandboxed agent may write (its CLI's own state, such as
+    /// `~/.claude` or `~/.codex`); `~` is the home directory. Existing ones only.
+    pub sandbox_writable: Vec<String>,
+}
+
+/// `loop.sandbox`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    #[default]
+    WorkspaceWrite,
+    Off,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::Off => "off",
+        }
+    }
 }
 
 impl Default for AgentLoop {
@@ -29,6 +57,8 @@ impl Default for AgentLoop {
             on_iteration: Vec::new(),
             on_stop: Vec::new(),
             on_regression: Vec::new(),
+            sandbox: SandboxMode::WorkspaceWrite,
+            sandbox_writable: Vec::new(),
         }
     }
 }
