@@ -30,7 +30,12 @@ pub struct Policy {
 impl Policy {
     /// The command line that runs `argv` inside the sandbox, through this executable.
     pub fn wrap(&self, argv: &[String]) -> std::io::Result<Vec<String>> {
-        let exe = std::env::current_exe()?;
+        // This very executable, even when an upgrade replaced its file mid-loop.
+        let exe = if cfg!(target_os = "linux") {
+            PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe()?
+        };
         let mut wrapped = vec![exe.display().to_string(), "sandbox-exec".to_string()];
         let mut add = |flag: &str, paths: &[PathBuf]| {
             for path in paths {

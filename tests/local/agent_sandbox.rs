@@ -56,7 +56,10 @@ fn project() -> Project {
 /// The step that tries every write, then does the work.
 fn trying(project: &Project) -> Value {
     json!({
-        "run": [format!("sh {}", project.dir.path().join("fork.sh").display())],
+        "run": [
+            format!("sh {}", project.dir.path().join("fork.sh").display()),
+            "echo '[core]' >> .git/config".to_string(),
+        ],
         "write": { "lib/multiply.js": MULTIPLY_RIGHT, "test/multiply.test.js": TEST_MULTIPLY },
     })
 }
@@ -124,6 +127,13 @@ fn under_the_sandbox_every_forbidden_write_fails_and_the_work_is_accepted() {
     let judged = of(&events, "judged");
     assert_eq!(judged.len(), 1, "{events:?}");
     assert_eq!(judged[0]["recommendation"], "accept");
+    // What the agent tried is said, from its own output.
+    let finished = of(&events, "agent_finished");
+    let refused = finished[0]["refused"].to_string();
+    assert!(
+        refused.contains(".git/config: Read-only file system"),
+        "{finished:?}"
+    );
     let files = git_out(&p, &["show", "--name-only", "--format=", "HEAD"]);
     assert!(
         files.contains("lib/multiply.js") && files.contains("lib/note.txt"),

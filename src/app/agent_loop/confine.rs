@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use git2::Repository;
 
 use crate::agent::sandbox::{self, Policy};
+use crate::agent::AgentRun;
 use crate::app::{user, Env, Failure};
 use crate::config::SandboxMode;
 
@@ -134,6 +135,33 @@ impl Confinement {
         )))
     }
 }
+
+/// The lines of an agent's output that say the sandbox refused a write (`Read-only file
+/// system`, `Permission denied`), at most [`MAX_REFUSED`], each cut to 200 characters and
+/// stripped of control characters: what the loop tells a person the agent tried.
+pub(super) fn refused(run: &AgentRun) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in [&run.stderr, &run.stdout] {
+        let Ok(text) = std::fs::read(file) else {
+            continue;
+        };
+        for line in String::from_utf8_lossy(&text).lines() {
+            if lines.len() == MAX_REFUSED {
+                return lines;
+            }
+            if REFUSALS.iter().any(|r| line.contains(r)) {
+                let clean: String = line.chars().filter(|c| !c.is_control()).take(200).collect();
+                if !lines.contains(&clean) {
+                    lines.push(clean);
+                }
+            }
+        }
+    }
+    lines
+}
+
+const MAX_REFUSED: usize = 5;
+const REFUSALS: [&str; 3] = ["Read-only file system", "Permission denied", "EROFS"];
 
 /// The virtualenvs and `node_modules` in `dir` the checks execute.
 fn project_environments(dir: &Path) -> Vec<PathBuf> {

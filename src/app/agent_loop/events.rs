@@ -33,6 +33,8 @@ pub enum LoopEvent<'a> {
         exit: String,
         seconds: f64,
         usage: &'a Usage,
+        /// What the sandbox refused it, as its own output said (a few lines at most).
+        refused: &'a [String],
     },
     /// `--attempts N`: every attempt of the iteration as judged, and the one kept.
     Attempts {
@@ -118,6 +120,7 @@ impl Events {
                 iteration,
                 exit,
                 seconds,
+                refused,
                 ..
             } => {
                 self.clear_line();
@@ -125,6 +128,16 @@ impl Events {
                     eprintln!(
                         "itergate loop: iteration {iteration}: agent {exit} after {seconds:.1}s"
                     );
+                    if !refused.is_empty() {
+                        eprintln!(
+                            "itergate loop: iteration {iteration}: the sandbox refused the agent's writes; its output said:\n{}",
+                            refused
+                                .iter()
+                                .map(|line| format!("    | {line}"))
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        );
+                    }
                 }
             }
             _ => {}

@@ -351,11 +351,16 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             .add(&std::mem::replace(&mut carried, Usage::unknown()));
         // The limit that stopped a run is the one that was smaller: say which.
         let allowance = Allowance::of(limit, remaining);
+        let refused = match confinement {
+            Some(_) => confine::refused(&run),
+            None => Vec::new(),
+        };
         events.emit(&LoopEvent::AgentFinished {
             iteration: number,
             exit: exit_text(&run, &allowance),
             seconds: run.elapsed.as_secs_f64(),
             usage: &run.usage,
+            refused: &refused,
         });
         if let AgentExit::Interrupted(signal) = run.exit {
             events.clear_line();
