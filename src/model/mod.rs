@@ -46,6 +46,27 @@ pub const INTEGRITY_DIMENSION: &str = "integrity";
 /// makes (`signals::integrity::environment_changed`).
 pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
 
+/// A task's targets: the ids of the tests failing where it started. A holdout check's
+/// (`aggregate_only`) are kept among them as `holdout: <id>`, never named to an agent.
+pub mod target {
+    const HOLDOUT: &str = "holdout: ";
+
+    /// The target a holdout check's failing test `id` is.
+    pub fn holdout(id: &str) -> String {
+        format!("{HOLDOUT}{id}")
+    }
+
+    /// The holdout test id `target` is, if it is one.
+    pub fn holdout_id(target: &str) -> Option<&str> {
+        target.strip_prefix(HOLDOUT)
+    }
+
+    /// The targets an agent may be told of (its visible tests').
+    pub fn visible(targets: &[String]) -> impl Iterator<Item = &String> {
+        targets.iter().filter(|t| holdout_id(t).is_none())
+    }
+}
+
 /// `n` and a noun that takes an `s` in the plural: `1 blocker`, `2 blockers`, `0 warnings`.
 pub fn counted(n: usize, noun: &str) -> String {
     if n == 1 {

@@ -57,10 +57,19 @@ impl Observation {
     /// The ids of the failing or errored tests of the checks whose details may be shown
     /// (holdout checks' never are), sorted and without repeats.
     pub fn failing_test_ids(&self) -> Vec<String> {
+        self.failing_ids_where(false)
+    }
+
+    /// The ids of the failing or errored tests of the holdout checks (`aggregate_only`).
+    pub fn holdout_failing_ids(&self) -> Vec<String> {
+        self.failing_ids_where(true)
+    }
+
+    fn failing_ids_where(&self, holdout: bool) -> Vec<String> {
         let mut ids: Vec<String> = self
             .checks
             .iter()
-            .filter(|c| c.visibility != crate::config::Visibility::AggregateOnly)
+            .filter(|c| (c.visibility == crate::config::Visibility::AggregateOnly) == holdout)
             .filter_map(|c| match &c.result {
                 CheckResult::Report {
                     report: Report::Tests(t),

@@ -164,7 +164,7 @@ impl Project {
         format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
     }
 
-    fn prompt(&self, run: u32) -> String {
+    pub(crate) fn prompt(&self, run: u32) -> String {
         std::fs::read_to_string(format!("{}.prompt-{run}", self.state().display())).unwrap()
     }
 

@@ -16,6 +16,8 @@ use crate::config::SandboxMode;
 /// The sandbox the loop's agents run in, or none (`--sandbox off`).
 pub struct Confinement {
     git_dirs: Vec<PathBuf>,
+    /// The holdout checks' directories (their `files`), relative to a work tree.
+    holdouts: Vec<PathBuf>,
     extra: Vec<PathBuf>,
     scratch: PathBuf,
 }
@@ -48,6 +50,7 @@ impl Confinement {
             }
         });
         let confinement = Confinement {
+            holdouts: holdout_dirs(&env.config),
             git_dirs: sandbox::existing([
                 repo.path().to_path_buf(),
                 repo.commondir().to_path_buf(),
@@ -75,7 +78,14 @@ impl Confinement {
             self.scratch.clone(),
         ]));
         writable.extend(self.extra.iter().cloned());
-        let hidden = sandbox::existing(self.git_dirs.iter().map(|g| g.join("itergate/private")));
+        let mut hidden =
+            sandbox::existing(self.git_dirs.iter().map(|g| g.join("itergate/private")));
+        let holdouts = self
+            .holdouts
+            .iter()
+            .map(|h| dir.join(h))
+            .filter(|h| h.is_dir());
+        hidden.extend(sandbox::existing(holdouts));
         Policy {
             writable,
             read_only,
@@ -162,6 +172,29 @@ pub(super) fn refused(run: &AgentRun) -> Vec<String> {
 
 const MAX_REFUSED: usize = 5;
 const REFUSALS: [&str; 3] = ["Read-only file system", "Permission denied", "EROFS"];
+
+/// The directories of the holdout checks' files (`files: [holdout/**]` is `holdout`):
+/// each glob's leading directories with no pattern in them.
+fn holdout_dirs(config: &crate::config::Config) -> Vec<PathBuf> {
+    config
+        .checks
+        .values()
+        .filter(|c| c.visibility == crate::config::Visibility::AggregateOnly)
+        .flat_map(|c| c.files.iter())
+        .filter_map(|glob| {
+            let literal: PathBuf = Path::new(glob)
+                .components()
+                .take_while(|part| {
+                    !part
+                        .as_os_str()
+                        .to_string_lossy()
+                        .contains(['*', '?', '[', '{'])
+                })
+                .collect();
+            (!literal.as_os_str().is_empty()).then_some(literal)
+        })
+        .collect()
+}
 
 /// The virtualenvs and `node_modules` in `dir` the checks execute.
 fn project_environments(dir: &Path) -> Vec<PathBuf> {

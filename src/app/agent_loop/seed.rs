@@ -183,6 +183,8 @@ pub(super) fn task_prompt_with(
     targets: &[String],
 ) -> Result<String, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
+    // The holdouts' targets are never named to the agent.
+    let targets: Vec<&String> = crate::model::target::visible(targets).collect();
     Ok(env.renderer()?.render(
         "loop-task.md.j2",
         &serde_json::json!({

@@ -83,12 +83,7 @@ pub(super) fn record_start(
         eprintln!(
             "itergate loop: {} test(s) fail where the task starts; they are its targets (`--ignore-start-failures` makes them debt): {}",
             targets.len(),
-            targets
-                .iter()
-                .take(5)
-                .map(|t| format!("`{t}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            shown(&targets, 5)
         );
     }
     let start = crate::history::notes::TaskStart {
@@ -127,7 +122,11 @@ pub(super) fn start_targets(
     Ok(if options.ignore_start_failures {
         Vec::new()
     } else {
-        observed.failing_test_ids()
+        // A holdout failing at the start is the task's too: never the base's debt.
+        let holdout = observed.holdout_failing_ids();
+        let mut targets = observed.failing_test_ids();
+        targets.extend(holdout.iter().map(|id| crate::model::target::holdout(id)));
+        targets
     })
 }
 
@@ -182,16 +181,29 @@ pub(super) fn dry_run(
         0 => "\nTargets: none (no test fails at the start)\n".to_string(),
         n => format!(
             "\nTargets ({n}, failing at the start): {}\n",
-            targets
-                .iter()
-                .map(|t| format!("`{t}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            shown(&targets, usize::MAX)
         ),
     });
     plan.push_str("\nFirst prompt:\n");
     plan.push_str(&task_prompt_with(env, branch, task_text, &targets)?);
     (terminal.print)(&plan)
+}
+
+/// The first `most` visible targets by name, the holdouts' by number only.
+fn shown(targets: &[String], most: usize) -> String {
+    let mut text = crate::model::target::visible(targets)
+        .take(most)
+        .map(|t| format!("`{t}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let holdout = targets.len() - crate::model::target::visible(targets).count();
+    if holdout > 0 {
+        if !text.is_empty() {
+            text.push_str(", and ");
+        }
+        text.push_str(&format!("{holdout} of the holdout checks' tests"));
+    }
+    text
 }
 
 /// Marks the branch's task as ended (accepted): a later loop starts a new task.

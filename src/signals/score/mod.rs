@@ -129,6 +129,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
             trusted: input.trusted,
         });
         findings.extend(integrity::environment_changed(input.environment));
+        findings.extend(integrity::fitted_to_visible_tests(&fitted_holdouts(input)));
         let suppressions = findings
             .iter()
             .filter(|f| f.issue.finding.starts_with(integrity::SUPPRESSION))
@@ -158,6 +159,36 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
     acc.finish(input, by_change && input.base.is_some(), record);
 }
 
+/// The holdout checks that fail (name, passed, run) when the task's visible targets all
+/// pass: none when there are no visible targets, or one of them does not pass.
+fn fitted_holdouts(input: &ScoreInput) -> Vec<(String, u64, u64)> {
+    let tests = |holdout: bool| {
+        input
+            .head
+            .checks
+            .iter()
+            .filter(move |c| (c.visibility == Visibility::AggregateOnly) == holdout)
+            .filter_map(|c| match &c.result {
+                CheckResult::Report {
+                    report: Report::Tests(t),
+                    ..
+                } => Some((c.name.clone(), t)),
+                _ => None,
+            })
+    };
+    let passing: BTreeSet<&str> = tests(false)
+        .flat_map(|(_, t)| t.passing.iter().map(|r| r.id.as_str()))
+        .collect();
+    let mut visible = crate::model::target::visible(input.targets).peekable();
+    if visible.peek().is_none() || !visible.all(|t| passing.contains(t.as_str())) {
+        return Vec::new();
+    }
+    tests(true)
+        .filter(|(_, t)| t.failed > 0 || t.failures().next().is_some())
+        .map(|(name, t)| (name, t.passed, t.executed()))
+        .collect()
+}
+
 /// The task's targets that no test check of this iteration ran: the task is not done.
 fn missing_targets(input: &ScoreInput, acc: &mut Accumulator) {
     if input.targets.is_empty() {
@@ -182,7 +213,7 @@ fn missing_targets(input: &ScoreInput, acc: &mut Accumulator) {
                 .chain(t.problems.iter().map(|c| c.id.as_str()))
         })
         .collect();
-    for target in input.targets {
+    for target in crate::model::target::visible(input.targets) {
         if ran.contains(target.as_str()) {
             continue;
         }

@@ -117,7 +117,11 @@ impl Accumulator {
             .map(|b| b.failures().map(|c| c.id.as_str()).collect::<Vec<_>>())
             .unwrap_or_default()
             .into_iter()
-            .filter(|id| !targets.iter().any(|t| t == id))
+            .filter(|id| {
+                !targets
+                    .iter()
+                    .any(|t| t == id || crate::model::target::holdout_id(t) == Some(id))
+            })
             .collect();
         let mut new = Vec::new();
         for case in &t.problems {
