@@ -387,7 +387,7 @@ pub fn issues_yaml(issues: &[&CheckerIssue]) -> String {
 fn round_sentence(revision: &RevisionProgress) -> String {
     if revision.restarted() {
         format!(
-            "A person's adjust restarted the revision rounds: the next iteration is revision \
+            "A person restarted the revision rounds (adjust, or budget after an escalation): the next iteration is revision \
              round 1 of max {}.",
             revision.max_iterations
         )

@@ -42,6 +42,7 @@ use super::observe::{
 use super::{user, Env, Failure};
 
 /// One branch's iterations.
+#[derive(Clone)]
 pub struct Task {
     pub name: String,
     pub tip: Oid,
@@ -716,17 +717,9 @@ fn mark_flaky(
         return Ok(());
     };
     let earlier = Task {
-        name: task.name.clone(),
         tip: task.commits[index - 1],
-        base_branch: task.base_branch.clone(),
-        merge_base: task.merge_base,
-        start: task.start,
-        start_recorded: task.start_recorded,
         commits: task.commits[..index].to_vec(),
-        targets: task.targets.clone(),
-        environment: task.environment.clone(),
-        environment_at: task.environment_at,
-        base_moved: task.base_moved,
+        ..task.clone()
     }
     .history(env, store)?;
     let touched = git::added_lines(store.repository(), Some(task.commits[index - 1]), commit)?;
@@ -772,7 +765,15 @@ fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: 
             feedback.messages.push(signed(guidance));
         }
         HumanAction::Feedback { text } => feedback.messages.push(signed(text)),
-        HumanAction::Budget { iterations } => feedback.max_iterations = Some(*iterations),
+        // More iterations for the task; given after the loop's own escalation (a stall),
+        // it lifts it and the revision rounds start over. A person's escalation stays.
+        HumanAction::Budget { iterations } => {
+            feedback.max_iterations = Some(*iterations);
+            if feedback.escalation.is_some() && feedback.escalated_by.is_none() {
+                feedback.escalation = None;
+                feedback.restart_after = Some(iteration);
+            }
+        }
     }
     crate::github::sticky::bound_feedback(feedback);
 }

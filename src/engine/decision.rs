@@ -242,7 +242,7 @@ impl RevisionProgress {
         );
         if self.restarted() {
             return format!(
-                "Revision rounds restarted by adjust (next: 1/{}) -- {issues}",
+                "Revision rounds restarted by a person (next: 1/{}) -- {issues}",
                 self.max_iterations
             );
         }

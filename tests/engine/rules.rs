@@ -618,7 +618,7 @@ fn revision_line_never_shows_a_round_past_the_limit() {
     // A person's adjust at an iteration that still has issues: the count starts again.
     assert_eq!(
         p(0, 3).line(),
-        "Revision rounds restarted by adjust (next: 1/3) -- 1 blocker, 2 warnings"
+        "Revision rounds restarted by a person (next: 1/3) -- 1 blocker, 2 warnings"
     );
     assert_eq!(
         p(3, 3).line(),

@@ -1020,6 +1020,21 @@ fn a_crashing_agent_is_shown_and_counted_by_the_stall_rule() {
         stderr.contains("exited 2") || format!("{events:?}").contains("exited 2"),
         "the crash is shown: {stderr}\n{events:?}"
     );
+    // A person gives it more iterations: the loop goes on from the stall, as the refusal
+    // says it can.
+    let runs = project.runs();
+    let refused = project.run(json!([right()]), &["--skip-context"]);
+    assert_ne!(refused.0, 0, "{}", refused.2);
+    assert!(refused.2.contains("`itergate budget <n>`"), "{}", refused.2);
+    let budget = itergate(&project.repo(), &["budget", "5"], &[]);
+    assert!(
+        budget.status.success(),
+        "{}",
+        String::from_utf8_lossy(&budget.stderr)
+    );
+    let (code, events, stderr) = project.run(json!([right()]), &["--skip-context"]);
+    assert_eq!(code, 0, "{stderr}\n{events:#?}");
+    assert_eq!(project.runs(), runs + 1);
 }
 
 /// An agent that streams its usage (the `codex` preset's `exec --json` lines, the `claude`

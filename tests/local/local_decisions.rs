@@ -323,7 +323,7 @@ fn adjust_restarts_the_revision_count() {
             Decision: ITERATE (priority critical) — 2 issues to address; strategy refine
             Quality:  0.75 (+0.250)
               Tests Passing: 75% (+25%)
-            Revision rounds restarted by adjust (next: 1/3) -- 1 blocker, 0 warnings
+            Revision rounds restarted by a person (next: 1/3) -- 1 blocker, 0 warnings
             Triggers:
               - validation_failure (0.70): 1 of 4 tests failed
               - quality_threshold (0.20): Quality 0.75 below threshold 0.95
