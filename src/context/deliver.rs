@@ -323,7 +323,10 @@ fn fetch(request: &Request, source: &dyn ItemSource, policy: &Policy) -> Result<
             if policy.holdout.names_test(id) {
                 return Err(NOT_AVAILABLE.into());
             }
-            let test = source.test(id).ok_or_else(|| NOT_AVAILABLE.to_string())?;
+            let test = test_id_forms(id)
+                .iter()
+                .find_map(|form| source.test(form))
+                .ok_or_else(|| NOT_AVAILABLE.to_string())?;
             let (text, language) = test_text(&test, source, policy);
             found(text, language, None)
         }
@@ -562,5 +565,59 @@ fn language_of(path: &str) -> &'static str {
         Some("md") => "markdown",
         Some("sh") => "sh",
         _ => "text",
+    }
+}
+
+/// The ways an agent may name a test, each as itergate's reports name it (`module::case`):
+/// the id as given; pytest's node id (`tests/test_x.py::TestC::test_y` is
+/// `tests.test_x.TestC::test_y`); Surefire's `Class#method`; and `Class.method`.
+pub fn test_id_forms(id: &str) -> Vec<String> {
+    let id = id.trim();
+    let mut forms = vec![id.to_string()];
+    let parts: Vec<&str> = id.split("::").collect();
+    if let [file, rest @ .., name] = parts.as_slice() {
+        if let Some(module) = file.strip_suffix(".py") {
+            let mut class = module.replace(['/', '\\'], ".");
+            for part in rest {
+                class.push('.');
+                class.push_str(part);
+            }
+            forms.push(format!("{class}::{name}"));
+        }
+    }
+    if let Some((class, method)) = id.split_once('#') {
+        forms.push(format!("{class}::{method}"));
+    }
+    if !id.contains("::") && !id.contains('#') {
+        // `Class.method` (or `module.Class.method`): the last dot separates the case; a
+        // parametrised case's brackets may hold dots of their own.
+        let head = id.split('[').next().unwrap_or(id);
+        if let Some(at) = head.rfind('.') {
+            forms.push(format!("{}::{}", &id[..at], &id[at + 1..]));
+        }
+    }
+    forms.dedup();
+    forms
+}
+
+#[cfg(test)]
+mod test_ids {
+    use super::test_id_forms;
+
+    #[test]
+    fn each_runners_own_test_id_is_understood() {
+        let forms = |id: &str| test_id_forms(id);
+        assert!(forms("tests/test_parse.py::test_dates[iso]")
+            .contains(&"tests.test_parse::test_dates[iso]".to_string()));
+        assert!(forms("tests/test_parse.py::TestDates::test_iso")
+            .contains(&"tests.test_parse.TestDates::test_iso".to_string()));
+        assert!(forms("com.example.DiffTest#testIgnoreWhitespace")
+            .contains(&"com.example.DiffTest::testIgnoreWhitespace".to_string()));
+        assert!(forms("DiffTest.testIgnoreWhitespace")
+            .contains(&"DiffTest::testIgnoreWhitespace".to_string()));
+        assert!(forms("test_x.test_y[a.b]").contains(&"test_x::test_y[a.b]".to_string()));
+        // Go's names and itergate's own ids stay as they are.
+        assert_eq!(forms("TestParse/dates"), vec!["TestParse/dates"]);
+        assert_eq!(forms("pkg::TestParse"), vec!["pkg::TestParse"]);
     }
 }
