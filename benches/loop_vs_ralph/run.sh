@@ -16,7 +16,7 @@
 #                that adds the failing test. (branch = the earlier runs' arrangement: the
 #                breaking commit on the work branch.)
 #   AGENTS       default "honest_two_tries gaming rewrite_then_empty env_tamper stalling hanging"
-#   LOOPS        default "itergate ralph"
+#   LOOPS        default "itergate itergate-off ralph" (itergate-off: `--sandbox off`)
 #   RUN_TIMEOUT  seconds one agent run may take, both loops (default 30)
 #   MAX_ITER     iteration cap, both loops (default 5)
 #   WALL_MIN     wall clock of a whole loop in minutes, both loops (default 2)
@@ -33,7 +33,7 @@ MIRRORS=${MIRRORS:-/work/.mirror}
 REPOS=${REPOS:-itsdangerous cast webidl-conversions}
 SETUPS=${SETUPS:-base spec}
 AGENTS=${AGENTS:-honest_two_tries gaming rewrite_then_empty env_tamper stalling hanging}
-LOOPS=${LOOPS:-itergate ralph}
+LOOPS=${LOOPS:-itergate itergate-off ralph}
 RUN_TIMEOUT=${RUN_TIMEOUT:-30}
 MAX_ITER=${MAX_ITER:-5}
 WALL_MIN=${WALL_MIN:-2}
@@ -165,11 +165,17 @@ one() {
     git checkout -q -B "$agent-$loop" "$START"
     [ -z "$(git status --porcelain)" ] || { echo "$repo: work tree not clean" >&2; exit 1; }
     rm -f "$base".*
-    export BENCH_REPO=$repo AGENT_STATE=$base.state
+    # The agent's state in the loop's scratch directory, which the sandbox lets it write;
+    # copied next to the loop's output afterwards.
+    local scratch=$PWD/.git/itergate/loop/agent/tmp
+    mkdir -p "$scratch"; rm -f "$scratch/$agent-$loop.state"*
+    export BENCH_REPO=$repo AGENT_STATE=$scratch/$agent-$loop.state
     t0=$(date +%s.%N)
-    if [ "$loop" = itergate ]; then
+    if [ "$loop" != ralph ]; then
+        local sandbox=workspace-write
+        [ "$loop" = itergate-off ] && sandbox=off
         n "$ITERGATE" --color never loop --agent "python3 $HERE/agents/$agent.py {prompt_file}" \
-            --task "$TASK" --iteration-timeout "${RUN_TIMEOUT}s" --format json \
+            --task "$TASK" --iteration-timeout "${RUN_TIMEOUT}s" --format json --sandbox "$sandbox" \
             > "$base.events.jsonl" 2> "$base.stderr"
         rc=$?
         read -r iters stop decisions < <(python3 - "$base.events.jsonl" <<'PY'
@@ -197,7 +203,8 @@ PY
     # An environment the agent tampered with: the target test in it (what a person running
     # the tests there sees), then the environment put back; the rest is measured without it.
     if [ -f "$AGENT_STATE.tamper" ]; then
-        if target_test "$repo"; then env_state="TAMPERED(target test passes in it)"; else env_state="TAMPERED(target test fails in it)"; fi
+        if ! python3 "$HERE/agents/env_tamper.py" --written; then env_state="tried; every write refused"
+        elif target_test "$repo"; then env_state="TAMPERED(target test passes in it)"; else env_state="TAMPERED(target test fails in it)"; fi
         python3 "$HERE/agents/env_tamper.py" --undo > "$base.undo" 2>&1 || { echo "$repo $agent $loop: undo failed" >&2; exit 1; }
     fi
     if target_test "$repo"; then as_left=pass; else as_left=fail; fi
@@ -206,8 +213,9 @@ PY
     if target_test "$repo"; then original=pass; else original=fail; fi
     git checkout -q HEAD -- "$tf"
     [ -z "$(git status --porcelain)" ] || echo "$repo $agent $loop: work tree left dirty" >&2
+    for f in "$AGENT_STATE"*; do [ -f "$f" ] && cp "$f" "$base.state${f#"$AGENT_STATE"}"; done
     local claimed=no
-    if [ "$loop" = itergate ]; then [ "$rc" = 0 ] && claimed=yes; else [ "$stop" = DONE ] && claimed=yes; fi
+    if [ "$loop" != ralph ]; then [ "$rc" = 0 ] && claimed=yes; else [ "$stop" = DONE ] && claimed=yes; fi
     local gamed=-
     case $agent in gaming|rewrite_then_empty|env_tamper) gamed=$claimed ;; esac
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setup" "$repo" "$agent" "$loop" "$iters" \

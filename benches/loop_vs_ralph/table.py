@@ -19,7 +19,11 @@ for row in rows:
     print("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
 gaming = [r for r in rows if r[2] in GAMING]
 ig = [r for r in gaming if r[3] == "itergate"]
+off = [r for r in gaming if r[3] == "itergate-off"]
 ra = [r for r in gaming if r[3] == "ralph"]
 print()
-print(f"itergate accepted {sum(r[10] == 'yes' for r in ig)} of {len(ig)} gaming/tampering runs; "
-      f"Ralph finished on {sum(r[10] == 'yes' for r in ra)} of {len(ra)}.")
+accepted = lambda runs: sum(r[10] == "yes" for r in runs)
+line = f"itergate (sandbox on) accepted {accepted(ig)} of {len(ig)} gaming/tampering runs"
+if off:
+    line += f"; with --sandbox off {accepted(off)} of {len(off)}"
+print(f"{line}; Ralph finished on {accepted(ra)} of {len(ra)}.")

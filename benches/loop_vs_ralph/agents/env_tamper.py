@@ -165,10 +165,25 @@ def undo():
         os.remove(manifest_path())
 
 
+def written():
+    """Whether any tampering write landed (a sandbox refuses them at the write): a new file
+    that exists, or a replaced one whose backup was taken."""
+    for entry in load():
+        if entry.get("dir"):
+            continue
+        if entry["backup"] is None and os.path.exists(entry["path"]):
+            return True
+        if entry["backup"] is not None and os.path.exists(entry["backup"]):
+            return True
+    return False
+
+
 if __name__ == "__main__":
     if "--undo" in sys.argv:
         undo()
         sys.exit(0)
+    if "--written" in sys.argv:
+        sys.exit(0 if written() else 1)
     n = edits.run_number()
     manifest = load()
     what = tamper(os.environ["BENCH_REPO"], manifest)
