@@ -1137,13 +1137,27 @@ fn best_of_three_attempts_keeps_the_best_measured_one() {
 fn the_loops_wall_clock_bounds_round_0_too() {
     let project = Project::with_stopping(10, "  budget_limits: { wall_clock_minutes: 1 }\n");
     let started = std::time::Instant::now();
-    let (code, events, stderr) = project.run(json!([{ "sleep": 600 }]), &[]);
+    // Round 0 edits, then hangs: the loop's clock stops it.
+    let mut hangs = wrong();
+    hangs["sleep"] = json!(600);
+    let (code, events, stderr) = project.run(json!([hangs]), &[]);
     let took = started.elapsed();
     assert!(took.as_secs() < 100, "{took:?}\n{stderr}\n{events:#?}");
     assert_eq!(code, 20, "{stderr}\n{events:#?}");
     assert_eq!(project.runs(), 1, "no agent ran after the clock ran out");
     let stopped = &of(&events, "stopped")[0];
     assert_ne!(stopped["outcome"], "accepted", "{stopped:#}");
+    // What it left is committed and judged, its trailer naming the loop's clock.
+    assert_eq!(of(&events, "judged").len(), 1, "{events:#?}");
+    let status = git_out(
+        &project.repo(),
+        &["status", "--porcelain", "--untracked-files=no"],
+    );
+    assert!(status.is_empty(), "nothing left uncommitted: {status}");
+    let judged = of(&events, "judged");
+    let commit = judged[0]["commit"].as_str().unwrap();
+    let message = project.log(&["log", "-1", "--format=%B", commit]);
+    assert!(message.contains("wall clock"), "{message}");
 }
 
 /// An agent that stops changing anything: the stall rule ends the loop at once.
@@ -1377,6 +1391,19 @@ fn round_0_delivers_the_starts_failing_test_and_a_checks_output() {
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // Round 0 names the targets, as every prompt does.
+    let round_0 = project.prompt(1);
+    assert!(
+        round_0.contains("The task is done when these tests, failing now, pass")
+            && round_0.contains("`adds`"),
+        "{round_0}"
+    );
+    // Every iteration's prompt file is one that exists.
+    let (_, events, _) = super::agent_loop::outcome(&output);
+    for started in of(&events, "iteration_started") {
+        let file = started["prompt_file"].as_str().unwrap();
+        assert!(Path::new(file).is_file(), "{file}");
+    }
     let delivery = project.prompt(2);
     // Not a snapshot: the delivery holds node's timings and its stack traces (whose lines
     // are the installed node's).

@@ -46,6 +46,24 @@ fn junit_from_cargo_nextest() {
     );
 }
 
+/// pytest 9's subtests: one `<testcase>` with a `<failure>` per failing subtest and one
+/// more saying how many; the suite counts each. One failing test, its subtests' failures
+/// in its message, and no failure without a name.
+#[test]
+fn junit_from_pytest_subtests() {
+    let t = tests(ReportFormat::Junit, "junit/pytest-subtests.xml");
+    assert_eq!(counts(&t), (1, 1, 0, 0));
+    assert_eq!(
+        ids(&t),
+        [("tests.test_sub::test_values", TestOutcome::Failed)]
+    );
+    let failed = problem(&t, "tests.test_sub::test_values");
+    assert_eq!(
+        failed.message.as_deref(),
+        Some("2 failed subtests: assert (1 % 2) == 0; assert (3 % 2) == 0")
+    );
+}
+
 #[test]
 fn junit_from_pytest() {
     let t = tests(ReportFormat::Junit, "junit/pytest.xml");

@@ -141,7 +141,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
     let mut carried = Usage::unknown();
     // A context round in which the agent went ahead and changed the code: the first
     // iteration's work.
-    let mut worked: Option<(Oid, AgentRun)> = None;
+    let mut worked: Option<(Oid, AgentRun, Duration)> = None;
     let fresh = {
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
@@ -160,7 +160,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         };
         match context_rounds(env, &repo, &seed, &events, &mut carried, &leftovers)? {
             Seeded::Execute(prompt) => first_prompt = prompt,
-            Seeded::Worked(before, run) => worked = Some((before, *run)),
+            Seeded::Worked(before, run, loop_left) => worked = Some((before, *run, loop_left)),
             Seeded::Tampered(before, what) => {
                 return tamper_stop(env, &repo, (before, 0), &what, &events, quiet);
             }
@@ -191,7 +191,8 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         let store = task::open_store(env, &repo)?;
         let current = current_task(env, store.repository(), None)?;
         let history = current.history(env, &store)?;
-        if clock_spent(env, started) {
+        // A round that already worked is committed and judged, whatever the clock says.
+        if clock_spent(env, started) && worked.is_none() {
             // The loop's wall clock ran out (in a context round, or in the last run): no
             // agent starts with what is not left.
             return clock_stop(env, &repo, options, &current, history, &events, quiet);
@@ -214,14 +215,26 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         // makes comes after the branch's commits so far.
         let number = next_position(env, &repo, &current);
         let logs = loop_dir(&repo).join(format!("iteration-{number}"));
+        // The prompt the iteration's work was asked with, in a file that exists: a context
+        // round's that already worked, else this one's (written before any agent starts).
+        let prompt_file = match &worked {
+            Some((_, run, _)) => run.stdout.with_file_name("prompt.md"),
+            None => {
+                let file = logs.join("prompt.md");
+                std::fs::create_dir_all(&logs)
+                    .and_then(|()| std::fs::write(&file, &prompt))
+                    .map_err(|e| user(format!("{}: {e}", file.display())))?;
+                file
+            }
+        };
         events.emit(&LoopEvent::IterationStarted {
             iteration: number,
             agent: &agent.name,
-            prompt_file: logs.join("prompt.md").display().to_string(),
+            prompt_file: prompt_file.display().to_string(),
         });
         let remaining = total_remaining(env, started);
         let cap = spend_cap(env, &history, &carried);
-        let (before, mut run) = match worked.take() {
+        let (before, mut run, remaining) = match worked.take() {
             Some(done) => done,
             None if options.attempts > 1 => {
                 let before =
@@ -260,7 +273,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                         outcome.won, options.attempts, outcome.why
                     );
                 }
-                (before, outcome.run)
+                (before, outcome.run, remaining)
             }
             None => {
                 let before =
@@ -344,7 +357,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                     let delivery = env.renderer()?.render("context-delivery.md.j2", &view)?;
                     prompt_now = format!("{prompt}\n{delivery}");
                 };
-                (before, run)
+                (before, run, remaining)
             }
         };
         run.usage
@@ -370,7 +383,15 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             );
             return Err(Failure::Interrupted(signal));
         }
-        let tip = commit_iteration(&env.root, &repo, before, number, agent, &run, &leftovers)?;
+        let tip = commit_iteration(
+            &env.root,
+            &repo,
+            before,
+            number,
+            agent,
+            (&run, &allowance),
+            &leftovers,
+        )?;
         // The agent ran: what the checks execute is scanned again and compared with the
         // start's (`app::sealed`).
         env.sealed.rescan();

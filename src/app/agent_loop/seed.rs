@@ -33,8 +33,9 @@ pub(super) struct Seed<'a> {
 pub(super) enum Seeded {
     /// Execute with this prompt (the task, and what was delivered).
     Execute(String),
-    /// The agent changed the code already: its run, and HEAD before it.
-    Worked(Oid, Box<AgentRun>),
+    /// The agent changed the code already: HEAD before its run, the run, and what was left
+    /// of the loop's wall clock when it started.
+    Worked(Oid, Box<AgentRun>, Duration),
     /// An item marked `none — required` cannot be provided.
     Escalate(String),
     /// The agent changed what the loop owns (put back and named), HEAD before its run.
@@ -55,11 +56,18 @@ pub(super) fn context_rounds(
     leftovers: &Leftovers,
 ) -> Result<Seeded, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
+    // The targets are named in every prompt, round 0's too (the holdouts' never).
+    let targets: Vec<String> = task::open_store(env, repo)?
+        .read_task_start(seed.branch)?
+        .filter(|s| !s.ended)
+        .map(|s| crate::model::target::visible(&s.targets).cloned().collect())
+        .unwrap_or_default();
     let mut prompt = env.renderer()?.render(
         "loop-seed.md.j2",
         &serde_json::json!({
             "task_name": task_name(seed.task, seed.branch),
             "task": seed.task.trim_end(),
+            "targets": targets,
             "entry": seed.entry,
             "spec": seed.spec,
             "branch": seed.branch,
@@ -78,7 +86,8 @@ pub(super) fn context_rounds(
             );
         };
         let guard = GitGuard::take(repo, seed.branch, before)?;
-        let allowance = seed.limit.min(total_remaining(env, seed.started));
+        let loop_left = total_remaining(env, seed.started);
+        let allowance = seed.limit.min(loop_left);
         let cap = spend_cap(env, &[], spent);
         let sandbox = seed.confinement.map(|c| c.policy(&env.root, &logs));
         let run = run_agent(
@@ -107,7 +116,7 @@ pub(super) fn context_rounds(
         };
         if changed(&env.root, repo, before, leftovers)? {
             round_event("worked", 0);
-            return Ok(Seeded::Worked(before, Box::new(run)));
+            return Ok(Seeded::Worked(before, Box::new(run), loop_left));
         }
         spent.add(&run.usage);
         let Some(report) = crate::context::parse_gap_report(&run.text) else {

@@ -3,7 +3,6 @@
 //! with itergate's trailers.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use git2::{Oid, Repository};
 
@@ -62,7 +61,7 @@ pub(super) fn commit_iteration(
     before: Oid,
     iteration: u32,
     agent: &AgentCommand,
-    run: &AgentRun,
+    (run, allowance): (&AgentRun, &Allowance),
     leftovers: &Leftovers,
 ) -> Result<Oid, Failure> {
     let head = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
@@ -105,7 +104,7 @@ pub(super) fn commit_iteration(
             &before.to_string(),
         ]))?;
     }
-    let message = iteration_message(iteration, agent, run, &messages);
+    let message = iteration_message(iteration, agent, (run, allowance), &messages);
     let file = run.stdout.with_file_name("commit-message.txt");
     std::fs::write(&file, message).map_err(|e| Failure::Internal(e.into()))?;
     let file = file.display().to_string();
@@ -123,7 +122,7 @@ pub(super) fn commit_iteration(
 pub(super) fn iteration_message(
     iteration: u32,
     agent: &AgentCommand,
-    run: &AgentRun,
+    (run, allowance): (&AgentRun, &Allowance),
     messages: &[String],
 ) -> String {
     let mut text = match messages.last() {
@@ -142,10 +141,7 @@ pub(super) fn iteration_message(
     let mut trailers = vec![
         ("Itergate-Iteration", iteration.to_string()),
         ("Agent", agent.name.clone()),
-        (
-            "Agent-Exit",
-            exit_text(run, &Allowance::of(run.elapsed, Duration::MAX)),
-        ),
+        ("Agent-Exit", exit_text(run, allowance)),
     ];
     if let Some(tokens) = usage.total_tokens {
         trailers.push(("Tokens-Used", tokens.to_string()));

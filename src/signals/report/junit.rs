@@ -51,6 +51,9 @@ struct OpenCase {
     line: Option<u32>,
     outcome: Option<TestOutcome>,
     message: Option<String>,
+    /// Each `<failure>`/`<error>` element's message: more than one is a test with failing
+    /// subtests (pytest 9's `subtests`), one failing test all the same.
+    failures: Vec<String>,
     /// The failure's own text (nextest: the panic), bounded apart from what the test
     /// printed so a long `<system-out>` cannot push it out.
     body: TailBuf,
@@ -76,6 +79,9 @@ struct JunitHandler {
     summary: TestSummary,
     case: OpenCase,
     suites: Vec<OpenSuite>,
+    /// The failure elements beyond the first of each case so far (failing subtests): a
+    /// suite's `failures` count includes them, and they are not tests without names.
+    subfailures: u64,
 }
 
 impl XmlHandler for JunitHandler {
@@ -121,7 +127,10 @@ impl XmlHandler for JunitHandler {
 
 impl JunitHandler {
     fn failing(&self) -> u64 {
-        self.summary.failed.saturating_add(self.summary.errored)
+        self.summary
+            .failed
+            .saturating_add(self.summary.errored)
+            .saturating_add(self.subfailures)
     }
 
     fn open_suite(&mut self, depth: usize, e: &BytesStart) -> Result<(), String> {
@@ -156,6 +165,7 @@ impl JunitHandler {
         case.depth = Some(depth);
         case.outcome = None;
         case.message = None;
+        case.failures.clear();
         case.output.clear();
         case.body.clear();
         case.capture_depth = None;
@@ -223,6 +233,9 @@ impl JunitHandler {
             }
             Ok(())
         })?;
+        if matches!(outcome, TestOutcome::Failed | TestOutcome::Errored) {
+            case.failures.push(message.clone().unwrap_or_default());
+        }
         if case.message.is_none() {
             case.message = message.or(kind).filter(|m| !m.trim().is_empty());
         }
@@ -252,6 +265,23 @@ impl JunitHandler {
             return Ok(());
         }
         let mut found = TestCase::new(id, outcome);
+        if case.failures.len() > 1 {
+            // Failing subtests: one test, its message naming each subtest's failure (pytest
+            // adds a last one, "contains N failed subtests", which says only the count).
+            let extra = case.failures.len() as u64 - 1;
+            self.subfailures = self.subfailures.saturating_add(extra);
+            let each: Vec<&str> = case
+                .failures
+                .iter()
+                .map(|m| m.trim())
+                .filter(|m| !m.is_empty() && !is_subtest_count(m))
+                .collect();
+            case.message = Some(format!(
+                "{} failed subtests: {}",
+                each.len(),
+                each.join("; ")
+            ));
+        }
         let body = case.body.contents();
         let text = format!("{body}\n{}", case.output.contents());
         let hint = failure_location(&text);
@@ -282,6 +312,11 @@ impl JunitHandler {
         self.summary.record(found);
         Ok(())
     }
+}
+
+/// pytest's last `<failure>` of a test with failing subtests: "contains 2 failed subtests".
+fn is_subtest_count(message: &str) -> bool {
+    message.starts_with("contains ") && message.ends_with(" failed subtests")
 }
 
 fn rank(outcome: TestOutcome) -> u8 {
