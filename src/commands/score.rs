@@ -132,31 +132,42 @@ fn record_text(config: &Config, r: &IterationRecord) -> String {
 }
 
 /// The report files of generated checks (`.itergate-junit.xml`, `.itergate-coverage/` …)
-/// are not the project's: kept out of `git status` and `git add -A` by the clone's own
-/// `info/exclude`, which is never committed. What was done, if anything.
+/// and the data files their tools leave (coverage.py's `.coverage`) are not the project's:
+/// kept out of `git status` and `git add -A` by the clone's own `info/exclude`, which is
+/// never committed. What was done, if anything.
 fn exclude_report_files(git_dir: &std::path::Path) -> Option<String> {
-    const PATTERN: &str = ".itergate-*";
+    const PATTERNS: [&str; 3] = [".itergate-*", ".coverage", ".coverage.*"];
     let path = git_dir.join("info").join("exclude");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    if text.lines().any(|l| l.trim() == PATTERN) {
+    let missing: Vec<&str> = PATTERNS
+        .into_iter()
+        .filter(|p| !text.lines().any(|l| l.trim() == *p))
+        .collect();
+    if missing.is_empty() {
         return None;
     }
     let mut text = text;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(&format!(
-        "# the report files of itergate's checks\n{PATTERN}\n"
-    ));
+    text.push_str("# the report files of itergate's checks, and what their tools leave\n");
+    for pattern in &missing {
+        text.push_str(&format!("{pattern}\n"));
+    }
+    let shown = missing
+        .iter()
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let written =
         std::fs::create_dir_all(path.parent()?).and_then(|()| std::fs::write(&path, text));
     Some(match written {
         Ok(()) => format!(
-            "added `{PATTERN}` (the checks' report files) to {}",
+            "added {shown} (the checks' report files) to {}",
             path.display()
         ),
         Err(e) => format!(
-            "could not add `{PATTERN}` to {}: {e}; add it to .gitignore",
+            "could not add {shown} to {}: {e}; add them to .gitignore",
             path.display()
         ),
     })

@@ -115,15 +115,17 @@ fn init_keeps_the_report_files_out_of_git_once_and_names_what_it_cannot_measure(
         stderr.contains("to .git/info/exclude") || stderr.contains("info/exclude"),
         "{stderr}"
     );
-    // The generated reports are ignored by git now.
+    // The generated reports, and coverage.py's data file, are ignored by git now.
     std::fs::write(dir.path().join(".itergate-junit.xml"), "<testsuites/>").expect("write");
+    std::fs::write(dir.path().join(".coverage"), "").expect("write");
     let status = Command::new("git")
         .args(["status", "--porcelain"])
         .current_dir(dir.path())
         .output()
         .expect("git runs");
     assert!(
-        !String::from_utf8_lossy(&status.stdout).contains(".itergate-junit.xml"),
+        !String::from_utf8_lossy(&status.stdout).contains(".itergate-junit.xml")
+            && !String::from_utf8_lossy(&status.stdout).contains(".coverage"),
         "{}",
         String::from_utf8_lossy(&status.stdout)
     );
