@@ -316,3 +316,42 @@ fn run_plan(project: &Project, plan: Value, args: &[&str]) -> (i32, Vec<Value>, 
         .expect("itergate runs");
     outcome(&output)
 }
+
+/// The sandboxed agent cannot write `node_modules`: it names the dependency its work needs
+/// in `package.json`, and the loop installs it before the checks; the environment's change
+/// is explained by the committed manifest, so the iteration is judged, and accepted.
+#[test]
+fn a_dependency_the_agent_names_in_the_manifest_is_installed_by_the_loop() {
+    let project = Project::new(3);
+    let p = project.repo();
+    std::fs::create_dir_all(p.join("node_modules")).unwrap();
+    write(&p, ".gitignore", ".itergate-*\nnode_modules/\n");
+    git(&p, &["commit", "-qam", "ignore node_modules"]);
+    let manifest = std::fs::read_to_string(p.join("package.json")).unwrap();
+    let with_dependency = manifest.replace(
+        r#""scripts""#,
+        r#""dependencies":{"times":"file:./vendor/times"},"scripts""#,
+    );
+    assert_ne!(manifest, with_dependency);
+    let step = json!({
+        "run": ["npm install --ignore-scripts --no-package-lock >/dev/null 2>&1 && echo installed-by-agent > lib/agent.txt; true"],
+        "write": {
+            "vendor/times/package.json": r#"{"name":"times","version":"1.0.0","type":"module","main":"index.js"}"#,
+            "vendor/times/index.js": "export function times(a, b) {\n  return a * b;\n}\n",
+            "package.json": with_dependency,
+            "lib/multiply.js": "import { times } from 'times';\n\nexport function multiply(a, b) {\n  return times(a, b);\n}\n",
+            "test/multiply.test.js": TEST_MULTIPLY,
+        },
+    });
+    let (code, events, stderr) = run_plan(&project, json!([step]), &["--skip-context"]);
+    assert!(
+        !p.join("lib/agent.txt").exists(),
+        "the agent could not install it itself"
+    );
+    assert!(
+        stderr.contains("installed: npm install --ignore-scripts --no-package-lock"),
+        "{stderr}"
+    );
+    assert_eq!(code, 0, "{stderr}\n{events:?}");
+    assert!(p.join("node_modules/times").exists());
+}

@@ -13,6 +13,7 @@ pub mod attempts;
 mod confine;
 mod events;
 mod guard;
+mod install;
 mod seed;
 mod spend;
 mod start;
@@ -392,6 +393,14 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             (&run, &allowance),
             &leftovers,
         )?;
+        // A dependency the sandboxed agent named in a manifest: installed by the loop.
+        if confinement.is_some() {
+            for said in install::install_dependencies(&env.root, &repo, (before, tip))? {
+                if !quiet {
+                    eprintln!("itergate loop: iteration {number}: {said}");
+                }
+            }
+        }
         // The agent ran: what the checks execute is scanned again and compared with the
         // start's (`app::sealed`).
         env.sealed.rescan();
