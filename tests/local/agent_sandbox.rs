@@ -286,6 +286,8 @@ fn a_holdout_the_agent_cannot_see_fails_an_iteration_fitted_to_the_visible_test(
         judged.iter().all(|j| j["recommendation"] != "accept"),
         "{events:?}"
     );
+    // A VOID iteration has no score.
+    assert!(judged.iter().all(|j| j["quality"].is_null()), "{judged:?}");
     // The holdout's files were hidden from the agent.
     let seen = git_out(&p, &["show", "refs/itergate/loop/last:lib/seen.txt"]);
     assert!(!seen.contains("secret product"), "{seen}");

@@ -431,11 +431,15 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         let decision = &evaluation.decision;
         let recommendation = decision.recommendation();
         let number = latest.map_or(number, |r| r.iteration);
+        // A VOID iteration has no score, whatever its checks measured.
+        let quality = latest
+            .filter(|r| r.status != crate::model::Status::Void)
+            .and_then(|r| r.quality);
         events.emit(&LoopEvent::Judged {
             iteration: number,
             commit: tip.to_string(),
             recommendation: recommendation.as_str(),
-            quality: latest.and_then(|r| r.quality),
+            quality,
             stopping_reason: decision.stopping_reason.as_ref().map(|r| r.summary.clone()),
         });
         let report_json = serde_json::to_vec(&crate::engine::DecisionReport {
@@ -449,7 +453,6 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             &env.config.agent_loop.on_iteration,
             &report_json,
         );
-        let quality = latest.and_then(|r| r.quality);
         if let (Some(now), Some(before)) = (quality, previous_quality) {
             if now < before {
                 run_hooks(
