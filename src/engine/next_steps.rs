@@ -19,6 +19,14 @@ pub struct Context<'a> {
     pub surface: Surface,
 }
 
+/// Whether `record`'s violation is the work fitted to the visible tests (a holdout fails).
+fn fitted(record: &IterationRecord) -> bool {
+    record.issues.iter().any(|i| {
+        i.dimension == crate::model::INTEGRITY_DIMENSION
+            && i.finding.starts_with(crate::model::FITTED)
+    })
+}
+
 pub fn build(ctx: &Context) -> Vec<String> {
     let mut steps = Vec::new();
     match ctx.recommendation {
@@ -28,7 +36,9 @@ pub fn build(ctx: &Context) -> Vec<String> {
                 ctx.latest.iteration
             ));
         }
-        Recommendation::Abort => steps.push(if ctx.latest.status == Status::Void {
+        Recommendation::Abort => steps.push(if ctx.latest.status == Status::Void && fitted(ctx.latest) {
+            "No iteration could be scored, and this one is VOID: the targets pass while a holdout check fails; make the code do the task for every input, not the visible tests' (see Integrity)".into()
+        } else if ctx.latest.status == Status::Void {
             "No iteration could be scored, and this one is VOID: restore the tests and checks the change edited (see Integrity), then fix the code".into()
         } else {
             "No iteration could be scored: fix the checks configuration".into()

@@ -174,11 +174,15 @@ pub fn is_violation(record: &IterationRecord) -> bool {
 fn integrity(ctx: &StopContext) -> Option<Outcome> {
     let voids = ctx.config.integrity.on_violation == crate::config::OnViolation::Void;
     (voids && ctx.violations >= 2 && is_violation(ctx.latest)).then(|| {
-        let environment = ctx.latest.issues.iter().any(|i| {
-            i.dimension == crate::model::INTEGRITY_DIMENSION
-                && i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
-        });
-        let what = if environment {
+        let latest_says = |words: &str| {
+            ctx.latest.issues.iter().any(|i| {
+                i.dimension == crate::model::INTEGRITY_DIMENSION && i.finding.starts_with(words)
+            })
+        };
+        let what = if latest_says(crate::model::FITTED) {
+            "were fitted to the visible tests instead of doing the task (the latest: the \
+             targets pass and a holdout check still fails)"
+        } else if latest_says(crate::model::ENVIRONMENT_CHANGED) {
             "changed the tests or the environment they run in instead of the code (the \
              latest: what the checks execute changed since the task started)"
         } else {

@@ -46,6 +46,10 @@ pub const INTEGRITY_DIMENSION: &str = "integrity";
 /// makes (`signals::integrity::environment_changed`).
 pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
 
+/// The first words of the integrity finding that the task's visible targets pass while a
+/// holdout check still fails.
+pub const FITTED: &str = "fitted to the visible tests";
+
 /// A task's targets: the ids of the tests failing where it started. A holdout check's
 /// (`aggregate_only`) are kept among them as `holdout: <id>`, never named to an agent.
 pub mod target {

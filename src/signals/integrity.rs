@@ -486,7 +486,7 @@ pub fn fitted_to_visible_tests(holdouts: &[(String, u64, u64)]) -> Option<Findin
 }
 
 /// The first words of the finding [`fitted_to_visible_tests`] makes.
-pub const FITTED: &str = "fitted to the visible tests";
+pub const FITTED: &str = crate::model::FITTED;
 
 /// The first words of the finding [`environment_changed`] makes.
 pub const ENVIRONMENT_CHANGED: &str = crate::model::ENVIRONMENT_CHANGED;

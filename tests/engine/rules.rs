@@ -1009,3 +1009,35 @@ fn one_output_names_one_best() {
     }
     assert_eq!(d.best_iteration, Some(4), "{d:?}");
 }
+
+/// Two iterations fitted to the visible tests (their targets pass, a holdout fails): the
+/// second escalates, and says what happened — not that tests were changed.
+#[test]
+fn iterations_fitted_to_the_visible_tests_escalate_saying_so() {
+    let fitted = |iteration: u32| {
+        let mut r = rec(iteration, 0.9);
+        r.status = Status::Void;
+        r.quality = None;
+        r.issues.push(itergate::model::CheckerIssue {
+            dimension: itergate::signals::integrity::DIMENSION.into(),
+            severity: Severity::Blocker,
+            finding: format!(
+                "{}: the task's target tests pass, and holdout check `holdout`: 0 of 2 passed",
+                itergate::model::FITTED
+            ),
+            affected_field: Some("holdout".into()),
+            suggested_fix: None,
+        });
+        r
+    };
+    let d = decide_default(&[fitted(1), fitted(2)]);
+    let reason = d
+        .stopping_reason
+        .as_ref()
+        .map(|r| r.summary.clone())
+        .unwrap_or_default();
+    assert!(
+        reason.contains("fitted to the visible tests") && !reason.contains("changed the tests"),
+        "{reason}"
+    );
+}

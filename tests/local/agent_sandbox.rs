@@ -301,7 +301,10 @@ fn a_holdout_the_agent_cannot_see_fails_an_iteration_fitted_to_the_visible_test(
     assert!(!prompt.contains("secret product"), "{prompt}");
     let stopped = of(&events, "stopped");
     let summary = stopped[0]["summary"].as_str().unwrap_or_default();
-    assert!(summary.contains("VOID"), "{summary}");
+    assert!(
+        summary.contains("VOID") && summary.contains("a holdout check fails"),
+        "{summary}"
+    );
 
     // The honest fix passes both: accepted.
     let project = holdout_project();
