@@ -188,7 +188,7 @@ fn assert_message(name: &str, project: &Project, message: &str) {
     });
 }
 
-fn write_agent(path: &Path) {
+pub(crate) fn write_agent(path: &Path) {
     std::fs::write(path, AGENT).unwrap();
 }
 
@@ -216,7 +216,7 @@ pub(crate) fn write(dir: &Path, file: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn itergate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn itergate(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(dir)

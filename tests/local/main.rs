@@ -28,5 +28,6 @@ mod prompt_hygiene;
 mod score_e2e;
 mod scratch_isolation;
 mod sealed_environment;
+mod spec_first;
 mod terminal;
 mod work_tree;
