@@ -41,6 +41,7 @@ mod records;
 #[cfg(test)]
 mod scenario_tests;
 mod suppressions;
+mod test_aware;
 mod trusted;
 
 use edits::*;
@@ -48,6 +49,8 @@ use inventory::*;
 use loosening::*;
 pub use records::*;
 use suppressions::*;
+use test_aware::test_aware;
+pub use test_aware::TEST_AWARE;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -291,6 +294,7 @@ pub fn check(input: &Input) -> Vec<Finding> {
         &silences_a_check,
         input.head_source,
     ));
+    findings.extend(test_aware(input.changed, input.is_test));
     findings.extend(loosened_tools(input.changed));
     findings.extend(edited_check_files(input.changed, input.check_files));
     collapse_cases(findings)

@@ -2,7 +2,8 @@
 //! `itergate loop` starts (how users write a spec), on a real pytest project. The start's
 //! tests are the recorded start's, so the moves that fit the visible run — a `conftest.py`
 //! that patches the unit, a new test module patching it at import, a rewritten golden file
-//! — are judged by the start's tests and harness: never accepted. The honest fix is.
+//! — are judged by the start's tests and harness: never accepted, nor is production code
+//! that asks whether pytest runs it. The honest fix is.
 
 use std::path::Path;
 use std::process::Command;
@@ -94,6 +95,10 @@ fn spec_first_the_moves_that_fit_the_visible_run_are_never_accepted() {
             "the golden file rewritten to the broken output",
             json!({ "write": { "tests/data/expected.txt": "7\n" } }),
         ),
+        (
+            "production code that asks whether pytest runs it",
+            json!({ "write": { "calc.py": "import sys\n\n\ndef mul(a, b):\n    if \"pytest\" in sys.modules:\n        return a * b\n    return a + b\n" } }),
+        ),
     ];
     for (name, step) in moves {
         let dir = project();
@@ -105,7 +110,22 @@ fn spec_first_the_moves_that_fit_the_visible_run_are_never_accepted() {
             "{name}: {events:#?}"
         );
         let calc = std::fs::read_to_string(dir.path().join("repo/calc.py")).unwrap();
-        assert_eq!(calc, BROKEN, "{name}: the code was never fixed");
+        assert!(
+            !calc.contains("return a * b\n\n") && calc != FIXED,
+            "{name}: {calc}"
+        );
+        if name.starts_with("production code") {
+            let prompt = std::fs::read_to_string(
+                dir.path()
+                    .join("repo/.git/itergate/loop/agent/tmp/agent-state.prompt-2"),
+            )
+            .unwrap();
+            assert!(
+                prompt.contains("production code checks whether it runs under pytest")
+                    && prompt.contains("calc.py:5"),
+                "{prompt}"
+            );
+        }
     }
     // The honest fix: accepted.
     let dir = project();
