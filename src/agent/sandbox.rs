@@ -23,7 +23,8 @@ pub struct Policy {
     pub hidden: Vec<PathBuf>,
     /// The agent's `TMPDIR` (inside a writable directory).
     pub tmp: Option<PathBuf>,
-    /// The agent's `XDG_CACHE_HOME` (Go's build cache, pip's): its own, writable.
+    /// The agent's `XDG_CACHE_HOME` (Go's build cache, pip's) and npm's cache: its own,
+    /// writable.
     pub cache: Option<PathBuf>,
 }
 
@@ -129,7 +130,10 @@ pub fn exec(policy: &Policy, argv: &[String]) -> String {
         command.env("TMPDIR", tmp);
     }
     if let Some(cache) = &policy.cache {
-        command.env("XDG_CACHE_HOME", cache);
+        // Go's build cache and pip's follow XDG_CACHE_HOME; npm's has a variable of its own.
+        command
+            .env("XDG_CACHE_HOME", cache)
+            .env("npm_config_cache", cache.join("npm"));
     }
     format!("cannot start `{program}`: {}", command.exec())
 }

@@ -197,6 +197,9 @@ pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
     Config::from_yaml(&text, &path)
         .map_err(|e| Failure::Internal(anyhow::anyhow!("generated config is invalid: {e}")))?;
     std::fs::write(&path, text).map_err(|e| user(format!("{}: {e}", path.display())))?;
+    for choice in detected.iter().flat_map(|d| &d.chosen) {
+        eprintln!("itergate: chose {choice}");
+    }
     for note in detected.iter().flat_map(|d| &d.notes) {
         eprintln!("itergate: not measured yet: {note}");
     }

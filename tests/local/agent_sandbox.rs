@@ -28,6 +28,8 @@ try outside 'echo x > ../outside.txt'
 try holdout 'cat .git/itergate/private/0000/holdout.json'
 try work-tree 'echo fine > lib/note.txt'
 try scratch 'echo fine > "${TMPDIR:?}/scratch.txt"'
+try vite-temp 'echo fine > node_modules/.vite-temp/vite.config.mjs'
+try npm-cache 'mkdir -p "${npm_config_cache:?}" && echo fine > "$npm_config_cache/x"'
 "##;
 
 /// The agent's process tree: a forked child execs a shell that tries the writes.
@@ -105,7 +107,7 @@ fn under_the_sandbox_every_forbidden_write_fails_and_the_work_is_accepted() {
             "{denied}:\n{tries}\n{stderr}"
         );
     }
-    for wrote in ["work-tree", "scratch"] {
+    for wrote in ["work-tree", "scratch", "vite-temp", "npm-cache"] {
         assert!(
             tries.contains(&format!("WROTE {wrote}\n")),
             "{wrote}:\n{tries}\n{stderr}"
@@ -166,6 +168,8 @@ fn with_the_sandbox_off_the_loop_puts_back_what_the_agent_changed_and_escalates(
         ".git/config (put back)",
         ".git/hooks/pre-push (added; removed)",
         "refs/notes/itergate (put back)",
+        "the environment the checks execute (not put back",
+        "cheat.pth",
     ] {
         assert!(summary.contains(named), "{named}:\n{summary}");
     }

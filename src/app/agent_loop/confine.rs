@@ -72,7 +72,16 @@ impl Confinement {
         read_only.extend(sandbox::existing(project_environments(dir)));
         read_only.sort();
         read_only.dedup();
+        // Vite writes its bundled configuration into `node_modules/.vite-temp` when a
+        // vitest or vite config loads: a scratch of its own, never read back.
+        let vite_temp = read_only
+            .iter()
+            .filter(|p| p.ends_with("node_modules"))
+            .map(|m| m.join(".vite-temp"))
+            .filter(|t| std::fs::create_dir_all(t).is_ok())
+            .collect::<Vec<_>>();
         let mut writable = root;
+        writable.extend(sandbox::existing(vite_temp));
         writable.extend(sandbox::existing([
             logs.to_path_buf(),
             self.scratch.clone(),
@@ -171,7 +180,12 @@ pub(super) fn refused(run: &AgentRun) -> Vec<String> {
 }
 
 const MAX_REFUSED: usize = 5;
-const REFUSALS: [&str; 3] = ["Read-only file system", "Permission denied", "EROFS"];
+const REFUSALS: [&str; 4] = [
+    "Read-only file system",
+    "Permission denied",
+    "EROFS",
+    "EACCES",
+];
 
 /// The directories of the holdout checks' files (`files: [holdout/**]` is `holdout`):
 /// each glob's leading directories with no pattern in them.

@@ -137,6 +137,8 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
     let mut max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
     let started = Instant::now();
     let mut previous_quality: Option<f64> = None;
+    // The writes the sandbox refused the agent, as its output said (a few).
+    let mut tried: Vec<String> = Vec::new();
     let mut first_prompt = task_prompt(env, &branch, task_text)?;
     // What the context rounds cost, counted with the first iteration.
     let mut carried = Usage::unknown();
@@ -369,6 +371,11 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             Some(_) => confine::refused(&run),
             None => Vec::new(),
         };
+        for line in &refused {
+            if tried.len() < 5 && !tried.contains(line) {
+                tried.push(line.clone());
+            }
+        }
         events.emit(&LoopEvent::AgentFinished {
             iteration: number,
             exit: exit_text(&run, &allowance),
@@ -468,7 +475,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         if recommendation == Recommendation::Iterate && iteration < max {
             continue;
         }
-        let stop = stop(
+        let mut stop = stop(
             env,
             &repo,
             (options.restore_best, Cause::Decided),
@@ -476,6 +483,17 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             &evaluation,
             tip,
         )?;
+        if !tried.is_empty() {
+            // What the agent tried that the sandbox refused: a person should know.
+            stop.summary.push_str(&format!(
+                "The sandbox refused some of the agent's writes; its output said:\n{}\n",
+                tried
+                    .iter()
+                    .map(|line| format!("    | {line}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ));
+        }
         events.emit(&LoopEvent::Stopped {
             outcome: stop.outcome,
             exit_code: stop.exit_code,

@@ -312,7 +312,7 @@ pub(super) fn tamper_stop(
     events: &Events,
     quiet: bool,
 ) -> Result<(), Failure> {
-    let reason = format!("the agent changed what the loop owns: {}", what.join(", "));
+    let mut reason = format!("the agent changed what the loop owns: {}", what.join(", "));
     // What the agent left, committed or not, is kept as refs/itergate/loop/tampered.
     let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
     if let Some(left) = left_as_commit(repo) {
@@ -322,6 +322,15 @@ pub(super) fn tamper_stop(
     git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &before.to_string()]))?;
     let store = task::open_store(env, repo)?;
     let current = task::current_task(env, store.repository(), None)?;
+    // What it changed of the environment the checks execute, too: not put back, named.
+    env.sealed.rescan();
+    let drift = crate::app::sealed::task_drift(env, store.repository(), &current, before)?;
+    if !drift.unexplained.is_empty() {
+        reason.push_str(&format!(
+            "; and the environment the checks execute (not put back: restore it before the next loop): {}",
+            crate::signals::environment::describe(&drift.unexplained)
+        ));
+    }
     let history = current.history(env, &store)?;
     let (summary, commit, best) = if history.is_empty() {
         file_escalation(env, repo, before, &format!("{reason})"))?;

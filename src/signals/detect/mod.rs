@@ -36,6 +36,9 @@ pub struct Detected {
     pub checks: BTreeMap<String, Check>,
     /// What could be measured but is not, and how to install what is missing.
     pub notes: Vec<String>,
+    /// What was chosen where the project offers several (the test runner its `test`
+    /// script runs), and why.
+    pub chosen: Vec<String>,
     /// What in the project's own build the checks (or `.itergate.yml`) run into, and what
     /// to change there.
     pub warnings: Vec<String>,
@@ -74,6 +77,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
     let has = |f: &str| root.join(f).exists();
     let mut checks = BTreeMap::new();
     let mut notes = Vec::new();
+    let mut chosen = Vec::new();
     let mut warnings = Vec::new();
     let toolchain = if has("Cargo.toml") {
         cargo(root, &mut checks, &mut notes);
@@ -82,7 +86,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
         python(root, &mut checks, &mut notes);
         "python"
     } else if has("package.json") {
-        node(root, &mut checks, &mut notes)
+        node(root, &mut checks, (&mut notes, &mut chosen))
     } else if has("go.mod") {
         go(root, &mut checks, &mut notes);
         "go"
@@ -100,6 +104,7 @@ pub fn detect(root: &Path) -> Option<Detected> {
         toolchain,
         checks,
         notes,
+        chosen,
         warnings,
     })
 }
@@ -149,6 +154,9 @@ pub fn starter_config(detected: Option<&Detected>) -> anyhow::Result<String> {
                 article(d.toolchain),
                 d.toolchain
             ));
+            for choice in &d.chosen {
+                text.push_str(&format!("# Chosen: {choice}\n"));
+            }
             for note in &d.notes {
                 text.push_str(&format!("# Not measured yet: {note}\n"));
             }

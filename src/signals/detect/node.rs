@@ -88,7 +88,7 @@ fn chosen_runner(test_script: &str, has_dep: &dyn Fn(&str) -> bool) -> Option<&'
         .or_else(|| runners.into_iter().find(|r| has_dep(r)))
 }
 
-/// Why `runner` was chosen, for `init`'s notes.
+/// Why `runner` was chosen, for what `init` says it chose.
 fn runner_reason(runner: Option<&str>, test_script: &str) -> Option<String> {
     let runner = runner?;
     let word = if runner == "node:test" {
@@ -111,7 +111,7 @@ fn runner_reason(runner: Option<&str>, test_script: &str) -> Option<String> {
 pub(super) fn node(
     root: &Path,
     checks: &mut BTreeMap<String, Check>,
-    notes: &mut Vec<String>,
+    (notes, chosen): (&mut Vec<String>, &mut Vec<String>),
 ) -> &'static str {
     let manifest: Option<serde_json::Value> =
         project_file(root, "package.json").and_then(|t| serde_json::from_str(&t).ok());
@@ -130,7 +130,7 @@ pub(super) fn node(
     let add = |p: &str| add_dev_command(manager, p);
     let runner = chosen_runner(&test_script, &has_dep);
     if let Some((name, why)) = runner.zip(runner_reason(runner, &test_script)) {
-        notes.push(format!("tests: {name}, {why}"));
+        chosen.push(format!("tests: {name}, {why}"));
     }
     if runner == Some("vitest") {
         let coverage = ["@vitest/coverage-v8", "@vitest/coverage-istanbul"]
