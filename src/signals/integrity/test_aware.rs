@@ -1,6 +1,8 @@
 //! Production code that asks whether it runs under the test runner (`"pytest" in
 //! sys.modules`, `process.env.VITEST`, `testing.Testing()`, `cfg!(test)`, a Surefire
-//! property): the tests then see a different program than its users do. Each idiom a change
+//! property): the tests then see a different program than its users do. Names that honest
+//! code reads for other reasons (`CARGO_MANIFEST_DIR` in a build script or a proc macro,
+//! JUnit's names in a testing library's own code) are left out. Each idiom a change
 //! adds to a file that is not a test is a violation at its line; one already at the base is
 //! the base's (only added lines are read).
 
@@ -46,12 +48,9 @@ const IDIOMS: &[(&str, &str, &[&str])] = &[
     ("cfg!(test)", "cargo test", RS),
     ("cfg(not(test))", "cargo test", RS),
     ("RUST_TEST_THREADS", "cargo test", RS),
-    ("var(\"CARGO_MANIFEST_DIR\")", "cargo test", RS),
-    ("var_os(\"CARGO_MANIFEST_DIR\")", "cargo test", RS),
-    // Java and Kotlin
-    ("surefire", "Surefire", JVM),
-    ("\"org.junit", "JUnit", JVM),
-    ("\"junit", "JUnit", JVM),
+    // Java and Kotlin: Surefire's properties (`surefire.test.class.path`, …)
+    ("\"surefire.", "Surefire", JVM),
+    ("\"basedir\")", "Surefire", JVM),
 ];
 
 const PY: &[&str] = &[".py"];
@@ -78,8 +77,17 @@ fn idiom(path: &str, text: &str) -> Option<(&'static str, &'static str)> {
     IDIOMS
         .iter()
         .filter(|(_, _, exts)| exts.iter().any(|e| path.ends_with(e)))
-        .find(|(words, _, _)| text.contains(words))
+        .find(|(words, _, _)| contains_word(text, words))
         .map(|(words, runner, _)| (*words, *runner))
+}
+
+/// Whether `text` holds `words` not run on into a longer name (`global.it`, not
+/// `global.items`).
+fn contains_word(text: &str, words: &str) -> bool {
+    let name = |c: char| c.is_alphanumeric() || c == '_';
+    let open_end = words.chars().last().is_some_and(name);
+    text.match_indices(words)
+        .any(|(at, _)| !open_end || !text[at + words.len()..].chars().next().is_some_and(name))
 }
 
 /// The changed files' added lines (not in tests) that ask whether the code runs under a
@@ -235,5 +243,12 @@ mod tests {
         assert!(found("lib/math.js", &["// process.env.VITEST in tests"]).is_empty());
         assert!(found("README.md", &["`process.env.VITEST`"]).is_empty());
         assert!(found("src/calc.py", &["import sys", "def f(): return 1"]).is_empty());
+        // A longer name is not the idiom; a build script reading cargo's variables is not.
+        assert!(found("lib/list.js", &["  return global.items.length;"]).is_empty());
+        assert!(found(
+            "build.rs",
+            &["let dir = env::var(\"CARGO_MANIFEST_DIR\").unwrap();"]
+        )
+        .is_empty());
     }
 }
