@@ -1232,6 +1232,20 @@ fn a_loop_started_above_main_counts_from_its_start_and_never_stays_on_a_tampered
         &project,
         stopped["summary"].as_str().unwrap(),
     );
+    // Back at the start, the task still waits for a person: a new loop is refused...
+    let runs = project.runs();
+    let delete = json!({ "delete": ["test/math.test.js"] });
+    let (code, _, stderr) = project.fix_add(json!([delete]), &["--max-iterations", "2"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("its branch is back where it started") && stderr.contains("--new-task"),
+        "{stderr}"
+    );
+    assert_eq!(project.runs(), runs, "no agent ran");
+    // ...until a person starts it again.
+    let fix = json!({ "write": { "lib/math.js": MATH } });
+    let (code, _, stderr) = project.fix_add(json!([fix]), &["--new-task"]);
+    assert_eq!(code, 0, "{stderr}");
 }
 
 /// After an iteration, an agent that answers with a context report instead of work is

@@ -67,6 +67,12 @@ pub(super) fn record_start(
                         "this task was escalated ({why}): a person decides first — `itergate accept [reason]`, `itergate adjust <guidance>` or `itergate budget <n>` — then the loop can go on"
                     )));
                 }
+            } else if let Some(why) = escalated_at(&store, head)? {
+                // Back where it started (no iteration was worth keeping): the escalation
+                // filed there waits for a person all the same.
+                return Err(user(format!(
+                    "this task was escalated ({why}) and its branch is back where it started: a person decides first — `itergate loop --new-task` starts it again from here"
+                )));
             }
             eprintln!(
                 "itergate loop: continuing the task started at {} ({} target test(s))",
@@ -103,6 +109,26 @@ pub(super) fn record_start(
     };
     store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;
     Ok(())
+}
+
+/// The reason of the escalation the loop filed on `commit`, unless a person's decision
+/// came after it there.
+fn escalated_at(
+    store: &crate::history::notes::NotesStore,
+    commit: Oid,
+) -> Result<Option<String>, Failure> {
+    use crate::history::notes::HumanAction;
+    let mut escalated = None;
+    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
+        match decision.action {
+            HumanAction::Escalate { reason } if decision.by == task::LOOP => {
+                escalated = Some(reason.unwrap_or_else(|| "escalated".into()));
+            }
+            HumanAction::Feedback { .. } => {}
+            _ => escalated = None,
+        }
+    }
+    Ok(escalated)
 }
 
 /// The checks run on the start (every one must run: the preflight), and the tests failing
