@@ -134,7 +134,7 @@ pub(super) fn test_aware(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool)
     out
 }
 
-/// The first words of a [`test_aware`] finding.
+/// The first words of a finding of production code that checks for the test runner.
 pub const TEST_AWARE: &str = "production code checks whether it runs under";
 
 #[cfg(test)]
