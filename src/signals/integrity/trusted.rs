@@ -64,9 +64,13 @@ pub fn findings(
             None if cut_short.contains(&check.as_str()) => continue,
             None => "absent",
         };
-        // Failing at the start (a target), or when it last ran in the task: a test that
-        // failed in some iteration and passed in every one since is not failing.
-        let last_ran = earlier.iter().rev().find_map(|inv| inv.get(&key));
+        // Failing at the start (a target), or when it last ran in the task (skipped or
+        // absent is not running): a test that failed in some iteration and passed in every
+        // one since is not failing.
+        let last_ran = earlier
+            .iter()
+            .rev()
+            .find_map(|inv| inv.get(&key).filter(|e| e.outcome != TestOutcome::Skipped));
         let was_failing = start.get(&key).is_some_and(|e| failed(e.outcome))
             || last_ran.is_some_and(|e| failed(e.outcome));
         let place = at(entry.file.as_deref(), entry.line, id);
