@@ -3,8 +3,8 @@
 //! while the iteration's own run reports it passing, skipped, expected to fail or absent,
 //! was changed to pass:
 //!
-//! - a violation when it failed at the start, or when it last ran in an earlier iteration
-//!   of the task (the target was hidden, not met);
+//! - a violation when it failed at the start or in an earlier iteration of the task (the
+//!   target was hidden, not met);
 //! - when it passed at the start, the change altered an expectation together with the code:
 //!   `integrity.expectation_changes` says whether that is a note for the reviewer or a
 //!   WARNING.
@@ -64,15 +64,10 @@ pub fn findings(
             None if cut_short.contains(&check.as_str()) => continue,
             None => "absent",
         };
-        // Failing at the start (a target), or when it last ran in the task (skipped or
-        // absent is not running): a test that failed in some iteration and passed in every
-        // one since is not failing.
-        let last_ran = earlier
-            .iter()
-            .rev()
-            .find_map(|inv| inv.get(&key).filter(|e| e.outcome != TestOutcome::Skipped));
         let was_failing = start.get(&key).is_some_and(|e| failed(e.outcome))
-            || last_ran.is_some_and(|e| failed(e.outcome));
+            || earlier
+                .iter()
+                .any(|inv| inv.get(&key).is_some_and(|e| failed(e.outcome)));
         let place = at(entry.file.as_deref(), entry.line, id);
         groups
             .entry((group_of(id).to_string(), was_failing))
