@@ -858,6 +858,19 @@ fn a_rust_crate_under_llvm_cov_keeps_its_doctests() {
         !text.contains("unmeasured"),
         "coverage is measured at HEAD and base: {text}"
     );
+    // A failing unit test under llvm-cov: its coverage is still measured
+    // (`--ignore-run-fail`), so the failing iteration is not scored on tests alone.
+    write(p, "src/lib.rs", &lib.replace("a + b", "a + b + 1"));
+    commit(p, "a broken add");
+    let out = with_path(&["--color", "never", "run", "--exit-code"]);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{text}");
+    assert!(text.contains("tests::adds"), "{text}");
+    assert!(
+        !text.contains("unmeasured") && !text.contains("no report"),
+        "coverage is measured though a test failed: {text}"
+    );
 }
 
 /// The pinned lizard of `scripts/ensure-lizard.sh` (installed on first use), as a PATH

@@ -69,7 +69,9 @@ pub(super) fn cargo(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &m
                 source(ReportFormat::Lcov, Some(CARGO_LCOV_PATH)),
             ],
             ..check(
-                &format!("cargo llvm-cov --no-fail-fast --color never --lcov --output-path {CARGO_LCOV_PATH}"),
+                // `--ignore-run-fail`: every test runs, and a failing one still leaves the coverage
+                // report (it may not be given with `--no-fail-fast`).
+                &format!("cargo llvm-cov --ignore-run-fail --color never --lcov --output-path {CARGO_LCOV_PATH}"),
                 ReportFormat::Libtest,
                 None,
             )
