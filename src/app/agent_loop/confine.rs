@@ -179,6 +179,15 @@ pub(super) fn refused(run: &AgentRun) -> Vec<String> {
     lines
 }
 
+/// `lines` of an agent's output, indented and marked as quoted.
+pub(super) fn quoted(lines: &[String]) -> String {
+    lines
+        .iter()
+        .map(|line| format!("    | {line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 const MAX_REFUSED: usize = 5;
 const REFUSALS: [&str; 4] = [
     "Read-only file system",

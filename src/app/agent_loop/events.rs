@@ -131,11 +131,7 @@ impl Events {
                     if !refused.is_empty() {
                         eprintln!(
                             "itergate loop: iteration {iteration}: the sandbox refused the agent's writes; its output said:\n{}",
-                            refused
-                                .iter()
-                                .map(|line| format!("    | {line}"))
-                                .collect::<Vec<_>>()
-                                .join("\n")
+                            super::confine::quoted(refused)
                         );
                     }
                 }

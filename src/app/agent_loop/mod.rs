@@ -487,11 +487,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             // What the agent tried that the sandbox refused: a person should know.
             stop.summary.push_str(&format!(
                 "The sandbox refused some of the agent's writes; its output said:\n{}\n",
-                tried
-                    .iter()
-                    .map(|line| format!("    | {line}"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                confine::quoted(&tried)
             ));
         }
         events.emit(&LoopEvent::Stopped {

@@ -266,20 +266,13 @@ pub(super) fn clock_stop(
             evaluation.decision.best_iteration,
         )
     };
-    events.clear_line();
-    events.emit(&LoopEvent::Stopped {
-        outcome: "budget_exhausted",
-        exit_code: ExitStatus::Escalate.code(),
-        iteration,
-        best_iteration: best,
-        commit: commit.to_string(),
-        summary: summary.clone(),
-        budget_stop_report: None,
-    });
-    if !events.json && !quiet {
-        eprint!("{summary}");
-    }
-    Err(Failure::Decided(ExitStatus::Escalate.code()))
+    stopped_for_a_person(
+        events,
+        quiet,
+        "budget_exhausted",
+        (iteration, best, commit),
+        &summary,
+    )
 }
 
 /// Stops the loop when an agent run changed what the loop owns (`guard`): what it left is
@@ -358,14 +351,25 @@ pub(super) fn tamper_stop(
             evaluation.decision.best_iteration,
         )
     };
+    stopped_for_a_person(events, quiet, "escalated", (number, best, commit), &summary)
+}
+
+/// Says the loop stopped for a person (exit 20): the `stopped` event and the hand-off.
+fn stopped_for_a_person(
+    events: &Events,
+    quiet: bool,
+    outcome: &'static str,
+    (iteration, best, commit): (u32, Option<u32>, Oid),
+    summary: &str,
+) -> Result<(), Failure> {
     events.clear_line();
     events.emit(&LoopEvent::Stopped {
-        outcome: "escalated",
+        outcome,
         exit_code: ExitStatus::Escalate.code(),
-        iteration: number,
+        iteration,
         best_iteration: best,
         commit: commit.to_string(),
-        summary: summary.clone(),
+        summary: summary.to_string(),
         budget_stop_report: None,
     });
     if !events.json && !quiet {
