@@ -20,7 +20,7 @@ use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::Report;
 
 use super::judge::PathMatcher;
-use super::observe::{cached_observation, RecordOptions};
+use super::observe::{cached_observation, fingerprint, RecordOptions};
 use crate::history::notes::NotesStore;
 
 use super::{Env, Failure};
@@ -70,13 +70,16 @@ pub fn observe(
         rescore: false,
         ..options
     };
-    let observation = cached_observation(
-        &plan.env,
-        store,
-        plan.commit,
-        Some("the start's tests"),
-        options,
-    )?;
+    let observation = match found(env, store, &plan)? {
+        Some(observation) => observation,
+        None => cached_observation(
+            &plan.env,
+            store,
+            plan.commit,
+            Some("the start's tests"),
+            options,
+        )?,
+    };
     Ok(Some(Run {
         observation,
         edited: plan.edited,
@@ -94,15 +97,31 @@ pub fn cached(
     let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(Cached::NotNeeded);
     };
-    Ok(
-        match store.find_observation(plan.tree, &super::observe::fingerprint(&plan.env.config))? {
-            Some(observation) => Cached::Found(Run {
-                observation,
-                edited: plan.edited,
-            }),
-            None => Cached::Missing,
-        },
-    )
+    Ok(match found(env, store, &plan)? {
+        Some(observation) => Cached::Found(Run {
+            observation,
+            edited: plan.edited,
+        }),
+        None => Cached::Missing,
+    })
+}
+
+/// The trusted tree's observation when the task has one: made with the trusted run's
+/// checks, or with every check (the trusted tree is often an earlier iteration's own),
+/// narrowed to the trusted run's checks.
+fn found(env: &Env, store: &NotesStore, plan: &Plan) -> Result<Option<Observation>, Failure> {
+    if let Some(observation) = store.find_observation(plan.tree, &fingerprint(&plan.env.config))? {
+        return Ok(Some(observation));
+    }
+    let Some(mut observation) = store.find_observation(plan.tree, &fingerprint(&env.config))?
+    else {
+        return Ok(None);
+    };
+    let kept = &plan.env.config.checks;
+    observation
+        .checks
+        .retain(|c| kept.contains_key(c.name.split('.').next().unwrap_or(&c.name)));
+    Ok(Some(observation))
 }
 
 /// The verdict's input, borrowing a trusted run.
@@ -262,9 +281,12 @@ pub fn plan(
         .map_err(anyhow::Error::from)?;
     edited.sort();
     edited.dedup();
-    // The same checks as every observation: a tree's note holds one observation, and the
-    // trusted tree is often a tree the task has already (the iteration before the test edit).
-    let env = env.clone();
+    // Only the checks whose verdict the start's tests decide (the tests and the reports
+    // they write): lint, types and complexity of the commit's own code are HEAD's run's.
+    let env = Env {
+        config: config.only_checks(|name| test_checks.contains(&name)),
+        ..env.clone()
+    };
     Ok(Some(Plan {
         commit: trusted_commit,
         tree,

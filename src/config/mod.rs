@@ -95,6 +95,36 @@ impl Config {
         Err(first)
     }
 
+    /// The same configuration with only the checks `keep` names, and the checks those
+    /// `needs` (a check that reads a report another writes keeps its writer). Its
+    /// fingerprint is its own.
+    pub fn only_checks(&self, keep: impl Fn(&str) -> bool) -> Config {
+        let mut kept: std::collections::BTreeSet<&str> = self
+            .checks
+            .keys()
+            .map(String::as_str)
+            .filter(|name| keep(name))
+            .collect();
+        let mut pending: Vec<&str> = kept.iter().copied().collect();
+        while let Some(name) = pending.pop() {
+            for need in self.checks.get(name).into_iter().flat_map(|c| &c.needs) {
+                if self.checks.contains_key(need) && kept.insert(need) {
+                    pending.push(need);
+                }
+            }
+        }
+        Config {
+            checks: self
+                .checks
+                .iter()
+                .filter(|(name, _)| kept.contains(name.as_str()))
+                .map(|(name, check)| (name.clone(), check.clone()))
+                .collect(),
+            fingerprint: Default::default(),
+            ..self.clone()
+        }
+    }
+
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {

@@ -130,6 +130,62 @@ fn a_rewritten_parametrize_table_is_changed_to_pass() {
     );
 }
 
+/// The start's tests run only the checks that report tests: a lint check is HEAD's run's
+/// alone (it would cost a second run and judge nothing the start's tests decide).
+#[test]
+fn the_starts_tests_run_only_the_tests_checks() {
+    let log = tempfile::tempdir().expect("tempdir");
+    let ran = |check: &str| log.path().join(format!("{check}.log"));
+    let record = |check: &str| {
+        format!(
+            "git log -1 --format=%s >> '{}'",
+            ran(check).to_str().expect("utf-8")
+        )
+    };
+    let config = format!(
+        "checks:\n  tests:\n    run: {} && python -m pytest -q -p no:cacheprovider --junitxml=.itergate-pytest.xml\n    report: {{ format: junit, path: .itergate-pytest.xml }}\n  lint:\n    run: {}\n",
+        record("tests"),
+        record("lint")
+    );
+    let p = Project::new(&[
+        ("slugs.py", PY_CODE),
+        ("tests/test_slugs.py", PY_TEST),
+        (
+            "pyproject.toml",
+            "[project]\nname = \"slugs\"\nversion = \"0.1\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        ),
+        (".gitignore", ".itergate-*\n__pycache__/\n"),
+        (".itergate.yml", &config),
+    ]);
+    let (code, text) = p.iteration(&[("slugs.py", PY_BROKEN)], "agent: simplify slug");
+    assert_eq!(code, 10, "the broken function is ITERATE: {text}");
+    // Code and table changed together: the trusted tree is one no iteration had.
+    let rewritten = PY_TEST.replace("'plain'", "'Plain'");
+    let outcome = p.iteration(
+        &[
+            ("tests/test_slugs.py", &rewritten),
+            (
+                "slugs.py",
+                "def slug(text):\n    return text.strip().replace(' ', '-').title()\n",
+            ),
+        ],
+        "agent: title case",
+    );
+    assert_ne!(outcome.0, 0, "{}", outcome.1);
+    let read = |check: &str| std::fs::read_to_string(ran(check)).unwrap_or_default();
+    assert!(
+        read("tests").contains("start's tests"),
+        "the trusted run ran the tests: {}\n{}",
+        read("tests"),
+        outcome.1
+    );
+    assert!(
+        !read("lint").contains("start's tests") && read("lint").contains("title case"),
+        "lint ran on HEAD only: {}",
+        read("lint")
+    );
+}
+
 #[test]
 fn a_conftest_hook_that_turns_failures_into_passes_is_caught() {
     let p = python();
