@@ -721,6 +721,10 @@ pub struct InitArgs {
     /// Overwrite an existing .itergate.yml.
     #[arg(long)]
     pub force: bool,
+    /// Write the file without the first run of its tests checks (which shows they count
+    /// the project's tests).
+    #[arg(long)]
+    pub no_verify: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -13,6 +13,7 @@ pub mod agent_loop;
 pub mod context;
 pub mod evaluate;
 pub mod exit;
+pub mod first_run;
 pub mod forge_flow;
 pub mod judge;
 pub mod local;

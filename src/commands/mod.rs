@@ -65,7 +65,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Init(args) => {
             let env = Env::load_without_config(&cli.global.settings())?;
-            return score::init(&env, args);
+            return score::init(&env, args, cli.global.quiet);
         }
         _ => {}
     }
@@ -114,7 +114,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Decide(args) => decide::decide(&env, &args),
         Command::Analytics(args) => decide::analytics(&env, &args),
         Command::Score(args) => score::score(&env, &args, cli.global.quiet),
-        Command::Init(args) => score::init(&env, &args),
+        Command::Init(args) => score::init(&env, &args, cli.global.quiet),
         Command::Run(args) => run::run(&env, &args, cli.global.quiet),
         Command::Loop(args) => agent_loop::agent_loop(&env, &args, cli.global.quiet),
         Command::Status(output) => run::status(&env, &output),

@@ -173,7 +173,7 @@ fn exclude_report_files(git_dir: &std::path::Path) -> Option<String> {
     })
 }
 
-pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
+pub fn init(env: &Env, args: &InitArgs, quiet: bool) -> Result<(), Failure> {
     // The file belongs at the repository's root, next to what it configures.
     let repo = local::open_repository(env)?;
     let root = repo
@@ -194,7 +194,7 @@ pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
     let detected = detect::detect(&env.root);
     let text = detect::starter_config(detected.as_ref())?;
     // The file we write must be one we accept.
-    Config::from_yaml(&text, &path)
+    let config = Config::from_yaml(&text, &path)
         .map_err(|e| Failure::Internal(anyhow::anyhow!("generated config is invalid: {e}")))?;
     std::fs::write(&path, text).map_err(|e| user(format!("{}: {e}", path.display())))?;
     for choice in detected.iter().flat_map(|d| &d.chosen) {
@@ -213,8 +213,41 @@ pub fn init(env: &Env, args: &InitArgs) -> Result<(), Failure> {
         "itergate: wrote {} ({})",
         path.display(),
         detected
+            .as_ref()
             .map(|d| format!("{} checks", d.toolchain))
             .unwrap_or_else(|| "no toolchain detected".into())
     );
+    if detected.is_some() && !args.no_verify {
+        let env = Env {
+            config,
+            ..env.clone()
+        };
+        first_run(&env, &repo, quiet)?;
+    }
+    Ok(())
+}
+
+/// Runs the tests checks just written once and says what they counted.
+fn first_run(env: &Env, repo: &git2::Repository, quiet: bool) -> Result<(), Failure> {
+    use crate::app::first_run::{run_tests_once, FirstRun};
+    let written = ".itergate.yml";
+    match run_tests_once(env, repo, Progress::from_quiet(quiet))? {
+        FirstRun::Counted {
+            executed,
+            failing,
+            seconds,
+        } => eprintln!(
+            "itergate: a first run of the tests on HEAD: {} ran, {failing} failing, in {seconds:.1}s",
+            crate::model::counted(executed as usize, "test")
+        ),
+        FirstRun::NoTests { checks, why } => eprintln!(
+            "itergate: warning: a first run of `{}` on HEAD counted no test ({why}). Until it does, no iteration's behaviour is measured: make its `run:` in {written} run the project's tests (or `itergate init --force` once the runner is installed)",
+            checks.join("`, `")
+        ),
+        FirstRun::NotRun(said) => eprintln!(
+            "itergate: warning: a first run of the tests on HEAD could not run; every iteration would stop here until it can:\n{said}"
+        ),
+        FirstRun::Nothing(why) => eprintln!("itergate: no first run of the tests: {why}"),
+    }
     Ok(())
 }

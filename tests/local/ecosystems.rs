@@ -87,7 +87,7 @@ fn go_module() -> tempfile::TempDir {
     write(p, "thing/thing.go", GO_THING);
     write(p, "thing/thing_test.go", GO_TEST);
     write(p, ".gitignore", ".itergate-*\n");
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -238,7 +238,7 @@ fn a_node_test_project_names_nested_failures_with_values() {
         "import { describe, it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\ndescribe('math', () => {\n  describe('add', () => {\n    it('adds two numbers', () => {\n      assert.strictEqual(add(1, 2), 3);\n    });\n  });\n});\n",
     );
     write(p, ".gitignore", ".itergate-*\n");
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -287,7 +287,7 @@ fn a_test_that_failed_and_passed_on_one_tree_is_marked_flaky() {
         "import { it } from 'node:test';\nit('holds', () => {});\n",
     );
     write(p, ".gitignore", ".itergate-*\n");
-    assert!(itergate(p, &["init"]).status.success());
+    assert!(itergate(p, &["init", "--no-verify"]).status.success());
     commit(p, "base");
     git(p, &["checkout", "-q", "-b", "agent"]);
     // Fails on its first run only.
@@ -383,7 +383,7 @@ fn a_node_test_that_is_skipped_or_rewritten_to_pass_is_a_violation() {
     let tests = "import { it } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add } from '../lib/math.js';\n\nit('adds two numbers', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n\nit('adds zero', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n";
     write(p, "test/math.test.js", tests);
     write(p, ".gitignore", ".itergate-*\n");
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -519,7 +519,7 @@ fn typescript_project() -> tempfile::TempDir {
     write(p, "test/price.test.ts", TS_TEST);
     write(p, ".gitignore", "node_modules/\n.itergate-*\n");
     node_tools_into(p);
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -751,7 +751,7 @@ fn a_rust_crate_without_llvm_tools_is_measured_by_tarpaulin() {
             .output()
             .expect("itergate runs")
     };
-    let init = with_path(&["init"]);
+    let init = with_path(&["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -829,7 +829,7 @@ fn a_rust_crate_under_llvm_cov_keeps_its_doctests() {
             .output()
             .expect("itergate runs")
     };
-    let init = with_path(&["init"]);
+    let init = with_path(&["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -909,7 +909,7 @@ fn a_go_module_with_lizard_is_measured_on_all_four_dimensions() {
     write(p, "go.mod", "module example.com/shop\n\ngo 1.19\n");
     write(p, "thing/thing.go", GO_THING);
     write(p, "thing/thing_test.go", GO_TEST);
-    let init = itergate(&["init"]);
+    let init = itergate(&["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -1013,7 +1013,7 @@ fn maven_calc() -> tempfile::TempDir {
         );
     }
     write(p, ".gitignore", "target/\n.itergate-*\n");
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",
@@ -1123,7 +1123,7 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
         &java_test("LegacyTest", "assertEquals(4, Calc.add(2, 3));"),
     );
     write(p, ".gitignore", "target/\n.itergate-*\n");
-    let init = itergate(p, &["init"]);
+    let init = itergate(p, &["init", "--no-verify"]);
     assert!(
         init.status.success(),
         "{}",

@@ -253,3 +253,80 @@ fn init_runs_the_node_runner_the_test_script_names() {
         "{text}"
     );
 }
+
+/// A committed Python project whose tests are `tests`.
+fn committed_python_project(tests: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(dir.path(), &["config", "user.name", "T"]);
+    git(dir.path(), &["config", "user.email", "t@example.com"]);
+    for (file, text) in [
+        (
+            "pyproject.toml",
+            "[project]\nname = \"x\"\nversion = \"0.1\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+        ),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        ("tests/test_calc.py", tests),
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "the project"]);
+    dir
+}
+
+#[test]
+fn init_runs_the_tests_it_wrote_once_and_says_what_they_counted() {
+    let dir = committed_python_project(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_wrong():\n    assert add(1, 1) == 3\n",
+    );
+    let (out, _) = init(dir.path(), None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("itergate: a first run of the tests on HEAD: 2 tests ran, 1 failing, in "),
+        "{said}"
+    );
+    // What the first run wrote is no change of the work tree's.
+    let status = Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(dir.path())
+        .output()
+        .expect("git");
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "?? .itergate.yml\n"
+    );
+}
+
+#[test]
+fn init_warns_when_the_runner_it_wrote_counts_no_test() {
+    // Functions pytest does not collect: the runner is not the one these were written for.
+    let dir = committed_python_project(
+        "from calc import add\n\n\ndef check_add():\n    assert add(1, 2) == 3\n",
+    );
+    let (out, _) = init(dir.path(), None);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("itergate: warning: a first run of `tests` on HEAD counted no test (the runner found no test"),
+        "{said}"
+    );
+    assert!(
+        said.contains("no iteration's behaviour is measured"),
+        "{said}"
+    );
+    // `--no-verify` writes the file and runs nothing.
+    let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["init", "--force", "--no-verify"])
+        .current_dir(dir.path())
+        .env("PATH", path_without_ruff())
+        .output()
+        .expect("itergate runs");
+    assert!(out.status.success());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("first run"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

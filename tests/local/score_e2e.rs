@@ -310,14 +310,14 @@ fn init_writes_a_config_we_accept() {
     let dir = tempfile::tempdir().expect("tempdir");
     git(dir.path(), &["init", "-q"]);
     std::fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"x\"\n").expect("write");
-    let o = itergate(dir.path(), &["init"]);
+    let o = itergate(dir.path(), &["init", "--no-verify"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(dir.path().join(".itergate.yml")).expect("written");
     assert!(
         text.contains("cargo clippy") && text.contains("cargo-json"),
         "{text}"
     );
-    let o = itergate(dir.path(), &["init"]);
+    let o = itergate(dir.path(), &["init", "--no-verify"]);
     assert_eq!(o.status.code(), Some(2), "refuses to overwrite");
 }
 

@@ -37,7 +37,7 @@ fn project() -> tempfile::TempDir {
         ".gitignore",
         ".itergate-*\n__pycache__/\n.pytest_cache/\n.coverage\n",
     );
-    let init = itergate(&p, &["init"], &[]);
+    let init = itergate(&p, &["init", "--no-verify"], &[]);
     assert!(
         init.status.success(),
         "{}",
