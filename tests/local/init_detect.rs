@@ -330,3 +330,41 @@ fn init_warns_when_the_runner_it_wrote_counts_no_test() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The lint check `init` writes does not walk the report directories other checks write
+/// while it runs (vitest's HTML coverage report is JavaScript; eslint 9 lints dot
+/// directories).
+#[test]
+fn the_lint_check_init_writes_leaves_the_report_directories_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q"]);
+    crate::node_tools::node_tools_into(p);
+    for (file, text) in [
+        (
+            "package.json",
+            r#"{"name":"x","version":"1.0.0","type":"module","scripts":{"test":"node --test"}}"#,
+        ),
+        (
+            "eslint.config.mjs",
+            "import js from \"@eslint/js\";\nexport default [js.configs.recommended];\n",
+        ),
+        ("src/a.js", "export const a = 1;\n"),
+        (".itergate-coverage/lcov-report/sorter.js", "var x = y;\n"),
+    ] {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let (_, text) = init(p, None);
+    let config = Config::from_yaml(&text, &p.join(".itergate.yml")).expect("valid");
+    let lint = config.checks["lint"].run.clone().expect("a lint check");
+    let out = Command::new("sh")
+        .args(["-c", &lint])
+        .current_dir(p)
+        .output()
+        .expect("eslint runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("src/a.js"), "eslint ran: {said}");
+    assert!(!said.contains(".itergate-coverage"), "{lint}: {said}");
+}

@@ -115,7 +115,7 @@ fn complexity(checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
         checks.insert(
             "complexity".into(),
             check(
-                "lizard --csv -x './node_modules/*' -x './target/*' -x './.venv/*' -x './vendor/*' .",
+                "lizard --csv -x './node_modules/*' -x './target/*' -x './.venv/*' -x './vendor/*' -x './.itergate-*' .",
                 ReportFormat::Lizard,
                 None,
             ),

@@ -258,7 +258,7 @@ pub(super) fn node(
         checks.insert(
             "lint".into(),
             check(
-                "npx --no-install eslint -f json .",
+                "npx --no-install eslint -f json --ignore-pattern '.itergate-*/' .",
                 ReportFormat::EslintJson,
                 None,
             ),
