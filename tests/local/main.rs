@@ -6,6 +6,8 @@
 mod gitrepo;
 #[path = "../redact/mod.rs"]
 mod redact;
+#[path = "../tools/mod.rs"]
+mod tools;
 
 mod action_install;
 mod adoption;
