@@ -29,6 +29,8 @@ pub struct Judgement<'a> {
     /// The task's earlier iterations (commit and observation), oldest first; empty when
     /// the commit is the first or is judged on its own.
     pub earlier: &'a [(Oid, Observation)],
+    /// Those of `earlier` whose iteration was VOID: their own runs are no test's last run.
+    pub void: &'a [Oid],
     /// Integrity findings a person accepted on an earlier iteration.
     pub accepted: &'a [String],
     /// The commit's code under the task's start's tests and harness (`app::trusted`).
@@ -81,6 +83,27 @@ pub fn judge(
     };
     let sources = PathMatcher::new("detection.markers", &config.detection.markers)?;
     let tests = PathMatcher::new("detection.tests", &config.detection.tests)?;
+    let last_runs: Vec<&Observation> = judgement
+        .earlier
+        .iter()
+        .filter(|(commit, _)| !judgement.void.contains(commit))
+        .map(|(_, o)| o)
+        .collect();
+    let trusted = match judgement.trusted {
+        Some(trusted) => {
+            let is_harness = super::trusted::harness_files(config)?;
+            let step = since_previous.as_ref().unwrap_or(&changed);
+            let code_changed = step.files.keys().chain(step.removed.keys()).any(|path| {
+                sources.matches(path) && crate::signals::harness::part(path, &is_harness).is_none()
+            });
+            Some(integrity::Trusted {
+                last_runs: &last_runs,
+                code_changed,
+                ..*trusted
+            })
+        }
+        None => None,
+    };
     score::score(
         &ScoreInput {
             config,
@@ -94,7 +117,7 @@ pub fn judge(
             earlier: &earlier,
             head_source: &head_source,
             accepted: judgement.accepted,
-            trusted: judgement.trusted,
+            trusted: trusted.as_ref(),
             targets: judgement.targets,
             environment: judgement.environment,
             test_file: test_file(head_tree.as_ref(), &tests).as_deref(),

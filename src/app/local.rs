@@ -260,6 +260,23 @@ impl Task {
         Ok(out)
     }
 
+    /// Which of the `earlier` iterations were VOID (by their records).
+    pub fn void_iterations(
+        store: &NotesStore,
+        earlier: &[(Oid, Observation)],
+    ) -> Result<Vec<Oid>, Failure> {
+        let mut void = Vec::new();
+        for (commit, _) in earlier {
+            if store
+                .read(*commit)?
+                .is_some_and(|r| r.status == crate::model::Status::Void)
+            {
+                void.push(*commit);
+            }
+        }
+        Ok(void)
+    }
+
     /// The integrity findings a person accepted (`itergate accept`) on an iteration
     /// before `commit`: their acceptance carries over to the iterations after, where the
     /// same finding is shown as accepted instead of sent back again.
@@ -422,6 +439,7 @@ impl Task {
             None => None,
         };
         let earlier = self.earlier_observations(env, store, commit)?;
+        let void = Task::void_iterations(store, &earlier)?;
         let trusted_run = match self.start {
             Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
                 super::trusted::Cached::Missing => return Ok(None),
@@ -443,6 +461,7 @@ impl Task {
                 observed: &observed,
                 base_observed: base_observed.as_ref(),
                 earlier: &earlier,
+                void: &void,
                 accepted: &accepted,
                 trusted: trusted.as_ref(),
                 targets: &self.targets,
@@ -544,6 +563,7 @@ pub fn record_commit(
     // The start's tests judge the code: the recorded start's, so a spec committed on the
     // branch before the work is trusted like one on the base.
     let earlier = task.earlier_observations(env, store, commit)?;
+    let void = Task::void_iterations(store, &earlier)?;
     let trusted_run = match task.start {
         Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
         None => None,
@@ -560,6 +580,7 @@ pub fn record_commit(
             observed: &observed,
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
+            void: &void,
             accepted: &accepted,
             trusted: trusted.as_ref(),
             targets: &task.targets,

@@ -130,6 +130,8 @@ pub fn verdict<'a>(config: &Config, run: Option<&'a Run>) -> Option<Trusted<'a>>
         observation: &run.observation,
         edited: &run.edited,
         expectation_changes: config.integrity.expectation_changes,
+        last_runs: &[],
+        code_changed: false,
     })
 }
 

@@ -529,6 +529,7 @@ fn score_head(
             observed: &observed,
             base_observed: base_observed.as_ref().map(|(_, o)| o),
             earlier: &earlier,
+            void: &[],
             accepted: &[],
             trusted: None,
             targets: &[],

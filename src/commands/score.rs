@@ -73,6 +73,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             observed: &observed,
             base_observed: base_observed.as_ref(),
             earlier: &earlier,
+            void: &[],
             accepted: &accepted,
             trusted: None,
             targets: &[],

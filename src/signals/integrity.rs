@@ -178,6 +178,11 @@ pub fn acceptance_key(issue: &CheckerIssue) -> String {
 /// the code): INFO, but shown wherever a reviewer reads, never only in the record.
 pub const EXPECTATION_CHANGED: &str = "had its expectation changed";
 
+/// What a test that failed earlier in the task and now expects something else says: a
+/// WARNING a person confirms (`itergate loop` stops for one).
+pub const EXPECTATION_TO_CONFIRM: &str =
+    "failed earlier in this task and now expects something else";
+
 /// An integrity issue a person reading the summary or the comment is shown: everything
 /// that asks for a revision, and the notes that ask a reviewer to confirm a behaviour change.
 pub fn shown_to_reviewers(issue: &CheckerIssue) -> bool {

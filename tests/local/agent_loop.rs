@@ -737,6 +737,39 @@ fn a_crashing_agent_or_a_rewritten_assertion_never_finishes_a_task_with_a_target
     never_accepted(code, &events, &stderr);
 }
 
+/// The agent changes the code and the failing target's expectation together: that is a
+/// behaviour change for a person to confirm, not another round for the agent and not a
+/// violation. The branch stays at that iteration; `itergate accept` confirms it.
+#[test]
+fn a_behaviour_change_of_the_target_stops_the_loop_for_a_person_to_confirm() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let change = json!({ "write": {
+        "lib/math.js": "export function add(a, b) {\n  // the difference, on purpose\n  return a - b;\n}\n",
+        "test/math.test.js": TEST_ADD.replace("3);", "-1);"),
+    } });
+    let (code, events, stderr) = project.fix_add(json!([change]), &[]);
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    assert_eq!(project.runs(), 1, "no second round: {events:?}");
+    let stopped = of(&events, "stopped");
+    let summary = stopped[0]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("a person confirms the behaviour change: test"),
+        "{summary}"
+    );
+    assert!(!summary.contains("VOID"), "{summary}");
+    let head = Command::new("git")
+        .args(["log", "-1", "--format=%s"])
+        .current_dir(project.repo())
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&head.stdout).contains("add: a regression"),
+        "the branch stays at the iteration to confirm"
+    );
+}
+
 /// The failing test was committed on the branch before the loop: deleting it is never
 /// accepted, on the next iteration either.
 #[test]

@@ -186,6 +186,85 @@ fn the_starts_tests_run_only_the_tests_checks() {
     );
 }
 
+/// A test that failed earlier in the task and passed since: the change that alters the
+/// behaviour and updates its expectation in one commit is a person's call (a WARNING to
+/// confirm), never "changed to pass". The test counts as failing by its last run.
+#[test]
+fn an_expectation_changed_with_the_code_after_the_test_passed_again_is_to_confirm() {
+    let p = python();
+    let (code, text) = p.iteration(&[("slugs.py", PY_CODE)], "agent: fix slug");
+    assert_eq!(code, 0, "fixed: {text}");
+    let underscores = PY_CODE.replace("'-'", "'_'");
+    let test = PY_TEST
+        .replace("'hello-world'", "'hello_world'")
+        .replace("'trim-me'", "'trim_me'");
+    let (code, text) = p.iteration(
+        &[("slugs.py", &underscores), ("tests/test_slugs.py", &test)],
+        "feat: underscores",
+    );
+    assert_ne!(code, 0, "a person confirms it: {text}");
+    assert!(
+        text.contains("failed earlier in this task and now expects something else"),
+        "{text}"
+    );
+    assert!(
+        text.contains("confirm the behaviour change with `itergate accept`"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("changed to pass") && !text.contains("VOID"),
+        "{text}"
+    );
+}
+
+/// The same rewrite while the test still fails and the code stays as it failed it: the
+/// expectation alone moved, a violation; and an empty iteration after it does not make
+/// the rewrite's own (VOID) run the test's last run.
+#[test]
+fn a_rewrite_alone_stays_a_violation_and_an_empty_iteration_after_it_too() {
+    let p = python();
+    let rewritten = PY_TEST
+        .replace("'hello-world'", "'Hello-World'")
+        .replace("'trim-me'", "'Trim-Me'");
+    let (code, text) = p.iteration(&[("tests/test_slugs.py", &rewritten)], "agent: the table");
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("was changed to pass"), "{text}");
+    git(
+        p.path(),
+        &["commit", "-q", "--allow-empty", "-m", "agent: nothing"],
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["--color", "never", "run", "--exit-code"])
+        .current_dir(p.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("was changed to pass"), "{text}");
+    assert!(!text.contains("now expects something else"), "{text}");
+}
+
+/// The rewrite together with a change of the code that failed it: a person confirms.
+#[test]
+fn a_rewrite_with_the_code_changed_while_the_test_fails_is_to_confirm() {
+    let p = python();
+    let dashes = "def slug(text):\n    return text.strip().replace(' ', '-').replace('--', '-')\n";
+    let rewritten = PY_TEST
+        .replace("'hello-world'", "'Hello-World'")
+        .replace("'trim-me'", "'Trim-Me'");
+    let (code, text) = p.iteration(
+        &[("slugs.py", dashes), ("tests/test_slugs.py", &rewritten)],
+        "agent: keep the case",
+    );
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("failed earlier in this task and now expects something else"),
+        "{text}"
+    );
+    assert!(!text.contains("was changed to pass"), "{text}");
+}
+
 #[test]
 fn a_conftest_hook_that_turns_failures_into_passes_is_caught() {
     let p = python();

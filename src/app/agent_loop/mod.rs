@@ -472,13 +472,29 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         }
         previous_quality = quality.or(previous_quality);
         max = max.max(decision.budget.max_iterations.saturating_add(1));
-        if recommendation == Recommendation::Iterate && iteration < max {
+        // A test that failed earlier and now expects something else is a person's call,
+        // not another round for the agent.
+        let to_confirm = latest
+            .filter(|_| recommendation == Recommendation::Iterate)
+            .and_then(|r| {
+                r.issues.iter().find(|i| {
+                    i.severity == crate::model::Severity::Warning
+                        && i.finding
+                            .contains(crate::signals::integrity::EXPECTATION_TO_CONFIRM)
+                })
+            })
+            .map(|i| {
+                let said = i.finding.split(": ").next().unwrap_or(&i.finding);
+                format!("a person confirms the behaviour change: {said}")
+            });
+        if recommendation == Recommendation::Iterate && iteration < max && to_confirm.is_none() {
             continue;
         }
+        let cause = to_confirm.as_deref().map_or(Cause::Decided, Cause::Confirm);
         let mut stop = stop(
             env,
             &repo,
-            (options.restore_best, Cause::Decided),
+            (options.restore_best, cause),
             &records,
             &evaluation,
             tip,

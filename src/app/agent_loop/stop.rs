@@ -34,6 +34,9 @@ pub(super) enum Cause<'a> {
     Clock,
     /// The agent changed what the loop owns (this says what).
     Tampered(&'a str),
+    /// A test that failed earlier in the task now expects something else: a person
+    /// confirms the behaviour change (this says which), on the iteration that made it.
+    Confirm(&'a str),
 }
 
 pub(super) fn stop(
@@ -53,7 +56,9 @@ pub(super) fn stop(
     // escalation does.
     let recommendation = decision.recommendation();
     let (outcome, exit_code) = match recommendation {
-        _ if matches!(cause, Cause::Tampered(_)) => ("escalated", ExitStatus::Escalate),
+        _ if matches!(cause, Cause::Tampered(_) | Cause::Confirm(_)) => {
+            ("escalated", ExitStatus::Escalate)
+        }
         Recommendation::Accept => ("accepted", ExitStatus::Success),
         _ if clock_out || decision.budget_stop_report.is_some() => {
             ("budget_exhausted", ExitStatus::Escalate)
@@ -66,7 +71,8 @@ pub(super) fn stop(
     let mut restored = None;
     // Whatever stopped the loop short of an accept, the branch is left at the best
     // iteration (never a VOID one: it has no score), the last kept as a ref.
-    if outcome != "accepted" && restore_best {
+    // A behaviour change to confirm is confirmed where it was made.
+    if outcome != "accepted" && restore_best && !matches!(cause, Cause::Confirm(_)) {
         if let Some(best) = best.filter(|b| b.commit.0 != tip.to_string()) {
             let oid = Oid::from_str(&best.commit.0).map_err(anyhow::Error::from)?;
             restore(repo, tip, oid)?;
@@ -88,7 +94,7 @@ pub(super) fn stop(
         // so the next loop waits for a person's accept, adjust or budget all the same.
         let reason = match cause {
             Cause::Clock => "the loop's wall clock ran out".to_string(),
-            Cause::Tampered(what) => what.to_string(),
+            Cause::Tampered(what) | Cause::Confirm(what) => what.to_string(),
             Cause::Decided => decision
                 .stopping_reason
                 .as_ref()
@@ -151,7 +157,9 @@ pub(super) fn hand_off(
     let decision = &evaluation.decision;
     let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
     match (cause, &decision.stopping_reason) {
-        (Cause::Tampered(what), _) => text.push_str(&format!(" ({what})")),
+        (Cause::Tampered(what) | Cause::Confirm(what), _) => {
+            text.push_str(&format!(" ({what})"));
+        }
         (_, Some(reason)) => text.push_str(&format!(" ({})", reason.summary)),
         _ => {}
     }

@@ -3,8 +3,12 @@
 //! while the iteration's own run reports it passing, skipped, expected to fail or absent,
 //! was changed to pass:
 //!
-//! - a violation when it failed at the start or in an earlier iteration of the task (the
-//!   target was hidden, not met);
+//! - a violation when it was failing when it last ran (at the start, or in the last
+//!   iteration that was not VOID) and the change rewrote its expectation without changing
+//!   the code, or hid it (skipped, deselected, removed): the target was hidden, not met;
+//! - an expectation to confirm when it failed earlier in the task and the change edited its
+//!   file together with the code (or after it passed): a WARNING a person confirms, never
+//!   VOID;
 //! - when it passed at the start, the change altered an expectation together with the code:
 //!   `integrity.expectation_changes` says whether that is a note for the reviewer or a
 //!   WARNING.
@@ -21,13 +25,21 @@ use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::{Report, TestOutcome};
 
 use super::{at, failed, finding, inventory, is_module_level, restore, Finding, Inventory};
+use crate::signals::harness;
 
 /// The trusted run of one iteration.
+#[derive(Clone, Copy)]
 pub struct Trusted<'a> {
     pub observation: &'a Observation,
     /// The test and harness files the change edited, added or deleted since the start.
     pub edited: &'a [String],
     pub expectation_changes: ExpectationChanges,
+    /// The earlier iterations' own runs that count as a test's last run, oldest first:
+    /// those not VOID (a VOID iteration's run is what the tampering made it say).
+    pub last_runs: &'a [&'a Observation],
+    /// Whether the iteration changed code besides tests and harness since the previous
+    /// iteration (since the base, for the first).
+    pub code_changed: bool,
 }
 
 /// The findings of the trusted run, given the iteration's own observation, the start's and
@@ -42,6 +54,7 @@ pub fn findings(
     let own = inventory(head);
     let start = start.map(inventory).unwrap_or_default();
     let earlier: Vec<Inventory> = earlier.iter().map(|o| inventory(o)).collect();
+    let last_runs: Vec<Inventory> = trusted.last_runs.iter().map(|o| inventory(o)).collect();
     let messages = failure_messages(trusted.observation);
     // A check whose own run could not import, build or collect something ran only part of
     // its tests (pytest stops at a collection error): its absences are that error's.
@@ -51,7 +64,7 @@ pub fn findings(
         .map(|((check, _), _)| check.as_str())
         .collect();
     // Grouped by test (a parametrised test's cases, a table's rows) and kind.
-    let mut groups: BTreeMap<(String, bool), Vec<(String, String)>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, Kind), Vec<(String, String)>> = BTreeMap::new();
     for ((check, id), entry) in &under_start {
         if !failed(entry.outcome) {
             continue;
@@ -64,19 +77,54 @@ pub fn findings(
             None if cut_short.contains(&check.as_str()) => continue,
             None => "absent",
         };
-        let was_failing = start.get(&key).is_some_and(|e| failed(e.outcome))
+        let failed_before = start.get(&key).is_some_and(|e| failed(e.outcome))
             || earlier
                 .iter()
                 .any(|inv| inv.get(&key).is_some_and(|e| failed(e.outcome)));
+        // Its last run: the last of the start and the iterations that were not VOID.
+        let failing_when_last_ran = std::iter::once(&start)
+            .chain(&last_runs)
+            .filter_map(|inv| inv.get(&key))
+            .last()
+            .is_some_and(|e| failed(e.outcome));
+        // The test itself now expects something else: it passes in the change's version
+        // of its own file (a parametrised row whose id names the expected value is
+        // absent, its test as many rows as before), and no runner file changed with it.
+        let rewritten_row = now == "absent" && {
+            let group = group_of(id);
+            let rows = |inv: &Inventory, passing: bool| {
+                inv.iter()
+                    .filter(|((c, i), e)| {
+                        c == check && group_of(i) == group && (!passing || !failed(e.outcome))
+                    })
+                    .count()
+            };
+            rows(&own, true) > 0 && rows(&own, false) >= rows(&under_start, false)
+        };
+        let expectation_edited = (now == "passing" || rewritten_row)
+            && match entry.file.as_deref() {
+                Some(file) => trusted.edited.iter().any(|f| f == file),
+                None => !trusted
+                    .edited
+                    .iter()
+                    .any(|f| harness::part(f, &|_| false).is_some()),
+            };
+        let kind = if !failed_before {
+            Kind::ExpectationChanged
+        } else if expectation_edited && (trusted.code_changed || !failing_when_last_ran) {
+            Kind::ToConfirm
+        } else {
+            Kind::ChangedToPass
+        };
         let place = at(entry.file.as_deref(), entry.line, id);
         groups
-            .entry((group_of(id).to_string(), was_failing))
+            .entry((group_of(id).to_string(), kind))
             .or_default()
             .push((id.clone(), format!("{now}|{place}")));
     }
     let edited = edited_list(trusted.edited);
     let mut out = Vec::new();
-    for ((group, was_failing), cases) in groups {
+    for ((group, kind), cases) in groups {
         let (first, detail) = &cases[0];
         let (now, place) = detail.split_once('|').unwrap_or(("absent", ""));
         let message = messages
@@ -88,7 +136,32 @@ pub fn findings(
         } else {
             String::new()
         };
-        if was_failing {
+        if kind == Kind::ToConfirm {
+            let tests = if cases.len() > 1 {
+                format!(
+                    "tests {}",
+                    cases
+                        .iter()
+                        .map(|(id, _)| id.as_str())
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                format!("test {first}")
+            };
+            out.push(finding(
+                Severity::Warning,
+                format!(
+                    "{tests} {}: under the task's start's tests it fails on this code{message}, while the change's version of it passes; the change edited {edited} with the code: confirm the behaviour change with `itergate accept` (`/iterate accept` on a pull request)",
+                    super::EXPECTATION_TO_CONFIRM
+                ),
+                place.to_string(),
+                format!(
+                    "a person confirms the new expectation (`itergate accept`); if it is not intended, restore `{first}` and fix the code"
+                ),
+            ));
+        } else if kind == Kind::ChangedToPass {
             out.push(finding(
                 Severity::Blocker,
                 format!(
@@ -116,6 +189,18 @@ pub fn findings(
         }
     }
     out
+}
+
+/// What a test that fails under the start's tests and not in the change's own run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// Failing when it last ran, and made to pass by the tests alone: a violation.
+    ChangedToPass,
+    /// It failed earlier in the task and the change edited it with the code: a person
+    /// confirms.
+    ToConfirm,
+    /// It never failed in the task: the change altered an expectation with the code.
+    ExpectationChanged,
 }
 
 /// The test a case belongs to: a parametrised case's function (`m::test_x[a-b]` →
