@@ -84,8 +84,8 @@ pub fn findings(
         // Its last run: the last of the start and the iterations that were not VOID.
         let failing_when_last_ran = std::iter::once(&start)
             .chain(&last_runs)
-            .filter_map(|inv| inv.get(&key))
-            .last()
+            .rev()
+            .find_map(|inv| inv.get(&key))
             .is_some_and(|e| failed(e.outcome));
         // The test itself now expects something else: it passes in the change's version
         // of its own file (a parametrised row whose id names the expected value is
