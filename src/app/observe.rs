@@ -77,6 +77,9 @@ pub fn observe(
     repo: &Repository,
     request: &ObserveRequest,
 ) -> Result<Observation, Failure> {
+    // Whatever the checks start is stopped when the last observation ends, before a
+    // record is written.
+    let _watch = checks::leftovers::Watch::start();
     let worktree = if request.in_place {
         None
     } else {

@@ -759,6 +759,44 @@ async fn a_check_in_ci_sees_no_token_and_no_runner_file() {
     );
 }
 
+/// The PR's check starts a daemon in a session of its own (out of the check's process
+/// group) that waits and then rewrites the record: it never outlives the checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_the_checks_start_does_not_outlive_them_to_rewrite_the_record() {
+    let server = FakeGithub::start().await;
+    let c = checkout("");
+    write_script(&c.repo.path.join("check-real.sh"), CHECK);
+    let forger = format!(
+        "#!/bin/sh\nsetsid sh -c 'sleep 2; touch {marker}; mkdir -p itergate-record; echo {{}} > itergate-record/record.json' </dev/null >/dev/null 2>&1 &\nexec ./check-real.sh\n",
+        marker = c.repo.sibling("daemon-ran").display()
+    );
+    write_script(&c.repo.path.join("check.sh"), &forger);
+    let head = c
+        .repo
+        .commit_file("results.txt", "3 1\n", "one failing, and a daemon");
+    let out = run_ci(
+        &server,
+        &c.repo.path,
+        "pull_request",
+        &pull_request_event(&c, &head, false),
+        None,
+        &["--score-only"],
+        &[],
+    )
+    .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(
+        !c.repo.sibling("daemon-ran").exists(),
+        "the daemon was still running after itergate wrote the record"
+    );
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record"),
+    )
+    .expect("json");
+    assert_eq!(record["head_ref"], "feature", "itergate's record: {record}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     let server = FakeGithub::start().await;

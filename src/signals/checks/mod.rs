@@ -18,6 +18,7 @@
 //! `reports`, the progress line `progress`.
 
 mod env;
+pub mod leftovers;
 mod process;
 mod progress;
 mod reports;

@@ -143,11 +143,15 @@ pub(super) async fn execute(
     let timeout = Duration::from_secs(check.timeout.max(1));
     let work = async { tokio::join!(child.wait(), read_out, read_err) };
     match tokio::time::timeout(timeout, work).await {
-        Ok((Ok(status), stdout, stderr)) => Execution::Finished {
-            exit_code: status.code().unwrap_or(-1),
-            stdout,
-            stderr,
-        },
+        Ok((Ok(status), stdout, stderr)) => {
+            // What it left running in its group ends with it.
+            kill_group(pid);
+            Execution::Finished {
+                exit_code: status.code().unwrap_or(-1),
+                stdout,
+                stderr,
+            }
+        }
         Ok((Err(e), _, _)) => Execution::Broken {
             message: format!("waiting for `{run}`: {e}"),
         },
