@@ -789,3 +789,35 @@ fn a_patched_vitest_package_in_node_modules_is_caught() {
         "{text}"
     );
 }
+
+/// A documentation example is a test: its expected value edited after it failed is
+/// rewritten to pass, wherever in the example the assertion is.
+#[test]
+fn a_doc_examples_expected_value_edited_is_rewritten_to_pass() {
+    let doc = |value: &str, op: &str| {
+        format!(
+            "/// Adds two numbers.\n///\n/// ```\n/// let a = 2;\n/// let b = 2;\n/// let c = 1;\n/// let d = 3;\n/// let sum = docs::add(a, b);\n/// let other = docs::add(c, d);\n/// assert_eq!(other, {value});\n/// assert_eq!(sum, 4);\n/// ```\npub fn add(a: i32, b: i32) -> i32 {{\n    a {op} b\n}}\n"
+        )
+    };
+    let p = Project::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"docs\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", &doc("4", "+")),
+        (".gitignore", "target/\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --no-fail-fast 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ]);
+    let (code, text) = p.iteration(&[("src/lib.rs", &doc("4", "*"))], "agent: multiply");
+    assert_eq!(code, 10, "the example fails: {text}");
+    let (code, text) = p.iteration(&[("src/lib.rs", &doc("3", "*"))], "agent: the example");
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("test src/lib.rs - add (line 3) was rewritten to pass")
+            && text.contains("`/// assert_eq!(other, 4);` at src/lib.rs:10"),
+        "{text}"
+    );
+}

@@ -260,7 +260,11 @@ pub(super) fn edited_in_test<'c>(
 ) -> Option<&'c RemovedLine> {
     let removed = since.removed.get(failure.file)?;
     let name = leaf(failure.id);
-    let span = if failure.was_skipped {
+    let span = if let Some(example) = doc_example_span(failure.id, source) {
+        // A documentation example (rustdoc's `src/lib.rs - add (line 3)`): every line of
+        // its code block is its expectation.
+        example
+    } else if failure.was_skipped {
         // Its lines moved with the skip: the whole definition, found by name.
         definition_span(source?, name)?
     } else {
@@ -274,6 +278,34 @@ pub(super) fn edited_in_test<'c>(
         .iter()
         .filter(|l| !(failure.was_skipped && SKIP_MARKERS.iter().any(|m| l.text.contains(m))))
         .find(|l| span.contains(&l.line))
+}
+
+/// The lines of the documentation example rustdoc names `<file> - <item> (line N)`: from
+/// its opening fence on line N to its closing one, in `source` (the example's file).
+fn doc_example_span(id: &str, source: Option<&str>) -> Option<std::ops::RangeInclusive<u32>> {
+    let (_, rest) = id.split_once(" - ")?;
+    let opening: u32 = rest
+        .rsplit_once("(line ")?
+        .1
+        .strip_suffix(')')?
+        .parse()
+        .ok()?;
+    let fence = |line: &str| {
+        let text = line.trim_start();
+        let text = ["///", "//!", "*"]
+            .iter()
+            .find_map(|doc| text.strip_prefix(doc))
+            .unwrap_or(text);
+        text.trim_start().starts_with("```")
+    };
+    let closing = source?
+        .lines()
+        .enumerate()
+        .skip(opening as usize) // the lines after the opening fence (numbered from 1)
+        .take(200)
+        .find(|(_, line)| fence(line))
+        .map_or(opening.saturating_add(200), |(index, _)| index as u32 + 1);
+    Some(opening..=closing)
 }
 
 pub(super) fn rewritten_finding(
