@@ -109,7 +109,7 @@ fn a_check_that_wrote_none_of_its_reports_is_one_error() {
         .filter(|l| l.starts_with("itergate: error:"))
         .collect();
     insta::with_settings!({ filters => crate::redact::filters() }, {
-        insta::assert_snapshot!(errors.join("\n"), @r"itergate: error: check `tests` (`echo 'BUILD FAILURE: bad configuration' >&2; exit 1`) could not run: it exited with status 1 and wrote no report: the report /tmp/itergate-wt-[pid]-[short-sha]/out/junit.xml was not written; the report /tmp/itergate-wt-[pid]-[short-sha]/out/lcov.info was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)");
+        insta::assert_snapshot!(errors.join("\n"), @r"itergate: error: check `tests` (`echo 'BUILD FAILURE: bad configuration' >&2; exit 1`) could not run: it exited with status 1 and wrote no report: the report /tmp/itergate-wt-[pid]-[short-sha]/out/junit.xml was not written; the report /tmp/itergate-wt-[pid]-[short-sha]/out/lcov.info was not written");
     });
     assert_eq!(text.matches("\n    BUILD FAILURE").count(), 1, "{text}");
 }

@@ -920,7 +920,7 @@ fn a_report_written_through_a_link_out_of_the_work_tree_is_not_read_and_nothing_
     assert_eq!(out.status.code(), Some(3), "{err}");
     insta::with_settings!({ filters => redact::without_progress() }, {
         insta::assert_snapshot!(in_root(&err, f.repo.root.path()), @r"
-            itergate: error: check `tests` (`./check.sh`) could not run: it exited with status 2 and wrote no report: the report /tmp/itergate-wt-[pid]-[short-sha]/out/junit.xml was not written (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)
+            itergate: error: check `tests` (`./check.sh`) could not run: it exited with status 2 and wrote no report: the report /tmp/itergate-wt-[pid]-[short-sha]/out/junit.xml was not written
                 mkdir: cannot create directory ‘out’: File exists
                 ./check.sh: 5: cannot create out/junit.xml: Directory nonexistent
             The checks ran in a checkout of the commit alone (/tmp/itergate-wt-[pid]-[short-sha]): untracked files such as dependencies and generated files are not in it; `setup:` commands, or the same lockfile as the work tree, give it them.

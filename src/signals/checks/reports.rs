@@ -101,6 +101,19 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
         .iter()
         .any(|(_, r)| matches!(r, Ok(CheckResult::Report { .. })));
     let mut missing: Option<usize> = None;
+    // Said only where another check's file may be what is missing: a check without a
+    // command of its own, or one whose command said a file does not exist.
+    let said_missing = || {
+        [&stdout[..], &stderr[..]].iter().any(|out| {
+            let text = String::from_utf8_lossy(out);
+            MISSING_FILE.iter().any(|words| text.contains(words))
+        })
+    };
+    let hint = if check.needs.is_empty() && (check.run.is_none() || said_missing()) {
+        NOT_WRITTEN_HINT
+    } else {
+        ""
+    };
     for (index, message) in unwritten {
         if read_one_report {
             let source = &check.report[index];
@@ -127,19 +140,19 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
                 // One error for the check, however many of its reports are missing: its
                 // output is shown once.
                 if let Some((_, Err((said, _)))) = missing.and_then(|at| results.get_mut(at)) {
-                    let hint_at = said.len() - NOT_WRITTEN_HINT.len();
+                    let hint_at = said.len() - hint.len();
                     said.insert_str(hint_at, &format!("; {message}"));
                     continue;
                 }
                 // A command that failed wrote nothing: that is said first, the hint about
-                // checks that write each other's reports after it.
+                // a report another check writes after it.
                 let message = match exit_code {
                     Some(code) if code != 0 => {
                         format!("it exited with status {code} and wrote no report: {message}")
                     }
                     _ => message,
                 };
-                let message = format!("{message}{NOT_WRITTEN_HINT}");
+                let message = format!("{message}{hint}");
                 missing = Some(results.len());
                 results.push((index, Err((message, tail.clone()))))
             }
@@ -148,6 +161,14 @@ pub(super) fn read_reports(root: &Path, check: &Check, out: Execution) -> Vec<(u
     results.sort_by_key(|(index, _)| *index);
     results
 }
+
+/// How tools say a file they were to read is not there.
+const MISSING_FILE: [&str; 4] = [
+    "No such file or directory",
+    "cannot stat",
+    "ENOENT",
+    "does not exist",
+];
 
 /// Said once after the reports a check did not write.
 const NOT_WRITTEN_HINT: &str = " (checks run concurrently: when another check writes it, add `needs: [that check]` to this one, or list the report under the check that writes it, since a check can read several reports)";
