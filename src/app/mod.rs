@@ -15,6 +15,7 @@ pub mod evaluate;
 pub mod exit;
 pub mod first_run;
 pub mod forge_flow;
+pub mod interpreter;
 pub mod judge;
 pub mod local;
 pub mod observe;

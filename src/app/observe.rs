@@ -148,6 +148,9 @@ pub fn observe(
             (None, _) => (String::new(), String::new()),
         };
         let said: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let hint = super::interpreter::missing_module_hint(&errors, repo.workdir())
+            .map(|hint| format!("\n{hint}"))
+            .unwrap_or_default();
         let mut observed = Observation {
             checks: outcomes,
             execution_time_ms: None,
@@ -157,7 +160,7 @@ pub fn observe(
         return Err(Failure::Unrunnable(Box::new(super::Unrunnable {
             commit: request.commit,
             message: format!(
-                "{before}{}{after}\nNothing was recorded: fix the environment or the check, then run again.",
+                "{before}{}{after}{hint}\nNothing was recorded: fix the environment or the check, then run again.",
                 said.join("\n")
             ),
             errors,

@@ -333,3 +333,41 @@ fn log_lines_name_their_command_and_their_check() {
     );
     assert!(!text.contains('\u{1b}'), "no colour in a pipe: {text}");
 }
+
+/// A Python check that cannot import its runner names the interpreter it ran and the
+/// project's virtual environment that was not active.
+#[test]
+fn a_missing_python_module_names_the_interpreter_and_the_inactive_venv() {
+    let repo = TestRepo::new();
+    repo.write(
+        ".itergate.yml",
+        "checks:\n  tests:\n    run: python3 -m no_such_runner_here --junitxml=out/junit.xml\n    report: { format: junit, path: out/junit.xml }\nhook:\n  base: main\n",
+    );
+    repo.write(".gitignore", "out/\n.venv/\n");
+    repo.commit_file("lib.py", "x = 1\n", "base");
+    let venv = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&repo.path)
+        .status()
+        .expect("python3 runs");
+    assert!(venv.success());
+    let out = std::process::Command::new(BIN)
+        .args(["run", "--exit-code"])
+        .current_dir(&repo.path)
+        .env("NO_COLOR", "1")
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("itergate runs");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("A Python module is missing for check `tests`: `python3` is /"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/.venv is not active: activate it (`. ")
+            && text.contains("/.venv/bin/activate`) before running itergate"),
+        "{text}"
+    );
+    assert!(!text.contains("needs: [that check]"), "{text}");
+}
