@@ -1131,7 +1131,8 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
     );
     let config = std::fs::read_to_string(p.join(".itergate.yml")).expect("config");
     assert!(
-        config.contains("jacoco:report") && config.contains("format: jacoco"),
+        config.contains("org.jacoco:jacoco-maven-plugin:0.8.15:report")
+            && config.contains("format: jacoco"),
         "{config}"
     );
     assert!(config.contains("checkstyle-result.xml"), "{config}");

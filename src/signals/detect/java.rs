@@ -59,7 +59,13 @@ pub(super) fn maven(
     let tests = if pom.contains("jacoco-maven-plugin") {
         // Failing tests do not stop the build before the coverage report; the failures are
         // read from Surefire's files, not from Maven's exit status.
-        let command = format!("{command} -Dmaven.test.failure.ignore=true jacoco:report");
+        // By full coordinates: a base whose pom does not declare the plugin yet (it was
+        // added with this configuration) still resolves the goal instead of failing on
+        // "No plugin found for prefix 'jacoco'".
+        let command = format!(
+            "{command} -Dmaven.test.failure.ignore=true org.jacoco:jacoco-maven-plugin:{}:report",
+            jacoco_version(&pom)
+        );
         Check {
             report: vec![
                 source(ReportFormat::Junit, Some(SUREFIRE_REPORTS)),
@@ -170,6 +176,34 @@ pub(super) const GRADLE_BUILDS: [&str; 4] = [
 ];
 /// Where Gradle's `test` task writes its JUnit reports: one file per test class.
 pub(super) const GRADLE_TEST_REPORTS: &str = "**/build/test-results/test/TEST-*.xml";
+/// The JaCoCo version the pom declares (a `${property}` looked up in its properties), or
+/// the one itergate's tests use.
+fn jacoco_version(pom: &str) -> String {
+    const DEFAULT: &str = "0.8.15";
+    let tag = |text: &str, name: &str| -> Option<String> {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = start + text[start..].find(&format!("</{name}>"))?;
+        Some(text[start..end].trim().to_string())
+    };
+    let Some(at) = pom.find("<artifactId>jacoco-maven-plugin</artifactId>") else {
+        return DEFAULT.into();
+    };
+    // The plugin's own element: up to its closing tag.
+    let rest = &pom[at..];
+    let element = &rest[..rest.find("</plugin>").unwrap_or(rest.len())];
+    match tag(element, "version") {
+        Some(property) if property.starts_with("${") => property
+            .strip_prefix("${")
+            .and_then(|p| p.strip_suffix('}'))
+            .and_then(|name| tag(pom, name))
+            .filter(|v| !v.is_empty() && !v.contains('$'))
+            .unwrap_or_else(|| DEFAULT.into()),
+        Some(version) if !version.is_empty() => version,
+        _ => DEFAULT.into(),
+    }
+}
+
 /// Where the jacoco plugin's `jacocoTestReport` writes its XML (when `xml.required`).
 pub(super) const GRADLE_JACOCO_REPORTS: &str = "**/build/reports/jacoco/test/jacocoTestReport.xml";
 
@@ -222,6 +256,34 @@ pub(super) fn gradle(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &
                 ReportFormat::Checkstyle,
                 Some("**/build/reports/checkstyle/main.xml"),
             ),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jacoco_version;
+
+    #[test]
+    fn the_jacoco_version_is_the_poms_own_or_a_pinned_one() {
+        let plugin = |version: &str| {
+            format!("<plugin><groupId>org.jacoco</groupId><artifactId>jacoco-maven-plugin</artifactId>{version}</plugin><plugin><version>9.9</version></plugin>")
+        };
+        assert_eq!(
+            jacoco_version(&plugin("<version>0.8.11</version>")),
+            "0.8.11"
+        );
+        let by_property = format!(
+            "<properties><jacoco.version>0.8.13</jacoco.version></properties>{}",
+            plugin("<version>${jacoco.version}</version>")
+        );
+        assert_eq!(jacoco_version(&by_property), "0.8.13");
+        // Declared without a version (a parent's pluginManagement), or not at all.
+        assert_eq!(jacoco_version(&plugin("")), "0.8.15");
+        assert_eq!(jacoco_version("<project/>"), "0.8.15");
+        assert_eq!(
+            jacoco_version(&plugin("<version>${unset}</version>")),
+            "0.8.15"
         );
     }
 }
