@@ -91,6 +91,7 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
             .collect::<Vec<_>>()
             .join("\n"),
     };
+    let detail = with_values(detail, case.output.as_deref());
     let first = detail.trim();
     let (severity, verb) = match case.outcome {
         TestOutcome::Skipped => (Severity::Info, "was skipped"),
@@ -123,6 +124,54 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
 
 /// Lines of a test's message a finding keeps.
 const MAX_FINDING_LINES: usize = 12;
+
+/// How the lines that show what was compared start, in a failure's rendered body: Rust's
+/// `assert_eq!`, JUnit's and Jest's expected/actual, Go's Example `got:`/`want:`.
+const VALUE_LINES: [&str; 10] = [
+    "assertion",
+    "left:",
+    "right:",
+    "expected:",
+    "actual:",
+    "Expected:",
+    "Received:",
+    "but was:",
+    "got:",
+    "want:",
+];
+
+/// `detail` with the lines of the body (`output`) that show the compared values, when the
+/// message does not already have them: a JUnit `message` attribute holds the first line
+/// (`assertion `left == right` failed`), the body the values.
+fn with_values(detail: String, output: Option<&str>) -> String {
+    let Some(output) = output else {
+        return detail;
+    };
+    let lines: Vec<&str> = output.lines().map(str::trim_end).collect();
+    let mut values = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let text = line.trim_start();
+        if !VALUE_LINES.iter().any(|start| text.starts_with(start)) {
+            continue;
+        }
+        // Go's Example prints `got:` and `want:` on lines of their own, the value below
+        // (the message may be that `got:` already).
+        let heading = text.ends_with(':');
+        if !detail.contains(text) {
+            values.push(*line);
+        } else if !(heading && detail.trim_end().ends_with(text)) {
+            continue;
+        }
+        if heading {
+            values.extend(lines.get(at + 1).filter(|next| !next.trim().is_empty()));
+        }
+    }
+    values.truncate(MAX_FINDING_LINES.saturating_sub(detail.lines().count()));
+    if values.is_empty() {
+        return detail;
+    }
+    format!("{detail}\n{}", values.join("\n"))
+}
 
 /// Hallucination when a build error says a name, module or crate does not exist.
 pub fn diagnostic_trigger(d: &Diagnostic) -> Option<TriggerType> {

@@ -242,3 +242,23 @@ fn output_with_backtick_runs_stays_inside_a_longer_fence() {
         `````
         ");
 }
+
+/// A Go `Example` that prints the wrong value: the finding carries what it got and what
+/// it wanted (`go test -json`, `tests/fixtures/reports/go-test-json/example.json`).
+#[test]
+fn a_go_examples_failure_keeps_got_and_want() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reports/go-test-json/example.json");
+    let report = parse_file(ReportFormat::GoTestJson, &path, &ParseOptions::default())
+        .expect("the fixture parses");
+    let Report::Tests(tests) = report else {
+        panic!("a test report: {report:?}");
+    };
+    let issues: Vec<CheckerIssue> = tests.failures().map(|case| test_issue(case).0).collect();
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    let finding = &issues[0].finding;
+    assert!(
+        finding.contains("got:\n-1") && finding.contains("want:\n5"),
+        "{finding}"
+    );
+}
