@@ -103,8 +103,12 @@ fn issue_steps(record: &IterationRecord) -> Vec<String> {
         .issues
         .iter()
         .filter(|i| i.severity.counts_for_revision())
+        .cloned()
         .collect();
-    ordered.sort_by_key(|i| i.severity);
+    // What tampered with the tests first (never cut off), then by severity.
+    super::revision::integrity_first(&mut ordered);
+    ordered.sort_by_key(|i| (i.dimension != crate::model::INTEGRITY_DIMENSION, i.severity));
+    let ordered: Vec<_> = ordered.iter().collect();
     // Failures with one cause are one step.
     let items = super::grouping::group_issues(&ordered);
     let mut steps: Vec<String> = items

@@ -105,6 +105,7 @@ pub fn revision_items(latest: &IterationRecord, triggers: &[Trigger]) -> Vec<Che
         .filter(|i| i.severity.counts_for_revision())
         .cloned()
         .collect();
+    integrity_first(&mut items);
     let from_record_issues = !items.is_empty();
     for trigger in triggers {
         let (dimension, severity, finding) = match trigger.kind {
@@ -152,4 +153,51 @@ pub fn revision_items(latest: &IterationRecord, triggers: &[Trigger]) -> Vec<Che
         });
     }
     items
+}
+
+/// An integrity finding is what to do first: it comes before everything else, and the
+/// lint, type and complexity findings in the files it names (type errors in the
+/// `conftest.py` that patched the tests) go, since restoring those files removes them.
+pub(crate) fn integrity_first(items: &mut Vec<CheckerIssue>) {
+    let integrity = |i: &CheckerIssue| i.dimension == crate::model::INTEGRITY_DIMENSION;
+    if !items
+        .iter()
+        .any(|i| integrity(i) && i.severity == Severity::Blocker)
+    {
+        return;
+    }
+    let named: Vec<String> = items
+        .iter()
+        .filter(|i| integrity(i))
+        .flat_map(|i| {
+            let place = i.affected_field.iter().map(|f| file_of(f).to_string());
+            let quoted = i
+                .finding
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|t| !t.contains(' ') && (t.contains('/') || t.contains('.')))
+                .map(str::to_string)
+                .collect::<Vec<_>>();
+            place.chain(quoted)
+        })
+        .collect();
+    items.retain(|i| {
+        integrity(i)
+            || i.dimension == "tests"
+            || !i
+                .affected_field
+                .as_deref()
+                .is_some_and(|f| named.iter().any(|n| n == file_of(f)))
+    });
+    // A stable sort: integrity first, each kind in its own order.
+    items.sort_by_key(|i| !integrity(i));
+}
+
+/// The file of a place (`src/a.py:12` → `src/a.py`).
+fn file_of(place: &str) -> &str {
+    match place.split_once(':') {
+        Some((file, rest)) if rest.chars().next().is_some_and(|c| c.is_ascii_digit()) => file,
+        _ => place,
+    }
 }

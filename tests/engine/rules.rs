@@ -1041,3 +1041,66 @@ fn iterations_fitted_to_the_visible_tests_escalate_saying_so() {
         "{reason}"
     );
 }
+
+/// A VOID iteration's integrity finding is the first thing asked, in the prompt and in the
+/// next steps; the type errors in the file that tampered with the tests are not asked at
+/// all (restoring it removes them), while the failing tests and findings elsewhere stay.
+#[test]
+fn a_void_iterations_integrity_item_comes_first_and_its_files_findings_go() {
+    let issue =
+        |dimension: &str, severity, finding: &str, at: &str| itergate::model::CheckerIssue {
+            dimension: dimension.into(),
+            severity,
+            finding: finding.into(),
+            affected_field: Some(at.into()),
+            suggested_fix: None,
+        };
+    let mut r = rec(1, 0.5);
+    r.status = Status::Void;
+    for k in 0..5 {
+        r.issues.push(issue(
+            "code_quality",
+            Severity::Blocker,
+            &format!("error: Function is missing a type annotation [no-untyped-def] {k}"),
+            &format!("tests/conftest.py:{}", k + 3),
+        ));
+    }
+    r.issues.push(issue(
+        "code_quality",
+        Severity::Warning,
+        "F401 `os` imported but unused",
+        "src/calc.py:1",
+    ));
+    r.issues.push(issue(
+        "tests",
+        Severity::Blocker,
+        "test tests/test_calc.py::test_add failed: assert 1 == 2",
+        "tests/test_calc.py:4",
+    ));
+    r.issues.push(issue(
+        itergate::signals::integrity::DIMENSION,
+        Severity::Blocker,
+        "test tests/test_calc.py::test_add was changed to pass: under the task's start's tests and harness it still fails on this code, while this iteration's own run reports it passing; the change edited `tests/conftest.py`",
+        "tests/test_calc.py:4",
+    ));
+    let items = itergate::engine::revision::revision_items(&r, &[]);
+    assert_eq!(items[0].dimension, itergate::signals::integrity::DIMENSION);
+    assert!(
+        !items.iter().any(|i| i
+            .affected_field
+            .as_deref()
+            .is_some_and(|f| f.starts_with("tests/conftest.py"))),
+        "{items:?}"
+    );
+    assert!(
+        items.iter().any(|i| i.finding.starts_with("F401")),
+        "{items:?}"
+    );
+    assert!(items.iter().any(|i| i.dimension == "tests"), "{items:?}");
+    let d = decide_default(&[r]);
+    assert!(
+        d.next_steps[0].contains("was changed to pass"),
+        "{:?}",
+        d.next_steps
+    );
+}
