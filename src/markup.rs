@@ -21,8 +21,37 @@ const ZWSP: char = '\u{200B}';
 /// Word joiner after `@`: the text still reads `@name` but mentions nobody.
 const WORD_JOINER: char = '\u{2060}';
 
+/// Characters that change how the text around them displays, or do not display at all:
+/// bidirectional controls (`tests/\u{202E}yp.a_tset` displays as `tests/test_a.py`) and
+/// zero-width characters.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{061C}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{FEFF}')
+}
+
+/// `text` with every [invisible] character written as its code point (`<U+202E>`).
+pub fn reveal_invisible(text: &str) -> String {
+    if !text.chars().any(invisible) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if invisible(c) {
+                format!("<U+{:04X}>", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// `text` as one line of inline markdown that renders as the text itself: no markup, no
-/// mention, no issue reference, no autolink.
+/// mention, no issue reference, no autolink, no invisible character (shown as `<U+202E>`).
 pub fn escape_markdown_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
     let mut chars = text.chars().peekable();
@@ -53,6 +82,7 @@ pub fn escape_markdown_inline(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            c if invisible(c) => out.push_str(&format!("&lt;U+{:04X}&gt;", c as u32)),
             c if c.is_control() && c != '\t' => {}
             c => out.push(c),
         }
@@ -78,7 +108,7 @@ pub fn escape_markdown_inline_keeping_code(text: &str) -> String {
             !code.is_empty()
                 && !code.contains("<!")
                 && !code.contains("--")
-                && !code.chars().any(char::is_control)
+                && !code.chars().any(|c| c.is_control() || invisible(c))
                 && !code.contains(['\u{0085}', '\u{2028}', '\u{2029}'])
         });
         match span {
@@ -134,7 +164,7 @@ pub fn fence_with_info(text: &str, info: &str) -> String {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+'))
         .collect();
-    let text = neutralise_html_comments(text);
+    let text = neutralise_html_comments(&reveal_invisible(text));
     let longest = longest_backtick_run(&text);
     let fence = "`".repeat(longest.max(2) + 1);
     let body = text.trim_end_matches(['\n', '\r']);
@@ -176,6 +206,24 @@ pub fn neutralise_tags(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invisible_characters_are_shown_by_their_code_point() {
+        let name = "tests/\u{202E}yp.a_tset";
+        assert_eq!(
+            escape_markdown_inline(name),
+            "tests/&lt;U+202E&gt;yp\\.a\\_tset"
+        );
+        assert_eq!(
+            escape_markdown_inline_keeping_code(&format!("`{name}`")),
+            "\\`tests/&lt;U+202E&gt;yp\\.a\\_tset\\`"
+        );
+        assert!(fence(name).contains("tests/<U+202E>yp.a_tset"));
+        assert_eq!(
+            reveal_invisible("a\u{200B}b\u{2066}c"),
+            "a<U+200B>b<U+2066>c"
+        );
+    }
 
     #[test]
     fn fence_outlasts_inner_backticks() {

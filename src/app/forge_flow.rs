@@ -59,8 +59,27 @@ pub fn holds_work(body: &str) -> bool {
 
 /// Reads an artifact's record.
 pub fn parse_artifact(bytes: &[u8]) -> Result<ArtifactRecord, String> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| format!("the artifact's {RECORD_FILE} is not an itergate record: {e}"))
+    let artifact: ArtifactRecord = serde_json::from_slice(bytes)
+        .map_err(|e| format!("the artifact's {RECORD_FILE} is not an itergate record: {e}"))?;
+    // Scores are fractions: anything else was not written by itergate.
+    let r = &artifact.record;
+    let fractions = [
+        ("scores.tests_passing", r.scores.tests_passing),
+        ("scores.code_quality", r.scores.code_quality),
+        ("scores.coverage", r.scores.coverage),
+        ("scores.complexity", r.scores.complexity),
+        ("quality", r.quality),
+        ("confidence", r.confidence),
+    ];
+    if let Some((name, value)) = fractions
+        .iter()
+        .find_map(|(name, v)| v.filter(|v| !(0.0..=1.0).contains(v)).map(|v| (name, v)))
+    {
+        return Err(format!(
+            "the artifact's {RECORD_FILE} is malformed: `{name}` is {value}, expected a fraction from 0 to 1"
+        ));
+    }
+    Ok(artifact)
 }
 
 /// The rules a pull request is judged by, and a notice when they are not its base's.

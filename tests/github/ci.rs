@@ -867,6 +867,29 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     insta::with_settings!({ filters => redact::filters() }, {
         insta::assert_snapshot!(&stderr(&out), @"itergate: error: the record names head branch other-branch, not feature of this event; refusing to publish it");
     });
+    // Scores are fractions: one outside 0..1 was not written by itergate.
+    for (field, value) in [("tests_passing", json!(1e308)), ("coverage", json!(7.0))] {
+        let mut forged = record.clone();
+        forged["record"]["scores"][field] = value;
+        std::fs::write(&downloaded, serde_json::to_vec(&forged).expect("json")).expect("write");
+        let out = run_ci(
+            &server,
+            &publisher.repo.path,
+            "pull_request",
+            &event,
+            None,
+            &publish,
+            &[],
+        )
+        .await;
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("is malformed: `scores.{field}` is"))
+                && stderr(&out).contains("expected a fraction from 0 to 1"),
+            "{}",
+            stderr(&out)
+        );
+    }
     server.assert_no_violations();
 }
 
