@@ -126,7 +126,7 @@ async fn run(args: &Settings) -> Result<(), Failure> {
 
     // A previous incarnation on this host that was killed left its jobs leased: free them
     // now rather than when their leases run out.
-    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let alive = process_alive;
     match store.release_dead_leases(&hostname(), &alive).await {
         Ok(0) => {}
         Ok(n) => tracing::info!("{n} jobs of a process that is gone run again now"),
@@ -372,10 +372,27 @@ fn replica_name() -> String {
     format!("{}-{}", hostname(), std::process::id())
 }
 
+/// The host's name (`gethostname`, on every Unix: not `/proc`, which macOS lacks).
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "itergate".into())
+    let mut buffer = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; the name is NUL-terminated within it.
+    let ok = unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) } == 0;
+    let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+    match std::str::from_utf8(&buffer[..end]) {
+        Ok(name) if ok && !name.is_empty() => name.to_string(),
+        _ => "itergate".into(),
+    }
+}
+
+/// Whether a process with this id exists on this host (signal 0: checked, never sent). One
+/// owned by another user exists too (`EPERM`).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 performs only the existence and permission checks.
+    let sent = unsafe { libc::kill(pid, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 async fn shutdown_signal() {
@@ -398,5 +415,30 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::{hostname, process_alive};
+
+    #[test]
+    fn a_live_process_is_alive_and_a_reaped_one_is_not() {
+        assert!(process_alive(std::process::id()));
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let pid = child.id();
+        child.wait().expect("reaped");
+        assert!(!process_alive(pid));
+    }
+
+    #[test]
+    fn the_hostname_is_the_kernels() {
+        let kernel = std::process::Command::new("uname")
+            .arg("-n")
+            .output()
+            .expect("uname runs");
+        assert_eq!(hostname(), String::from_utf8_lossy(&kernel.stdout).trim());
     }
 }
