@@ -811,6 +811,36 @@ async fn readers_answered_per_interval_are_capped_and_write_nothing_else() {
     );
 }
 
+/// L6: a writer who edits the bot's replies to hold markers dated in the future does not
+/// silence the readers: a time to come is no recent reply.
+#[tokio::test]
+async fn reply_markers_dated_in_the_future_silence_nobody() {
+    let forge = MemoryForge::default();
+    let config = Config::default();
+    run(&forge, &config, iteration(record(1, 1))).await;
+    let before = forge.bot_comments().len();
+    for n in 0..itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES {
+        forge.comment(
+            BOT,
+            &format!("<!-- itergate:to forged-{n} 2099-01-01T00:00:00Z -->\nhello"),
+        );
+    }
+    let input = comment(&forge, "new-reader", "/iterate accept");
+    run(&forge, &config, input).await;
+    let replies = forge.bot_comments();
+    assert_eq!(
+        replies.len(),
+        before + itergate::app::pull_request::MAX_UNPRIVILEGED_REPLIES + 1,
+        "the new reader is answered: {replies:?}"
+    );
+    assert!(
+        replies
+            .last()
+            .is_some_and(|r| r.contains("itergate:to new-reader")),
+        "{replies:?}"
+    );
+}
+
 #[tokio::test]
 async fn gap_reports_past_the_round_limit_get_the_reply_limit() {
     let forge = MemoryForge::default();

@@ -65,8 +65,12 @@ pub(super) fn take_reply(
             let Some((who, at)) = rest.split_once(' ') else {
                 continue;
             };
-            let recent = chrono::DateTime::parse_from_rfc3339(at)
-                .is_ok_and(|at| now.signed_duration_since(at) < interval);
+            // A time in the future is no recent reply (a writer could date one in 2099 to
+            // silence every reader); a minute of clock skew is allowed.
+            let recent = chrono::DateTime::parse_from_rfc3339(at).is_ok_and(|at| {
+                let elapsed = now.signed_duration_since(at);
+                elapsed < interval && elapsed > -Duration::minutes(1)
+            });
             if recent {
                 answered.insert(who.to_ascii_lowercase());
             }
