@@ -34,7 +34,8 @@ fn invisible(c: char) -> bool {
         | '\u{FEFF}')
 }
 
-/// `text` with every [invisible] character written as its code point (`<U+202E>`).
+/// `text` with every invisible character (a bidirectional control, a zero-width
+/// character) written as its code point (`<U+202E>`).
 pub fn reveal_invisible(text: &str) -> String {
     if !text.chars().any(invisible) {
         return text.to_string();

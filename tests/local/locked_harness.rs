@@ -821,3 +821,38 @@ fn a_doc_examples_expected_value_edited_is_rewritten_to_pass() {
         "{text}"
     );
 }
+
+/// A Rust unit test inside `src/` failed, was fixed, and then the code and the test's
+/// expected value change together: no run with the start's tests covers a test in a source
+/// file, so its own edited lines ask a person to confirm — never a silent ACCEPT.
+#[test]
+fn a_rust_unit_test_reexpected_after_it_passed_again_is_to_confirm() {
+    let lib = |op: &str, expected: &str| {
+        format!(
+            "pub fn add(a: i32, b: i32) -> i32 {{\n    a {op} b\n}}\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn adds() {{\n        assert_eq!(add(2, 3), {expected});\n    }}\n}}\n"
+        )
+    };
+    let p = Project::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"units\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", &lib("+", "5")),
+        (".gitignore", "target/\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --no-fail-fast 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ]);
+    let (code, text) = p.iteration(&[("src/lib.rs", &lib("-", "5"))], "agent: subtract");
+    assert_eq!(code, 10, "{text}");
+    let (code, text) = p.iteration(&[("src/lib.rs", &lib("+", "5"))], "agent: fix");
+    assert_eq!(code, 0, "{text}");
+    let (code, text) = p.iteration(&[("src/lib.rs", &lib("*", "6"))], "agent: multiply");
+    assert_eq!(code, 10, "a person confirms it: {text}");
+    assert!(
+        text.contains("test tests::adds failed earlier in this task and now expects something else: its own lines changed"),
+        "{text}"
+    );
+    assert!(!text.contains("VOID"), "{text}");
+}

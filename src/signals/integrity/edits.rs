@@ -241,6 +241,73 @@ pub(super) fn rewritten(input: &Input, head: &Inventory, chain: &[Inventory]) ->
     out
 }
 
+/// Tests that failed earlier in the task and passed again in the previous iteration,
+/// whose own lines the change since then edited while they still pass — tests inside a
+/// source file (Rust's `#[cfg(test)]` modules, documentation examples), which no run with
+/// the start's tests covers: an expectation that may have moved with the code, for a
+/// person to confirm (a WARNING, never VOID).
+pub(super) fn reexpected(input: &Input, head: &Inventory, chain: &[Inventory]) -> Vec<Finding> {
+    let (Some(previous), Some(since)) = (chain.last(), input.earlier.since_previous) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, now) in head {
+        if now.outcome != TestOutcome::Passed {
+            continue;
+        }
+        let Some(before) = previous
+            .get(key)
+            .filter(|e| e.outcome == TestOutcome::Passed)
+        else {
+            continue;
+        };
+        // Where it failed last (a passing test's place is often not reported).
+        let Some(failing) = chain[..chain.len() - 1]
+            .iter()
+            .rev()
+            .filter_map(|inv| inv.get(key))
+            .find(|e| failed(e.outcome))
+        else {
+            continue;
+        };
+        let (Some(file), Some(line)) = (
+            before.file.as_deref().or(failing.file.as_deref()),
+            before.line.or(failing.line),
+        ) else {
+            continue;
+        };
+        if (input.is_test)(file) {
+            continue;
+        }
+        let failure = Failure {
+            id: &key.1,
+            file,
+            line,
+            was_skipped: false,
+        };
+        let source = (input.earlier.previous_source)(file);
+        let Some(edited) = edited_in_test(&failure, source.as_deref(), since) else {
+            continue;
+        };
+        out.push(finding(
+            Severity::Warning,
+            format!(
+                "test {} {}: its own lines changed after it passed again (`{}` at {file}:{}), and no run with the start's tests covers a test inside a source file: confirm the behaviour change with `itergate accept` (`/iterate accept` on a pull request)",
+                key.1,
+                super::EXPECTATION_TO_CONFIRM,
+                edited.text.trim(),
+                edited.line
+            ),
+            at(now.file.as_deref().or(Some(file)), now.line.or(Some(line)), &key.1),
+            format!(
+                "a person confirms the new expectation (`itergate accept`); if it is not intended, restore `{}` and fix the code",
+                key.1
+            ),
+        ));
+    }
+    out
+}
+
 /// A test that failed earlier in the task, where it failed.
 pub(super) struct Failure<'a> {
     pub(super) id: &'a str,

@@ -142,6 +142,7 @@ pub(super) fn tests(input: &Input) -> Vec<Finding> {
     findings.extend(still_away(&chain, &head, &judged, &flagged));
     if !input.earlier.observations.is_empty() {
         findings.extend(rewritten(input, &head, &chain));
+        findings.extend(reexpected(input, &head, &chain));
     }
     findings
 }
