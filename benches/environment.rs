@@ -84,6 +84,7 @@ fn bench(c: &mut Criterion) {
         vars: &vars,
         names: &names,
         tracked: &|_| false,
+        commands: &[],
     };
     let entries = scan(&scope).entries.len();
     assert!(entries > NODE_PACKAGES + VENV_PACKAGES, "{entries} entries");

@@ -86,12 +86,20 @@ fn scan(env: &Env, repo: &Repository) -> Fingerprint {
         .collect();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let vars = |name: &str| std::env::var(name).ok();
+    let commands: Vec<String> = env
+        .config
+        .checks
+        .values()
+        .filter_map(|c| c.run.clone())
+        .chain(env.config.setup.iter().cloned())
+        .collect();
     let fingerprint = environment::scan(&Scope {
         root: &env.root,
         home: home.as_deref(),
         vars: &vars,
         names: &names,
         tracked: &tracked,
+        commands: &commands,
     });
     tracing::debug!(
         entries = fingerprint.entries.len(),

@@ -105,6 +105,9 @@ pub struct Scope<'a> {
     pub names: &'a [String],
     /// Whether the repository tracks `path` (a tracked file is the commit's, judged there).
     pub tracked: &'a dyn Fn(&str) -> bool,
+    /// The checks' commands: a program they name by its path inside a virtual environment
+    /// (`/opt/venvs/app/bin/pytest`) brings that environment into the fingerprint.
+    pub commands: &'a [String],
 }
 
 /// The fingerprint of what the checks at `scope.root` would execute.
@@ -195,6 +198,19 @@ fn venvs(scope: &Scope) -> Vec<PathBuf> {
     if let Some(venv) = (scope.vars)("VIRTUAL_ENV").map(PathBuf::from) {
         if venv.join("pyvenv.cfg").is_file() {
             out.push(venv);
+        }
+    }
+    // A program a check names by its path, inside a virtual environment's `bin/`.
+    for word in scope.commands.iter().flat_map(|c| c.split_whitespace()) {
+        let word = word.trim_matches(['"', '\'']);
+        if !word.contains("/bin/") {
+            continue;
+        }
+        let program = scope.root.join(word); // an absolute path stays as it is
+        if let Some(venv) = program.parent().and_then(Path::parent) {
+            if venv.join("pyvenv.cfg").is_file() && !out.iter().any(|v| v == venv) {
+                out.push(venv.to_path_buf());
+            }
         }
     }
     let path = (scope.vars)("PATH").unwrap_or_default();

@@ -17,6 +17,7 @@ fn scan_of(root: &Path) -> Fingerprint {
         vars: &|_| None,
         names: &[],
         tracked: &|_| false,
+        commands: &[],
     })
 }
 
@@ -137,4 +138,38 @@ fn a_pnpm_shim_is_known_by_what_it_runs_not_by_how_it_gets_there() {
         changes(&before, &scan_of(root)),
         vec![Change::Changed("node: node_modules/.bin/tool".into())]
     );
+}
+
+#[test]
+fn a_venv_a_check_names_by_path_outside_the_repository_is_watched() {
+    let dir = project();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let venv = dir.path().join("venvs/app");
+    write(&venv.join("pyvenv.cfg"), "version = 3.12.0\n");
+    write(&venv.join("bin/pytest"), "#!/bin/sh\n");
+    let site = venv.join("lib/python3.12/site-packages");
+    write(&site.join("pkg/__init__.py"), "X = 1\n");
+    let commands = [format!(
+        "{} -q --junitxml=out.xml",
+        venv.join("bin/pytest").display()
+    )];
+    let scan_with = |commands: &[String]| {
+        scan(&Scope {
+            root: &root,
+            home: None,
+            vars: &|_| None,
+            names: &[],
+            tracked: &|_| false,
+            commands,
+        })
+    };
+    let before = scan_with(&commands);
+    write(&site.join("zz.pth"), "import cheat\n");
+    let words = describe(&changes(&before, &scan_with(&commands)));
+    assert!(words.contains("zz.pth` added"), "{words}");
+    // Not named by any check: not the checks' environment.
+    let names_it = |f: &Fingerprint| f.entries.keys().any(|k| k.contains("venvs/app"));
+    assert!(names_it(&scan_with(&commands)));
+    assert!(!names_it(&scan_with(&[])));
 }
