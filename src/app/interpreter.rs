@@ -29,7 +29,8 @@ pub fn missing_module_hint(errors: &[CheckError], work_tree: Option<&Path>) -> O
         .into_iter()
         .find(|p| command.split_whitespace().any(|w| w == *p))
         .unwrap_or("python3");
-    let ran = match on_path(program) {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let ran = match crate::signals::environment::on_path(&path, program) {
         Some(path) => format!("`{program}` is {}", path.display()),
         None => format!("`{program}` is not on PATH"),
     };
@@ -57,11 +58,4 @@ pub fn missing_module_hint(errors: &[CheckError], work_tree: Option<&Path>) -> O
         "A Python module is missing for check `{}`: {ran}; {advice}.",
         failing.check
     ))
-}
-
-fn on_path(program: &str) -> Option<PathBuf> {
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|dir| dir.join(program))
-        .find(|path| path.is_file())
 }

@@ -546,7 +546,8 @@ fn digest_text(text: &str) -> String {
     digest_bytes(text.as_bytes())
 }
 
-fn on_path(path: &str, program: &str) -> Option<PathBuf> {
+/// Where `program` is on `path` (a `PATH` value), if anywhere.
+pub(crate) fn on_path(path: &str, program: &str) -> Option<PathBuf> {
     std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
