@@ -759,6 +759,39 @@ pub fn short(oid: Oid) -> String {
 /// Who `itergate loop`'s own decisions are filed as.
 pub const LOOP: &str = "itergate loop";
 
+/// The reason of the escalation the loop filed on `commit` (a task's start it went back
+/// to), unless a person decided after it there.
+pub fn waiting_at(store: &NotesStore, commit: Oid) -> Result<Option<String>, Failure> {
+    let mut escalated = None;
+    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
+        match decision.action {
+            HumanAction::Escalate { reason } if decision.by == LOOP => {
+                escalated = Some(reason.unwrap_or_else(|| "escalated".into()));
+            }
+            HumanAction::Feedback { .. } => {}
+            _ => escalated = None,
+        }
+    }
+    Ok(escalated)
+}
+
+/// What people said at `commit` after the loop's last escalation there (guidance and
+/// feedback, signed): what a task that went back to its start carries into its next
+/// first prompt.
+pub fn guidance_at(store: &NotesStore, commit: Oid) -> Result<Vec<String>, Failure> {
+    let mut said = Vec::new();
+    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
+        match &decision.action {
+            HumanAction::Escalate { .. } if decision.by == LOOP => said.clear(),
+            HumanAction::Adjust { guidance: text } | HumanAction::Feedback { text } => {
+                said.push(format!("{} (local): {text}", decision.by));
+            }
+            _ => {}
+        }
+    }
+    Ok(said)
+}
+
 /// One person's decision given at `iteration`, with the meaning of the pull request's
 /// command of the same name; the words of feedback and guidance name their author, so the
 /// revision prompt says whose words they are. A later escalation takes back an earlier

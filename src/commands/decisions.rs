@@ -106,7 +106,7 @@ fn decide(
     let task = current_task(env, repo, branch)?;
     let history = task.history(env, &store)?;
     let Some(latest) = history.last() else {
-        return Err(nothing_recorded(&task.name));
+        return at_the_start(&store, &task, action, quiet);
     };
     let commit = Oid::from_str(&latest.commit.0).map_err(anyhow::Error::from)?;
     let (by, email) = author(repo);
@@ -148,6 +148,51 @@ fn decide(
         eprint!(
             "{}",
             env.renderer_stderr()?.render("decision.txt.j2", &view)?
+        );
+    }
+    Ok(())
+}
+
+/// A decision on a task the loop took back to its start (no iteration was worth keeping):
+/// guidance, feedback or a budget lets the next `itergate loop` go on with it; there is
+/// nothing to accept.
+fn at_the_start(
+    store: &crate::history::notes::NotesStore,
+    task: &task::Task,
+    action: HumanAction,
+    quiet: bool,
+) -> Result<(), Failure> {
+    let at_start = store
+        .read_task_start(&task.name)?
+        .filter(|s| !s.ended && s.is_loop() && s.commit == task.tip.to_string());
+    let waiting = match at_start {
+        Some(_) => task::waiting_at(store, task.tip)?,
+        None => None,
+    };
+    let Some(why) = waiting else {
+        return Err(nothing_recorded(&task.name));
+    };
+    if matches!(action, HumanAction::Accept { .. }) {
+        return Err(user(format!(
+            "`{}` is back where its task started ({why}): there is no iteration to accept; `itergate adjust <guidance>` or `itergate budget <n>` lets the loop go on, `itergate loop --new-task` starts a new task",
+            task.name
+        )));
+    }
+    let (by, email) = author(store.repository());
+    let decision = HumanDecision {
+        action,
+        by,
+        email,
+        at: Utc::now(),
+    };
+    store.append_decision(task.tip, &decision)?;
+    if !quiet {
+        eprintln!(
+            "itergate: {}, at the task's start ({}): {} by {}; the next `itergate loop` goes on with the task",
+            task.name,
+            short(task.tip),
+            what_was_done(&decision.action),
+            decision.by
         );
     }
     Ok(())

@@ -40,6 +40,14 @@ pub fn quality_of(record: &IterationRecord, weights: &QualityWeights) -> Option<
         .map(|q| q.clamp(0.0, 1.0))
 }
 
+/// An open integrity finding (a test removed, skipped or deselected, the environment
+/// tampered with): such an iteration is never the best.
+pub fn suspect(record: &IterationRecord) -> bool {
+    record.issues.iter().any(|i| {
+        i.dimension == crate::model::INTEGRITY_DIMENSION && i.severity.counts_for_revision()
+    })
+}
+
 /// One iteration as the trajectory sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
@@ -240,10 +248,7 @@ impl<'c> Builder<'c> {
             self.best_quality = Some(q);
             self.best = Some(index);
         }
-        let suspect = record.issues.iter().any(|i| {
-            i.dimension == crate::model::INTEGRITY_DIMENSION && i.severity.counts_for_revision()
-        });
-        if !suspect {
+        if !suspect(record) {
             if self
                 .trusted_attempt_best
                 .is_none_or(|(_, b)| q >= b - EPSILON)

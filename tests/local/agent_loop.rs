@@ -720,6 +720,39 @@ fn on_the_base_branch_the_starts_failing_tests_are_the_target() {
     assert_message("loop_targets_second_prompt", &project, &project.prompt(2));
 }
 
+/// Iterations that leave the target failing are never the best the branch is left at: an
+/// escalation takes the branch back to the start, the last iteration kept as a ref.
+#[test]
+fn an_unfinished_task_goes_back_to_its_start_never_to_an_iteration_failing_its_target() {
+    let project = Project::new(10);
+    git(&project.repo(), &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let start = git_out(&project.repo(), &["rev-parse", "HEAD"]);
+    let readme = json!({ "write": { "README.md": "# fx\n\nMath helpers.\n" } });
+    let notes = json!({ "write": { "NOTES.md": "looked at add\n" } });
+    let (code, events, stderr) =
+        project.fix_add(json!([readme, notes]), &["--max-iterations", "2"]);
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
+    let judged = of(&events, "judged");
+    assert_eq!(judged.len(), 2, "{events:?}");
+    let stopped = &of(&events, "stopped")[0];
+    assert_eq!(stopped["best_iteration"], Value::Null, "{stopped:#}");
+    let summary = stopped["summary"].as_str().unwrap_or_default();
+    assert!(!summary.contains("<- best"), "{summary}");
+    assert!(
+        summary.contains("No iteration is worth keeping (each is VOID, unscored, suspect or fails a target): the branch is back where the task started"),
+        "{summary}"
+    );
+    assert_eq!(git_out(&project.repo(), &["rev-parse", "HEAD"]), start);
+    assert_eq!(stopped["commit"].as_str(), Some(start.trim()));
+    let last = judged[1]["commit"].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        git_out(&project.repo(), &["rev-parse", "refs/itergate/loop/last"]).trim(),
+        last,
+        "the last iteration is kept"
+    );
+}
+
 #[test]
 fn a_crashing_agent_or_a_rewritten_assertion_never_finishes_a_task_with_a_target() {
     let project = Project::new(10);
@@ -955,17 +988,28 @@ fn an_escalated_task_waits_for_a_person_and_another_task_needs_new_task() {
     assert_eq!(other.status.code(), Some(2), "{said}");
     assert_message("loop_another_task_stderr", &project, &said);
 
-    // A person changes the approach: the loop goes on.
+    // No iteration was worth keeping (the target failed in each): the branch is back at
+    // the start, where there is nothing to accept.
+    let accept = itergate(&project.repo(), &["accept"], &[]);
+    let said = String::from_utf8_lossy(&accept.stderr);
+    assert_eq!(accept.status.code(), Some(2), "{said}");
+    assert!(said.contains("there is no iteration to accept"), "{said}");
+
+    // A person changes the approach: the loop goes on, and its first prompt says how.
     let adjust = itergate(&project.repo(), &["adjust", "fix add in lib/math.js"], &[]);
-    assert!(
-        adjust.status.success(),
-        "{}",
-        String::from_utf8_lossy(&adjust.stderr)
-    );
+    let said = String::from_utf8_lossy(&adjust.stderr);
+    assert!(adjust.status.success(), "{said}");
+    assert!(said.contains("at the task's start"), "{said}");
     let fix = json!({ "write": { "lib/math.js": MATH } });
     let (code, _, stderr) = project.fix_add(json!([fix]), &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_message("loop_adjusted_continues_stderr", &project, &stderr);
+    let prompt = project.prompt(project.runs());
+    assert!(
+        prompt.contains("What a person said since (the words are theirs):\n- ")
+            && prompt.contains(" (local): fix add in lib/math.js"),
+        "{prompt}"
+    );
 }
 
 #[test]

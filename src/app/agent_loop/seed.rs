@@ -177,19 +177,22 @@ pub(super) fn task_name(task: &str, branch: &str) -> String {
 
 pub(super) fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
     let repo = task::open_repository(env)?;
-    let targets = task::open_store(env, &repo)?
-        .read_task_start(branch)?
-        .filter(|s| !s.ended)
-        .map(|s| s.targets)
-        .unwrap_or_default();
-    task_prompt_with(env, branch, task, &targets)
+    let store = task::open_store(env, &repo)?;
+    let start = store.read_task_start(branch)?.filter(|s| !s.ended);
+    // A task the loop took back to its start carries what a person said there since.
+    let guidance = match start.as_ref().map(|s| git2::Oid::from_str(&s.commit)) {
+        Some(Ok(commit)) => task::guidance_at(&store, commit)?,
+        _ => Vec::new(),
+    };
+    let targets = start.map(|s| s.targets).unwrap_or_default();
+    task_prompt_with(env, branch, task, (&targets, &guidance))
 }
 
 pub(super) fn task_prompt_with(
     env: &Env,
     branch: &str,
     task: &str,
-    targets: &[String],
+    (targets, guidance): (&[String], &[String]),
 ) -> Result<String, Failure> {
     let checks: Vec<&str> = env.config.checks.keys().map(String::as_str).collect();
     // The holdouts' targets are never named to the agent.
@@ -202,6 +205,7 @@ pub(super) fn task_prompt_with(
             "branch": branch,
             "checks": checks.join(", "),
             "targets": targets,
+            "guidance": guidance,
         }),
     )?)
 }

@@ -67,11 +67,11 @@ pub(super) fn record_start(
                         "this task was escalated ({why}): a person decides first — `itergate accept [reason]`, `itergate adjust <guidance>` or `itergate budget <n>` — then the loop can go on"
                     )));
                 }
-            } else if let Some(why) = escalated_at(&store, head)? {
+            } else if let Some(why) = task::waiting_at(&store, head)? {
                 // Back where it started (no iteration was worth keeping): the escalation
                 // filed there waits for a person all the same.
                 return Err(user(format!(
-                    "this task was escalated ({why}) and its branch is back where it started: a person decides first — `itergate loop --new-task` starts it again from here"
+                    "this task was escalated ({why}) and its branch is back where it started: a person decides first — `itergate adjust <guidance>` or `itergate budget <n>` lets the loop go on with it from here, `itergate loop --new-task` starts a new task"
                 )));
             }
             eprintln!(
@@ -109,26 +109,6 @@ pub(super) fn record_start(
     };
     store.write(&[crate::history::notes::Note::TaskStart { start: &start }])?;
     Ok(())
-}
-
-/// The reason of the escalation the loop filed on `commit`, unless a person's decision
-/// came after it there.
-fn escalated_at(
-    store: &crate::history::notes::NotesStore,
-    commit: Oid,
-) -> Result<Option<String>, Failure> {
-    use crate::history::notes::HumanAction;
-    let mut escalated = None;
-    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
-        match decision.action {
-            HumanAction::Escalate { reason } if decision.by == task::LOOP => {
-                escalated = Some(reason.unwrap_or_else(|| "escalated".into()));
-            }
-            HumanAction::Feedback { .. } => {}
-            _ => escalated = None,
-        }
-    }
-    Ok(escalated)
 }
 
 /// The checks run on the start (every one must run: the preflight), and the tests failing
@@ -211,7 +191,7 @@ pub(super) fn dry_run(
         ),
     });
     plan.push_str("\nFirst prompt:\n");
-    plan.push_str(&task_prompt_with(env, branch, task_text, &targets)?);
+    plan.push_str(&task_prompt_with(env, branch, task_text, (&targets, &[]))?);
     (terminal.print)(&plan)
 }
 

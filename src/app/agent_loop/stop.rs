@@ -22,6 +22,8 @@ pub(super) struct Stop {
     pub(super) exit_code: u8,
     /// Where the branch is left.
     pub(super) commit: Oid,
+    /// The iteration the loop calls its best: honest, scored, its targets passing.
+    pub(super) best: Option<u32>,
     pub(super) summary: String,
 }
 
@@ -43,15 +45,13 @@ pub(super) fn stop(
     env: &Env,
     repo: &Repository,
     (restore_best, cause): (bool, Cause),
-    records: &[IterationRecord],
+    (records, targets): (&[IterationRecord], &[String]),
     evaluation: &Evaluation,
     tip: Oid,
 ) -> Result<Stop, Failure> {
     let decision = &evaluation.decision;
     let clock_out = cause == Cause::Clock;
-    let best = decision
-        .best_iteration
-        .and_then(|i| records.iter().find(|r| r.iteration == i));
+    let best = best_kept(records, decision.best_iteration, targets);
     // `run --exit-code`'s statuses: a budget that ran out stops for a person, as an
     // escalation does.
     let recommendation = decision.recommendation();
@@ -79,8 +79,9 @@ pub(super) fn stop(
             commit = oid;
             restored = Some(best.iteration);
         } else if best.is_none() {
-            // No iteration is worth keeping (every one VOID or unscored): the branch goes
-            // back to where the task started, never left on a tampered commit.
+            // No iteration is worth keeping (every one VOID, unscored, suspect or failing
+            // a target): the branch goes back to where the task started, never left on a
+            // tampered or unfinished commit.
             if let Some(start) = loop_start(env, repo)?.filter(|s| *s != tip) {
                 restore(repo, tip, start)?;
                 commit = start;
@@ -107,13 +108,61 @@ pub(super) fn stop(
         };
         file_escalation(env, repo, commit, &format!("{reason}){last}"))?;
     }
-    let summary = hand_off(records, evaluation, (outcome, cause), restored, tip);
+    let best_iteration = best.map(|b| b.iteration);
+    let summary = hand_off(
+        records,
+        evaluation,
+        (outcome, cause),
+        (best_iteration, restored),
+        tip,
+    );
     Ok(Stop {
         outcome,
         exit_code,
         commit,
+        best: best_iteration,
         summary,
     })
+}
+
+/// The iteration the loop keeps: the engine's best (scored, with no open integrity
+/// finding) when every visible target of the task passes there, else the best of those
+/// that pass them all (ties to the later); none when no iteration does.
+fn best_kept<'r>(
+    records: &'r [IterationRecord],
+    engines: Option<u32>,
+    targets: &[String],
+) -> Option<&'r IterationRecord> {
+    let engines = records.iter().find(|r| Some(r.iteration) == engines)?;
+    if !fails_a_target(engines, targets) {
+        return Some(engines);
+    }
+    records
+        .iter()
+        .filter(|r| r.status.is_scored() && r.quality.is_some())
+        .filter(|r| !crate::engine::trajectory::suspect(r) && !fails_a_target(r, targets))
+        .fold(None, |best: Option<&IterationRecord>, r| match best {
+            Some(b) if b.quality > r.quality => Some(b),
+            _ => Some(r),
+        })
+}
+
+/// One of the task's visible targets failed or did not run in `record`.
+fn fails_a_target(record: &IterationRecord, targets: &[String]) -> bool {
+    let mut visible = crate::model::target::visible(targets).peekable();
+    if visible.peek().is_none() {
+        return false;
+    }
+    let failing: std::collections::BTreeSet<&str> = record
+        .issues
+        .iter()
+        .filter_map(|i| {
+            crate::engine::grouping::failed_test(i)
+                .map(|(id, _)| id)
+                .or_else(|| i.finding.strip_prefix("target test ")?.split(' ').next())
+        })
+        .collect();
+    visible.any(|t| failing.contains(t.as_str()))
 }
 
 /// The loop's escalation, filed on `commit` for a person: the next loop waits for one.
@@ -151,7 +200,7 @@ pub(super) fn hand_off(
     records: &[IterationRecord],
     evaluation: &Evaluation,
     (outcome, cause): (&str, Cause),
-    restored: Option<u32>,
+    (best, restored): (Option<u32>, Option<u32>),
     tip: Oid,
 ) -> String {
     let decision = &evaluation.decision;
@@ -178,7 +227,7 @@ pub(super) fn hand_off(
             .iter()
             .filter(|i| i.severity != crate::model::Severity::Info)
             .count();
-        let best = if decision.best_iteration == Some(record.iteration) {
+        let best = if best == Some(record.iteration) {
             "  <- best"
         } else {
             ""
@@ -208,7 +257,7 @@ pub(super) fn hand_off(
     }
     match restored {
         Some(0) => text.push_str(&format!(
-            "No iteration is worth keeping: the branch is back where the task started; the last ({}) is kept as refs/itergate/loop/last.\n",
+            "No iteration is worth keeping (each is VOID, unscored, suspect or fails a target): the branch is back where the task started; the last ({}) is kept as refs/itergate/loop/last.\n",
             short(tip)
         )),
         Some(iteration) => text.push_str(&format!(
@@ -260,7 +309,7 @@ pub(super) fn clock_stop(
             env,
             repo,
             (options.restore_best, Cause::Clock),
-            &records,
+            (&records, &current.targets),
             &evaluation,
             head,
         )?;
@@ -271,7 +320,7 @@ pub(super) fn clock_stop(
             ),
             stop.commit,
             records.last().map_or(0, |r| r.iteration),
-            evaluation.decision.best_iteration,
+            stop.best,
         )
     };
     stopped_for_a_person(
@@ -349,14 +398,14 @@ pub(super) fn tamper_stop(
             env,
             repo,
             (true, Cause::Tampered(&reason)),
-            &records,
+            (&records, &current.targets),
             &evaluation,
             before,
         )?;
         (
             format!("{}What the agent left is {TAMPERED}.\n", stop.summary),
             stop.commit,
-            evaluation.decision.best_iteration,
+            stop.best,
         )
     };
     stopped_for_a_person(events, quiet, "escalated", (number, best, commit), &summary)
@@ -384,4 +433,78 @@ fn stopped_for_a_person(
         eprint!("{summary}");
     }
     Err(Failure::Decided(ExitStatus::Escalate.code()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(iteration: u32, quality: f64, status: &str, failing: &[&str]) -> IterationRecord {
+        let issues: Vec<serde_json::Value> = failing
+            .iter()
+            .map(|id| {
+                serde_json::json!({
+                    "dimension": "tests",
+                    "severity": "BLOCKER",
+                    "finding": format!("test {id} failed: expected 3, got -1"),
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "iteration": iteration,
+            "timestamp": "2026-12-05T00:00:00Z",
+            "quality": quality,
+            "status": status,
+            "issues": issues,
+        }))
+        .expect("a record")
+    }
+
+    fn kept(records: &[IterationRecord], engines: Option<u32>, targets: &[&str]) -> Option<u32> {
+        let targets: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+        best_kept(records, engines, &targets).map(|r| r.iteration)
+    }
+
+    #[test]
+    fn an_iteration_failing_a_target_is_never_the_one_kept() {
+        let records = [
+            record(1, 0.7, "pass", &[]),
+            record(2, 0.9, "fail", &["t::target"]),
+            record(3, 0.8, "fail", &["t::other"]),
+        ];
+        // The engine's best fails the target: the best of those that pass it.
+        assert_eq!(kept(&records, Some(2), &["t::target"]), Some(3));
+        // Without targets, the engine's best stands.
+        assert_eq!(kept(&records, Some(2), &[]), Some(2));
+        // A holdout target is never read from the findings.
+        assert_eq!(kept(&records, Some(2), &["holdout: h::x"]), Some(2));
+        // No iteration passes the targets: none is kept (the branch goes to the start).
+        let failing = [
+            record(1, 0.7, "fail", &["t::target"]),
+            record(2, 0.9, "fail", &["t::target"]),
+        ];
+        assert_eq!(kept(&failing, Some(2), &["t::target"]), None);
+        // A VOID iteration is never kept, though its findings name no target.
+        let void = [
+            record(1, 0.9, "void", &[]),
+            record(2, 0.8, "fail", &["t::target"]),
+        ];
+        assert_eq!(kept(&void, Some(2), &["t::target"]), None);
+        // No best from the engine: none.
+        assert_eq!(kept(&records, None, &["t::target"]), None);
+    }
+
+    #[test]
+    fn a_target_that_did_not_run_counts_as_failing() {
+        let mut missing = record(1, 0.9, "fail", &[]);
+        missing.issues.push(
+            serde_json::from_value(serde_json::json!({
+                "dimension": "tests",
+                "severity": "BLOCKER",
+                "finding": "target test t::target did not run: it failed where the task started, and the task is done when it passes",
+            }))
+            .expect("an issue"),
+        );
+        assert_eq!(kept(&[missing], Some(1), &["t::target"]), None);
+    }
 }
