@@ -6,9 +6,11 @@
 //! single-threaded process that enters the sandbox and then executes the agent, so nothing
 //! the agent starts can leave it.
 //!
-//! Linux only: a private mount namespace (a user namespace too when not root) and Landlock
-//! ABI 2 or later. Where either is missing the loop refuses to start, naming
-//! `--sandbox off`.
+//! On Linux: a private mount namespace (a user namespace too when not root) and Landlock
+//! ABI 2 or later. On macOS: Seatbelt, through `/usr/bin/sandbox-exec` and a profile built
+//! from the same policy ([`seatbelt_profile`]): writes only in the writable directories and
+//! `/dev`, none in the read-only ones, no access at all to the hidden ones. Where neither
+//! is to be had the loop refuses to start, naming `--sandbox off`.
 
 use std::path::PathBuf;
 
@@ -70,11 +72,23 @@ pub fn landlock_abi() -> u32 {
 /// The oldest Landlock ABI the sandbox works with: 2 lets a file move between directories.
 pub const MIN_ABI: u32 = 2;
 
+/// macOS's Seatbelt front end.
+pub const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+
 /// Whether `workspace-write` can be had here; the refusal names the way on.
 pub fn check_support() -> Result<u32, String> {
+    if cfg!(target_os = "macos") {
+        return if std::path::Path::new(SANDBOX_EXEC).is_file() {
+            Ok(0)
+        } else {
+            Err(format!(
+                "the agent sandbox (loop.sandbox: workspace-write) needs Seatbelt's {SANDBOX_EXEC} on macOS, and it is missing: run with `--sandbox off` (the agent can then write what you can: the sealed measurement still voids what it tampers with)"
+            ))
+        };
+    }
     if !cfg!(target_os = "linux") {
         return Err(format!(
-            "the agent sandbox (loop.sandbox: workspace-write) needs Linux with Landlock; on {} run with `--sandbox off` (the agent can then write what you can: the sealed measurement still voids what it tampers with)",
+            "the agent sandbox (loop.sandbox: workspace-write) needs Linux with Landlock or macOS with Seatbelt; on {} run with `--sandbox off` (the agent can then write what you can: the sealed measurement still voids what it tampers with)",
             std::env::consts::OS
         ));
     }
@@ -124,7 +138,14 @@ pub fn exec(policy: &Policy, argv: &[String]) -> String {
         return "sandbox-exec: no command".to_string();
     };
     use std::os::unix::process::CommandExt as _;
-    let mut command = std::process::Command::new(program);
+    let mut command = if cfg!(target_os = "macos") {
+        // Seatbelt's profile binds the whole tree `sandbox-exec` starts.
+        let mut command = std::process::Command::new(SANDBOX_EXEC);
+        command.arg("-p").arg(seatbelt_profile(policy)).arg(program);
+        command
+    } else {
+        std::process::Command::new(program)
+    };
     command.args(args);
     if let Some(tmp) = &policy.tmp {
         command.env("TMPDIR", tmp);
@@ -136,6 +157,52 @@ pub fn exec(policy: &Policy, argv: &[String]) -> String {
             .env("npm_config_cache", cache.join("npm"));
     }
     format!("cannot start `{program}`: {}", command.exec())
+}
+
+/// The Seatbelt profile of `policy` (SBPL, for `sandbox-exec -p`). Everything is allowed
+/// but what the policy takes away, each by a deny rule of its own, so no rule's precedence
+/// over another matters: writes outside the writable directories and `/dev`; writes to the
+/// read-only ones; reading or writing the hidden ones.
+pub fn seatbelt_profile(policy: &Policy) -> String {
+    fn quoted(path: &std::path::Path) -> String {
+        let text = path.display().to_string();
+        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+    let mut profile = String::from("(version 1)\n(allow default)\n");
+    let writable: Vec<String> = policy
+        .writable
+        .iter()
+        .map(|p| format!(" (require-not (subpath {}))", quoted(p)))
+        .collect();
+    profile.push_str(&format!(
+        "(deny file-write* (require-all (require-not (subpath \"/dev\")){}))\n",
+        writable.concat()
+    ));
+    for path in &policy.read_only {
+        // A writable directory inside a read-only one stays writable (`.vite-temp`).
+        let inside: Vec<String> = policy
+            .writable
+            .iter()
+            .filter(|w| w.starts_with(path) && *w != path)
+            .map(|w| format!(" (require-not (subpath {}))", quoted(w)))
+            .collect();
+        profile.push_str(&if inside.is_empty() {
+            format!("(deny file-write* (subpath {}))\n", quoted(path))
+        } else {
+            format!(
+                "(deny file-write* (require-all (subpath {}){}))\n",
+                quoted(path),
+                inside.concat()
+            )
+        });
+    }
+    for path in &policy.hidden {
+        profile.push_str(&format!(
+            "(deny file-read* file-write* (subpath {}))\n",
+            quoted(path)
+        ));
+    }
+    profile
 }
 
 /// The existing paths among `paths`, canonical (Landlock and mounts follow the real path).
@@ -324,5 +391,51 @@ mod linux {
             return Err("Landlock: the kernel enforced none of the rules".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seatbelt_profile_denies_what_the_policy_takes_away() {
+        let policy = Policy {
+            writable: vec![
+                "/w/repo".into(),
+                "/w/scratch dir".into(),
+                "/w/repo/node_modules/.vite-temp".into(),
+            ],
+            read_only: vec![
+                "/w/repo/.git".into(),
+                "/w/repo/.venv".into(),
+                "/w/repo/node_modules".into(),
+            ],
+            hidden: vec!["/w/repo/.git/itergate/private".into()],
+            tmp: Some("/w/scratch dir/tmp".into()),
+            cache: None,
+        };
+        insta::assert_snapshot!(seatbelt_profile(&policy), @r#"
+        (version 1)
+        (allow default)
+        (deny file-write* (require-all (require-not (subpath "/dev")) (require-not (subpath "/w/repo")) (require-not (subpath "/w/scratch dir")) (require-not (subpath "/w/repo/node_modules/.vite-temp"))))
+        (deny file-write* (subpath "/w/repo/.git"))
+        (deny file-write* (subpath "/w/repo/.venv"))
+        (deny file-write* (require-all (subpath "/w/repo/node_modules") (require-not (subpath "/w/repo/node_modules/.vite-temp"))))
+        (deny file-read* file-write* (subpath "/w/repo/.git/itergate/private"))
+        "#);
+    }
+
+    #[test]
+    fn a_path_is_quoted_as_an_sbpl_string() {
+        let policy = Policy {
+            writable: vec![r#"/w/a "quoted" \ dir"#.into()],
+            ..Policy::default()
+        };
+        let profile = seatbelt_profile(&policy);
+        assert!(
+            profile.contains(r#"(subpath "/w/a \"quoted\" \\ dir")"#),
+            "{profile}"
+        );
     }
 }
