@@ -3,8 +3,11 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+// What detection sees is the test's, not the machine's (the optional tools hidden).
 #[path = "../gitrepo/mod.rs"]
 mod gitrepo;
+#[path = "../tools/mod.rs"]
+mod tools;
 
 mod integrity;
 
