@@ -1028,8 +1028,17 @@ async fn a_database_that_cannot_commit_gets_503_and_the_redelivery_is_stored() {
         started.elapsed() < Duration::from_secs(8),
         "answered inside GitHub's 10 s"
     );
+    // Not ready while the lock is held: /readyz says so, within its second.
+    let started = Instant::now();
+    assert_eq!(serve.ready(), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     holder.execute_batch("ROLLBACK").unwrap();
     holder.close().map_err(|(_, e)| e).unwrap();
+    assert_eq!(serve.ready(), 200);
     assert_eq!(rows(&db, "SELECT COUNT(*) FROM deliveries").await, 0);
     let (_, metrics) = serve.metrics();
     assert!(metrics.contains("reason=\"database\"} 1"), "{metrics}");

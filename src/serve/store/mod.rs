@@ -402,12 +402,19 @@ impl Store {
         }
     }
 
-    /// Whether the database answers.
+    /// Whether a delivery can be committed now: SQLite's write lock is taken (and let go)
+    /// within a second, so a database another process holds locked is not ready;
+    /// PostgreSQL answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.backend
-            .execute(sql::Statement::new("SELECT 1"))
-            .await?;
-        Ok(())
+        match &self.backend {
+            Backend::Sqlite(sqlite) => sqlite.ping_write().await,
+            Backend::Postgres(_) => {
+                self.backend
+                    .execute(sql::Statement::new("SELECT 1"))
+                    .await?;
+                Ok(())
+            }
+        }
     }
 
     /// Lets pending writes finish and closes the connections (a held sweep lock with them).

@@ -89,6 +89,9 @@ const SCHEMA: &[&str] = &[
 /// A database locked for longer is unavailable: intake answers 503 well inside GitHub's 10
 /// seconds, and GitHub (or the sweep) delivers again.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long `/readyz` waits for the write lock.
+const PING_BUSY_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long [`Sqlite::close`] waits for the statements under way.
 const CLOSE_WAIT: Duration = Duration::from_secs(30);
 
@@ -201,6 +204,20 @@ impl Sqlite {
             // The runtime is shutting down.
             Err(_) => Err(StoreError::Closed),
         }
+    }
+
+    /// Takes the write lock and lets it go, waiting a second at most: whether a write
+    /// could be committed now.
+    pub(super) async fn ping_write(&self) -> Result<(), StoreError> {
+        self.run(|conn| {
+            conn.busy_timeout(PING_BUSY_TIMEOUT)?;
+            let probe = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .and_then(|tx| tx.rollback());
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            probe
+        })
+        .await
     }
 
     /// The first row of `statement`, if any.
