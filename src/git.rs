@@ -101,11 +101,33 @@ pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
 
 /// The best common ancestor of two commits, or `None` when their histories are unrelated.
 pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Result<Option<Oid>> {
-    match repo.merge_base(a, b) {
-        Ok(oid) => Ok(Some(oid)),
-        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("finding the merge-base of {a} and {b}")),
+    let key = (repo.path().to_path_buf(), a.min(b), a.max(b));
+    if let Some(&known) = WALKED.with(|w| w.borrow().merge_bases.get(&key).copied()).as_ref() {
+        return Ok(known);
     }
+    let found = match repo.merge_base(a, b) {
+        Ok(oid) => Some(oid),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("finding the merge-base of {a} and {b}")),
+    };
+    if found.is_some() {
+        WALKED.with(|w| w.borrow_mut().merge_bases.insert(key, found));
+    }
+    Ok(found)
+}
+
+/// History walks already made in this thread: what two commits have in common never
+/// changes, and one command asks for the same merge-base and ancestry several times (the
+/// rules' lock, the task, the push's classification). Only what was found is kept: a
+/// fetch that deepens a shallow history can still find what was missing.
+#[derive(Default)]
+struct Walked {
+    merge_bases: std::collections::HashMap<(std::path::PathBuf, Oid, Oid), Option<Oid>>,
+    ancestry: std::collections::HashMap<(std::path::PathBuf, Oid, Oid), bool>,
+}
+
+thread_local! {
+    static WALKED: std::cell::RefCell<Walked> = std::cell::RefCell::new(Walked::default());
 }
 
 /// The iterations of a task, oldest first: the commits reachable from `tip` along first
@@ -639,6 +661,15 @@ pub fn is_ancestor(repo: &Repository, ancestor: Oid, commit: Oid) -> Result<bool
     if ancestor == commit {
         return Ok(true);
     }
-    repo.graph_descendant_of(commit, ancestor)
-        .context("walking the history")
+    let key = (repo.path().to_path_buf(), ancestor, commit);
+    if let Some(known) = WALKED.with(|w| w.borrow().ancestry.get(&key).copied()) {
+        return Ok(known);
+    }
+    let found = repo
+        .graph_descendant_of(commit, ancestor)
+        .context("walking the history")?;
+    if found {
+        WALKED.with(|w| w.borrow_mut().ancestry.insert(key, found));
+    }
+    Ok(found)
 }

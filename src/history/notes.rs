@@ -196,6 +196,18 @@ pub struct NotesStore<'r> {
     key: RefCell<Option<Option<CloneKey>>>,
     /// Objects whose unreadable note was already reported.
     warned: RefCell<HashSet<Oid>>,
+    /// What this store read before, by the note's blob (its content never changes): a
+    /// history is read several times in one command (the records, the VOID iterations,
+    /// the flaky tests), and each read would inflate and parse every note again.
+    read_cache: ReadCache,
+}
+
+/// Notes read before, by (annotated object, note blob).
+#[derive(Default)]
+pub(crate) struct ReadCache {
+    /// A note's place in the notes tree as it was when the store was opened.
+    found: RefCell<HashMap<Oid, Option<Oid>>>,
+    records: RefCell<HashMap<(Oid, Oid), StoredRecord>>,
 }
 
 impl std::fmt::Debug for NotesStore<'_> {
@@ -232,6 +244,7 @@ impl<'r> NotesStore<'r> {
             written: RefCell::new(HashMap::new()),
             key: RefCell::new(None),
             warned: RefCell::new(HashSet::new()),
+            read_cache: ReadCache::default(),
         })
     }
 

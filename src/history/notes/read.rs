@@ -40,13 +40,20 @@ impl NotesStore<'_> {
     /// The record stored for `object` (a commit, or a tree for the cache) with its
     /// fingerprint, if any. An unreadable note is an error (see [`Self::read_record`]).
     pub fn read_stored(&self, object: Oid) -> Result<Option<StoredRecord>> {
-        let Some(blob) = self.note_blob(object)? else {
+        let Some(blob_id) = self.note_blob(object)? else {
             return Ok(None);
         };
-        let blob = self.repo.find_blob(blob)?;
+        let records = &self.read_cache.records;
+        if let Some(stored) = records.borrow().get(&(object, blob_id)) {
+            return Ok(Some(stored.clone()));
+        }
+        let blob = self.repo.find_blob(blob_id)?;
         let mut stored = parse_note(blob.content())
             .with_context(|| format!("the {} note of {object} is not a record", self.notes_ref))?;
         stored.trusted = self.written_here(object, blob.content());
+        records
+            .borrow_mut()
+            .insert((object, blob_id), stored.clone());
         Ok(Some(stored))
     }
 
@@ -136,8 +143,13 @@ impl NotesStore<'_> {
         let Some(tree) = &self.tree else {
             return Ok(None);
         };
-        find_note(self.repo, tree, &object.to_string())
-            .with_context(|| format!("looking up the {} note of {object}", self.notes_ref))
+        if let Some(&found) = self.read_cache.found.borrow().get(&object) {
+            return Ok(found);
+        }
+        let found = find_note(self.repo, tree, &object.to_string())
+            .with_context(|| format!("looking up the {} note of {object}", self.notes_ref))?;
+        self.read_cache.found.borrow_mut().insert(object, found);
+        Ok(found)
     }
 
     /// What people decided while `commit` was a branch's latest iteration, oldest first
