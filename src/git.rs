@@ -102,7 +102,10 @@ pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
 /// The best common ancestor of two commits, or `None` when their histories are unrelated.
 pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Result<Option<Oid>> {
     let key = (repo.path().to_path_buf(), a.min(b), a.max(b));
-    if let Some(&known) = WALKED.with(|w| w.borrow().merge_bases.get(&key).copied()).as_ref() {
+    if let Some(&known) = WALKED
+        .with(|w| w.borrow().merge_bases.get(&key).copied())
+        .as_ref()
+    {
         return Ok(known);
     }
     let found = match repo.merge_base(a, b) {

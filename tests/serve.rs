@@ -853,6 +853,77 @@ async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
     server.assert_no_violations();
 }
 
+/// Maintainers' commands on many pull requests at once, more than the installation's write
+/// pace lets through: a job whose reply must wait for a later turn keeps that turn, and a
+/// job run again does not react twice, so every command gets its one 👀 and its reply in
+/// about writes ÷ pace (before, the retries' reactions took the replies' turns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_commands_on_many_pull_requests_each_react_once_and_all_get_replies() {
+    const PRS: u64 = 16;
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    // One write every 200 ms after a burst of 10: 16 workers wait more than the 1 s a
+    // worker sleeps for a turn.
+    let serve = Serve::start(
+        &server.api_url(),
+        &db,
+        &["--workers", "16", "--writes-per-minute", "300"],
+    );
+    grant(&server, "maintainer", "write", "write");
+    let started = Instant::now();
+    for n in 0..PRS {
+        let pr = 100 + n;
+        let head = format!("{:040x}", 0xabc0 + n);
+        fake_github::seed_pull(&server, pr, &[(&head, "the change")]);
+        let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+        let id = server.with(|m| m.add_comment(pr, "maintainer", "User", "/iterate help"));
+        comment["issue"]["number"] = json!(pr);
+        comment["comment"]["id"] = json!(id);
+        comment["comment"]["body"] = json!("/iterate help");
+        comment["comment"]["user"]["login"] = json!("maintainer");
+        assert_eq!(
+            serve.deliver("issue_comment", &format!("d-{n}"), &comment),
+            202
+        );
+    }
+    let replied = |m: &fake_github::model::Model| {
+        (100..100 + PRS)
+            .filter(|pr| m.comments_on(*pr).iter().any(|c| c.author == BOT))
+            .count() as u64
+    };
+    // Each command: 👀, the reply, then 👍 once it is done.
+    let done = |m: &fake_github::model::Model| {
+        m.reactions.iter().filter(|r| r.content == "+1").count() as u64
+    };
+    eventually(&serve, 60, "every command done", || {
+        server.with(|m| replied(m) == PRS && done(m) == PRS)
+    })
+    .await;
+    let took = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Reactions GitHub was asked for: it answers 200 for one that exists, and the pace
+    // charges a turn all the same.
+    let eyes = server.with(|m| {
+        m.requests
+            .iter()
+            .filter(|r| r.operation_id == "reactions/create-for-issue-comment")
+            .filter(|r| r.body.as_ref().is_some_and(|b| b["content"] == "eyes"))
+            .count() as u64
+    });
+    assert_eq!(eyes, PRS, "one 👀 per command");
+    // A job reads again only when it comes back for a turn it holds: a run reads the
+    // comments twice, and a command has 3 writes, so at most 4 runs.
+    let reads = server.count("issues/list-comments") as u64;
+    assert!(
+        reads <= 8 * PRS,
+        "{reads} reads of the comments for {PRS} commands"
+    );
+    // 3 writes a command at 5 a second after the burst of 10: about 7.6 s.
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    server.assert_no_violations();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_of_a_removed_installation_are_ignored_until_it_is_back() {
     let server = fake().await;

@@ -7,7 +7,7 @@
 //! installations' jobs need): the job ends with [`ForgeError::Paced`] and is rescheduled for
 //! when its installation may write again, without counting an attempt. Nothing is dropped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,34 +30,75 @@ pub const BURST: u32 = 10;
 /// The pace of every installation's writes.
 pub struct Pacer {
     interval: Duration,
-    /// Installation → the theoretical arrival time of the next write.
-    next: Mutex<HashMap<u64, Instant>>,
+    turns: Mutex<Turns>,
+    /// Reactions made lately: a job run again does not react (and pay a turn) twice.
+    reacted: Mutex<Recent>,
 }
+
+#[derive(Default)]
+struct Turns {
+    /// Installation → the theoretical arrival time of the next write.
+    next: HashMap<u64, Instant>,
+    /// Turns taken for jobs that could not wait for them (job → when it comes): the job
+    /// rescheduled to that instant writes then without queueing again, so jobs waiting
+    /// for an installation's turns cannot take them from each other forever.
+    reserved: HashMap<i64, Instant>,
+}
+
+/// A reservation a job never came back for (its lease went elsewhere) is dropped after
+/// this long.
+const RESERVATION_KEPT: Duration = Duration::from_secs(600);
 
 impl Pacer {
     pub fn new(writes_per_minute: u32) -> Pacer {
         Pacer {
             interval: Duration::from_secs(60) / writes_per_minute.max(1),
-            next: Mutex::new(HashMap::new()),
+            turns: Mutex::new(Turns::default()),
+            reacted: Mutex::new(Recent::default()),
         }
     }
 
     /// Waits until `installation` may write once more, if that is at most `max_wait`;
-    /// otherwise takes no turn and says how long it would be.
-    pub async fn acquire(&self, installation: u64, max_wait: Duration) -> Result<(), Duration> {
+    /// otherwise says how long it would be. For a `job`, that later turn is taken and kept
+    /// for it: when the job comes back then, its write goes without queueing again.
+    pub async fn acquire(
+        &self,
+        installation: u64,
+        max_wait: Duration,
+        job: Option<i64>,
+    ) -> Result<(), Duration> {
         let wait = {
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
-            let tat = next.get(&installation).copied().unwrap_or(now).max(now);
-            let allowed_at = tat
-                .checked_sub(self.interval * BURST.saturating_sub(1))
-                .unwrap_or(now);
-            let wait = allowed_at.saturating_duration_since(now);
-            if wait > max_wait {
-                return Err(wait);
+            turns.reserved.retain(|_, at| *at + RESERVATION_KEPT > now);
+            if let Some(at) = job.and_then(|job| turns.reserved.get(&job).copied()) {
+                let wait = at.saturating_duration_since(now);
+                if wait > max_wait {
+                    return Err(wait);
+                }
+                turns.reserved.remove(&job.unwrap_or_default());
+                wait
+            } else {
+                let tat = turns
+                    .next
+                    .get(&installation)
+                    .copied()
+                    .unwrap_or(now)
+                    .max(now);
+                let allowed_at = tat
+                    .checked_sub(self.interval * BURST.saturating_sub(1))
+                    .unwrap_or(now);
+                let wait = allowed_at.saturating_duration_since(now);
+                if wait > max_wait && job.is_none() {
+                    return Err(wait);
+                }
+                turns.next.insert(installation, tat + self.interval);
+                if wait > max_wait {
+                    turns.reserved.insert(job.unwrap_or_default(), allowed_at);
+                    return Err(wait);
+                }
+                wait
             }
-            next.insert(installation, tat + self.interval);
-            wait
         };
         if !wait.is_zero() {
             tracing::debug!(
@@ -69,6 +110,39 @@ impl Pacer {
         }
         Ok(())
     }
+
+    /// Whether this reaction was made lately (by any job of this process).
+    fn reacted(&self, key: &ReactionKey) -> bool {
+        self.reacted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set
+            .contains(key)
+    }
+
+    fn remember_reaction(&self, key: ReactionKey) {
+        let mut recent = self.reacted.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.set.insert(key.clone()) {
+            recent.order.push_back(key);
+            if recent.order.len() > REACTIONS_KEPT {
+                if let Some(old) = recent.order.pop_front() {
+                    recent.set.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+/// How many reactions are remembered.
+const REACTIONS_KEPT: usize = 10_000;
+
+/// Installation, repository, comment, reaction.
+type ReactionKey = (u64, String, u64, Reaction);
+
+#[derive(Default)]
+struct Recent {
+    set: HashSet<ReactionKey>,
+    order: VecDeque<ReactionKey>,
 }
 
 /// The longest a write waits for its installation's turn inside a worker.
@@ -95,8 +169,9 @@ impl PacedForge {
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
+        let job = self.fence.as_ref().map(|f| f.job.seq);
         self.pacer
-            .acquire(self.installation, MAX_INLINE_WAIT)
+            .acquire(self.installation, MAX_INLINE_WAIT, job)
             .await
             .map_err(|wait| ForgeError::Paced { wait })?;
         if let Some(fence) = &self.fence {
@@ -155,8 +230,16 @@ impl Forge for PacedForge {
         comment: CommentId,
         reaction: Reaction,
     ) -> Result<(), ForgeError> {
+        // A job run again (its reply was paced) does not react again: GitHub would answer
+        // 200, but the turn it takes is the reply's.
+        let key = (self.installation, repo.to_string(), comment.0, reaction);
+        if self.pacer.reacted(&key) {
+            return Ok(());
+        }
         self.write(self.inner.add_reaction(repo, comment, reaction))
-            .await
+            .await?;
+        self.pacer.remember_reaction(key);
+        Ok(())
     }
     async fn add_label(
         &self,
@@ -295,5 +378,39 @@ impl Forge for PacedForge {
                 .repository_dispatch(repo, event_type, client_payload),
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_job_that_cannot_wait_keeps_the_turn_it_was_given() {
+        // One write every 100 ms after the burst.
+        let pacer = Pacer::new(600);
+        for _ in 0..BURST {
+            pacer.acquire(1, Duration::ZERO, None).await.unwrap();
+        }
+        // Job 7 cannot write now: the next turn is taken for it; job 8 queues behind it.
+        let first = pacer.acquire(1, Duration::ZERO, Some(7)).await.unwrap_err();
+        let second = pacer.acquire(1, Duration::ZERO, Some(8)).await.unwrap_err();
+        assert!(
+            second >= first + Duration::from_millis(90),
+            "{first:?} then {second:?}"
+        );
+        // A caller without a job takes no turn when it cannot wait.
+        let third = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        let fourth = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        assert!(fourth.abs_diff(third) < Duration::from_millis(20));
+        // Job 7 back at its turn writes without queueing again; job 8's turn stands.
+        pacer
+            .acquire(1, first + Duration::from_millis(50), Some(7))
+            .await
+            .unwrap();
+        let still = pacer.acquire(1, Duration::ZERO, Some(8)).await.unwrap_err();
+        assert!(still <= second, "{still:?} after {second:?}");
+        // Another installation has turns of its own.
+        pacer.acquire(2, Duration::ZERO, Some(9)).await.unwrap();
     }
 }

@@ -158,8 +158,14 @@ impl Serve {
         } else {
             &["--metrics-listen", "127.0.0.1:0"]
         };
+        let workers: &[&str] = if extra.contains(&"--workers") {
+            &[]
+        } else {
+            &["--workers", "2"]
+        };
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--workers", "2"])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(workers)
             .args(lease)
             .args(pace)
             .args(metrics)

@@ -22,8 +22,9 @@ pub struct AgentLoop {
     pub on_regression: Vec<String>,
     /// What the agent's processes may write. `workspace-write`: the work tree only (never
     /// `.git`, the project's virtualenvs or `node_modules`), the loop's scratch directory
-    /// and `sandbox_writable`; the holdout directories are hidden. Linux (Landlock) only;
-    /// elsewhere the loop refuses to start. `off`: the agent writes what its user can.
+    /// and `sandbox_writable`; the holdout directories are hidden. Landlock on Linux,
+    /// Seatbelt on macOS; elsewhere the loop refuses to start. `off`: the agent writes
+    /// what its user can.
     pub sandbox: SandboxMode,
     /// More directories the sandboxed agent may write (its CLI's own state, such as
     /// `~/.claude` or `~/.codex`); `~` is the home directory. Existing ones only.
