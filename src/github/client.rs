@@ -63,6 +63,9 @@ pub struct ForgeSettings {
     pub max_download_bytes: u64,
     /// Told of every answer (the App's metrics).
     pub observer: Option<Arc<dyn AnswerObserver>>,
+    /// The App's id, when the token is one of its installations': a check run found after
+    /// a failed create is taken for the App's own only when GitHub says the App made it.
+    pub app_id: Option<u64>,
 }
 
 /// Sees every exchange with GitHub: its status (`None`: no answer) and the
@@ -80,6 +83,7 @@ impl std::fmt::Debug for ForgeSettings {
             .field("timeout_ms", &self.timeout_ms)
             .field("retry", &self.retry)
             .field("max_download_bytes", &self.max_download_bytes)
+            .field("app_id", &self.app_id)
             .field("observer", &self.observer.is_some())
             .finish()
     }
@@ -95,6 +99,7 @@ impl Default for ForgeSettings {
             retry: RetryPolicy::default(),
             max_download_bytes: MAX_DOWNLOAD_BYTES,
             observer: None,
+            app_id: None,
         }
     }
 }

@@ -186,6 +186,7 @@ async fn run(args: &Settings) -> Result<(), Failure> {
     let (stop_tx, stop) = watch::channel(false);
     let mut settings = ForgeSettings {
         observer: Some(metrics.clone()),
+        app_id: Some(args.app_id),
         ..ForgeSettings::from_env()
     };
     // A worker waits seconds at most for a rate limit; a longer one reschedules its job

@@ -195,6 +195,7 @@ impl FakeGithub {
             },
             max_download_bytes: itergate::github::client::MAX_DOWNLOAD_BYTES,
             observer: None,
+            app_id: None,
         }
     }
 

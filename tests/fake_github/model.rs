@@ -45,7 +45,12 @@ pub struct FakeCheckRun {
     pub annotations: Vec<Value>,
     /// Annotations per request that carried some: GitHub's limit is 50.
     pub annotation_batches: Vec<usize>,
+    /// The app that made it: the fake's App when it has one, else GitHub Actions.
+    pub app_id: u64,
 }
+
+/// GitHub Actions' app id: what a `GITHUB_TOKEN`'s check runs carry.
+pub const ACTIONS_APP_ID: u64 = 15368;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FakePull {
@@ -822,6 +827,7 @@ impl Model {
             "id": run.id, "name": run.name, "head_sha": run.head_sha, "status": run.status,
             "conclusion": run.conclusion, "check_suite": { "id": run.suite_id },
             "external_id": run.external_id,
+            "app": { "id": run.app_id },
             "output": {
                 "title": run.output["title"], "summary": run.output["summary"], "text": run.output["text"],
                 "annotations_count": run.annotations.len(),
@@ -841,6 +847,7 @@ impl Model {
             output: json!({}),
             annotations: Vec::new(),
             annotation_batches: Vec::new(),
+            app_id: self.app.as_ref().map_or(ACTIONS_APP_ID, |app| app.id),
         };
         Self::apply_output(&mut run, body);
         let answer = Self::check_run_json(&run);

@@ -169,6 +169,50 @@ async fn a_check_run_and_its_annotations_are_not_duplicated_by_lost_answers() {
     server.assert_no_violations();
 }
 
+/// After a failed create, a run of the same name, external id and title that another app
+/// made (anyone with `checks: write` can) is not taken for the App's own: the App makes
+/// its own, so its verdict is posted.
+#[tokio::test]
+async fn after_a_failed_create_another_apps_check_run_is_not_adopted() {
+    use fake_github::model::{FakeCheckRun, ACTIONS_APP_ID};
+    let server = FakeGithub::start().await;
+    let (forge, _) = server.forge_with(itergate::github::ForgeSettings {
+        app_id: Some(ACTIONS_APP_ID),
+        ..server.settings()
+    });
+    let ours = spec(Vec::new());
+    server.with(|m| {
+        let id = m.next_id();
+        m.check_runs.push(FakeCheckRun {
+            id,
+            name: ours.name.clone(),
+            head_sha: ours.head_sha.0.clone(),
+            status: "completed".into(),
+            conclusion: Some("success".into()),
+            suite_id: 77,
+            external_id: ours.external_id.clone(),
+            output: serde_json::json!({ "title": ours.title, "summary": "all good" }),
+            annotations: Vec::new(),
+            annotation_batches: Vec::new(),
+            app_id: 999,
+        });
+    });
+    server.fail_next("checks/create", Fault::BadGateway, 1);
+    let id = forge
+        .create_check_run(&repo(), &ours)
+        .await
+        .expect("create");
+    let runs = server.with(|m| m.check_runs.clone());
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    let made = runs
+        .iter()
+        .find(|r| r.id == id.0)
+        .expect("the App's own run");
+    assert_eq!(made.app_id, ACTIONS_APP_ID);
+    assert_eq!(made.conclusion.as_deref(), Some("neutral"));
+    server.assert_no_violations();
+}
+
 #[tokio::test]
 async fn labels_survive_a_lost_answer_without_duplicates() {
     let server = FakeGithub::start().await;

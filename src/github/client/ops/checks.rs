@@ -43,6 +43,9 @@ pub(super) struct CheckRunJson {
     conclusion: Option<String>,
     #[serde(default)]
     external_id: Option<String>,
+    /// The app that made the run.
+    #[serde(default)]
+    app: Option<IdJson>,
     #[serde(default)]
     check_suite: Option<IdJson>,
     #[serde(default)]
@@ -161,7 +164,13 @@ impl OctocrabForge {
                     Ok(runs
                         .into_iter()
                         .filter(|r| {
-                            r.name == spec.name
+                            // Another app's run of the same name and id is never ours.
+                            let made_by_us = match self.settings().app_id {
+                                Some(app) => r.app.as_ref().is_some_and(|a| a.id == app),
+                                None => true,
+                            };
+                            made_by_us
+                                && r.name == spec.name
                                 && r.external_id == spec.external_id
                                 && r.output.as_ref().and_then(|o| o.title.as_deref())
                                     == Some(spec.title.as_str())
