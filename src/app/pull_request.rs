@@ -83,6 +83,8 @@ pub struct Handler<'a> {
     /// The App's key for the state's MAC: with it, a state edited by anyone else is not
     /// believed. `None` in the Actions mode, which has no secret of its own.
     pub state_key: Option<&'a StateKey>,
+    /// The repository's id, when known: the state is bound to it, so a rename keeps it.
+    pub repo_id: Option<u64>,
     /// The App's record of the highest state revision it wrote per pull request: an older
     /// or missing state is not believed. `None` in the Actions mode.
     pub ledger: Option<&'a dyn StateLedger>,
@@ -507,7 +509,8 @@ impl Handler<'_> {
 
     /// The state's key for pull request `pr` (the App's; none in the Actions mode).
     pub fn pull_key(&self, pr: PrNumber) -> Option<StateKey> {
-        self.state_key.map(|k| k.for_pull(&self.repo, pr))
+        self.state_key
+            .map(|k| k.for_pull(&self.repo, self.repo_id, pr))
     }
 
     /// The PR's decision; its task is named `#N` (the revision prompt says what to revise).

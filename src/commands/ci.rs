@@ -294,6 +294,7 @@ async fn catch_up(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        repo_id: None,
         ledger: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: base.notice.as_deref(),
@@ -343,6 +344,7 @@ async fn reevaluation(env: &Env, args: &CiArgs, payload: &[u8]) -> Result<Parsed
         installation_id: None,
         previous_base: None,
         default_branch: pull.default_branch,
+        repo_id: pull.base_repo_id,
     })))
 }
 
@@ -698,6 +700,7 @@ async fn handle_with(
         bot_login: bot_login(forge).await?,
         now: Utc::now(),
         state_key: None,
+        repo_id: None,
         ledger: None,
         rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: base.notice.as_deref(),

@@ -75,6 +75,8 @@ pub struct PullRequestEvent {
     pub previous_base: Option<String>,
     /// The repository's default branch, when the payload says.
     pub default_branch: Option<String>,
+    /// The repository's id, when the payload says.
+    pub repo_id: Option<u64>,
 }
 
 impl PullRequestEvent {
@@ -183,6 +185,8 @@ fn actor(user: Option<UserP>) -> Actor {
 
 #[derive(Deserialize)]
 struct RepoP {
+    #[serde(default)]
+    id: Option<u64>,
     full_name: String,
     #[serde(default)]
     default_branch: Option<String>,
@@ -447,6 +451,7 @@ fn pull_request(e: Envelope<PullRequestBody>) -> Result<Parsed, EventError> {
         installation_id: e.installation.map(|i| i.id),
         previous_base,
         default_branch: e.repository.default_branch.clone(),
+        repo_id: e.repository.id,
     })))
 }
 

@@ -192,10 +192,16 @@ impl StateKey {
     }
 
     /// The key of one pull request's state: a state copied from another pull request (or
-    /// another repository) does not verify here.
-    pub fn for_pull(&self, repo: &RepoName, pr: PrNumber) -> StateKey {
-        let scope = format!("pull {}#{}", repo.to_string().to_lowercase(), pr.0);
-        StateKey(self.0.iter().map(|k| hmac(k, scope.as_bytes())).collect())
+    /// another repository) does not verify here. Bound to the repository's id when it is
+    /// known (a rename or transfer keeps it); a state bound to its name still verifies.
+    pub fn for_pull(&self, repo: &RepoName, repo_id: Option<u64>, pr: PrNumber) -> StateKey {
+        let scoped =
+            |scope: String| StateKey(self.0.iter().map(|k| hmac(k, scope.as_bytes())).collect());
+        let by_name = scoped(format!("pull {}#{}", repo.to_string().to_lowercase(), pr.0));
+        match repo_id {
+            Some(id) => scoped(format!("pull repository {id}#{}", pr.0)).accepting(by_name),
+            None => by_name,
+        }
     }
 
     fn sign(&self, payload: &str) -> String {

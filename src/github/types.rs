@@ -197,6 +197,9 @@ pub struct PullRequest {
     /// The base repository's default branch, when GitHub says: the trust anchor of the
     /// rules (see `forge_flow::base_config`).
     pub default_branch: Option<String>,
+    /// The base repository's id, when GitHub says: what the App's state is bound to (a
+    /// rename or a transfer keeps it).
+    pub base_repo_id: Option<u64>,
 }
 
 impl PullRequest {

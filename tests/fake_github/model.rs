@@ -49,6 +49,9 @@ pub struct FakeCheckRun {
     pub app_id: u64,
 }
 
+/// The repository's id: the webhook fixtures' (`repository.id`), which a rename keeps.
+pub const REPO_ID: u64 = 186_853_002;
+
 /// GitHub Actions' app id: what a `GITHUB_TOKEN`'s check runs carry.
 pub const ACTIONS_APP_ID: u64 = 15368;
 
@@ -761,7 +764,7 @@ impl Model {
             return Answer::message(404, "Not Found");
         };
         let branch = |sha: &str, r: &str, repo: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "full_name": repo } });
-        let base_branch = |sha: &str, r: &str, repo: &str, default: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "full_name": repo, "default_branch": default } });
+        let base_branch = |sha: &str, r: &str, repo: &str, default: &str| json!({ "sha": sha, "ref": r, "label": r, "repo": { "id": REPO_ID, "full_name": repo, "default_branch": default } });
         Answer::json(
             200,
             json!({

@@ -169,6 +169,7 @@ impl Forge for MemoryForge {
             head: branch("a", "feature"),
             base: branch("b", "main"),
             default_branch: Some("main".into()),
+            base_repo_id: Some(4242),
         })
     }
     async fn pull_request_commits(
@@ -318,6 +319,20 @@ async fn run_with_ledger(
     repo: RepoName,
     ledger: Option<&dyn itergate::app::pull_request::StateLedger>,
 ) -> Vec<String> {
+    run_in(forge, config, input, (key, ledger), (repo, None)).await
+}
+
+/// [`run_with_ledger`] on a repository whose id is known (or not).
+async fn run_in(
+    forge: &MemoryForge,
+    config: &Config,
+    input: Input,
+    (key, ledger): (
+        Option<&StateKey>,
+        Option<&dyn itergate::app::pull_request::StateLedger>,
+    ),
+    (repo, repo_id): (RepoName, Option<u64>),
+) -> Vec<String> {
     let renderer = Renderer::new(None, false).unwrap();
     let handler = Handler {
         forge,
@@ -327,6 +342,7 @@ async fn run_with_ledger(
         bot_login: BOT.into(),
         now: Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
         state_key: key,
+        repo_id,
         ledger,
         rerun: Rerun::RepositoryDispatch,
         rules_notice: None,
@@ -671,6 +687,54 @@ async fn an_edited_or_copied_state_fails_closed_until_a_maintainer_accepts() {
             "{tamper}: {actions:?}"
         );
     }
+}
+
+/// A repository renamed (or transferred) keeps its id, and the App's state is bound to it:
+/// the next iteration is judged with the history, never escalated as an edited state. A
+/// state copied from another repository still does not verify.
+#[tokio::test]
+async fn a_renamed_repository_keeps_its_pull_requests_state() {
+    let key = StateKey::derive(b"the App's private key");
+    let config = blocking();
+    let label = config.github.label.clone();
+    let forge = MemoryForge::default();
+    let before: RepoName = "octo-org/widgets".parse().unwrap();
+    let after: RepoName = "octo-org/gadgets".parse().unwrap();
+    let keyed = (Some(&key), None);
+    run_in(
+        &forge,
+        &config,
+        iteration(record(1, 1)),
+        keyed,
+        (before, Some(4242)),
+    )
+    .await;
+    let actions = run_in(
+        &forge,
+        &config,
+        iteration(record(2, 0)),
+        keyed,
+        (after.clone(), Some(4242)),
+    )
+    .await;
+    assert!(
+        actions.iter().any(|a| a == "decision: accept"),
+        "the history is believed after the rename: {actions:?}"
+    );
+    assert!(!forge.with(|m| m.labels.contains(&label)));
+    // Another repository's id: the same state is not its own.
+    let actions = run_in(
+        &forge,
+        &config,
+        iteration(record(3, 0)),
+        keyed,
+        (after, Some(5353)),
+    )
+    .await;
+    assert!(
+        actions.iter().any(|a| a == "decision: escalate"),
+        "{actions:?}"
+    );
 }
 
 /// The visible text is not signed: a writer can edit it (the headline, the revision prompt an

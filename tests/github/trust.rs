@@ -530,6 +530,7 @@ async fn handle(
         bot_login: BOT_LOGIN.into(),
         now,
         state_key: None,
+        repo_id: None,
         ledger: None,
         rerun: itergate::app::pull_request::Rerun::RepositoryDispatch,
         rules_notice: None,

@@ -208,7 +208,7 @@ impl Worker {
                     pr.default_branch.as_deref(),
                 )
                 .await?;
-                let handler = self.handler(forge, &repo, &config);
+                let handler = self.handler(forge, (&repo, pr.repo_id), &config);
                 let outcome = handler.waiting(pr.pr, &pr.head_sha).await?;
                 // A summary means the PR now waits (none: the head was scored already).
                 let change = outcome
@@ -285,16 +285,18 @@ impl Worker {
     ) -> Result<Ended, FlowError> {
         let pull = forge.pull_request(repo, pr).await?;
         let config = pull_rules(forge, repo, &pull).await?;
-        let handler = self.handler(forge, repo, &config);
+        let handler = self.handler(forge, (repo, pull.base_repo_id), &config);
         let mut actions = forge_flow::catch_up(&handler, pr, until).await?;
         actions.extend(handler.handle(input).await?.actions);
         Ok(Ended::Done(actions.join("; ")))
     }
 
+    /// The handler of one repository's pull requests; `repo_id` binds their state (a
+    /// rename keeps it).
     pub(super) fn handler<'a>(
         &'a self,
         forge: &'a dyn Forge,
-        repo: &RepoName,
+        (repo, repo_id): (&RepoName, Option<u64>),
         rules: &'a forge_flow::Rules,
     ) -> Handler<'a> {
         Handler {
@@ -306,6 +308,7 @@ impl Worker {
             bot_login: self.bot_login.clone(),
             now: Utc::now(),
             state_key: Some(&self.state_key),
+            repo_id,
             ledger: Some(&self.store),
             rerun: crate::app::pull_request::Rerun::WorkflowRuns,
         }

@@ -67,7 +67,7 @@ impl Worker {
             // The push's own event was lost too: the comment and the check follow the head.
             let config = pull_rules(forge, repo, &pull).await?;
             let outcome = self
-                .handler(forge, repo, &config)
+                .handler(forge, (repo, pull.base_repo_id), &config)
                 .waiting(pr, &head)
                 .await?;
             actions.extend(outcome.actions);
@@ -145,7 +145,7 @@ impl Worker {
             base: None,
             self_reported: pull.is_fork(),
         };
-        let handler = self.handler(forge, &repo, &config);
+        let handler = self.handler(forge, (&repo, pull.base_repo_id), &config);
         let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
         actions.extend(handler.handle(input).await?.actions);
         Ok(RunRecord::Applied(pull.number, pull.head.sha, actions))

@@ -12,6 +12,8 @@ use super::{call, repo_path, UserJson};
 
 #[derive(Deserialize)]
 pub(super) struct RepoJson {
+    #[serde(default)]
+    id: Option<u64>,
     full_name: String,
     #[serde(default)]
     default_branch: Option<String>,
@@ -82,8 +84,10 @@ pub(super) async fn pull_request(
         .send_json(call("get pull request", Method::GET, path, None))
         .await?;
     let default_branch = p.base.repo.as_ref().and_then(|r| r.default_branch.clone());
+    let base_repo_id = p.base.repo.as_ref().and_then(|r| r.id);
     Ok(PullRequest {
         default_branch,
+        base_repo_id,
         number: PrNumber(p.number),
         title: p.title,
         body: p.body,
