@@ -759,11 +759,31 @@ pub fn short(oid: Oid) -> String {
 /// Who `itergate loop`'s own decisions are filed as.
 pub const LOOP: &str = "itergate loop";
 
-/// The reason of the escalation the loop filed on `commit` (a task's start it went back
-/// to), unless a person decided after it there.
-pub fn waiting_at(store: &NotesStore, commit: Oid) -> Result<Option<String>, Failure> {
+/// Where the decisions about a loop's task that went back to its start are kept: the
+/// branch's own (two branches may start at one commit), read from when the task started.
+pub fn start_decisions(
+    store: &NotesStore,
+    branch: &str,
+) -> Result<Option<(Oid, Vec<HumanDecision>)>, Failure> {
+    let Some(start) = store.read_task_start(branch)?.filter(|s| !s.ended) else {
+        return Ok(None);
+    };
+    let object = crate::history::notes::start_key(branch);
+    let decisions = store
+        .read_decisions(object)
+        .map_err(Failure::Internal)?
+        .into_iter()
+        .filter(|d| d.at >= start.at)
+        .collect();
+    Ok(Some((object, decisions)))
+}
+
+/// The reason of the escalation the loop filed when it took `branch` back to its task's
+/// start, unless a person decided after it.
+pub fn waiting_at(store: &NotesStore, branch: &str) -> Result<Option<String>, Failure> {
     let mut escalated = None;
-    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
+    let decisions = start_decisions(store, branch)?.map_or_else(Vec::new, |(_, d)| d);
+    for decision in decisions {
         match decision.action {
             HumanAction::Escalate { reason } if decision.by == LOOP => {
                 escalated = Some(reason.unwrap_or_else(|| "escalated".into()));
@@ -775,12 +795,13 @@ pub fn waiting_at(store: &NotesStore, commit: Oid) -> Result<Option<String>, Fai
     Ok(escalated)
 }
 
-/// What people said at `commit` after the loop's last escalation there (guidance and
-/// feedback, signed): what a task that went back to its start carries into its next
+/// What people said after the loop's last escalation at `branch`'s task start (guidance
+/// and feedback, signed): what a task that went back to its start carries into its next
 /// first prompt.
-pub fn guidance_at(store: &NotesStore, commit: Oid) -> Result<Vec<String>, Failure> {
+pub fn guidance_at(store: &NotesStore, branch: &str) -> Result<Vec<String>, Failure> {
     let mut said = Vec::new();
-    for decision in store.read_decisions(commit).map_err(Failure::Internal)? {
+    let decisions = start_decisions(store, branch)?.map_or_else(Vec::new, |(_, d)| d);
+    for decision in decisions {
         match &decision.action {
             HumanAction::Escalate { .. } if decision.by == LOOP => said.clear(),
             HumanAction::Adjust { guidance: text } | HumanAction::Feedback { text } => {

@@ -166,7 +166,7 @@ fn at_the_start(
         .read_task_start(&task.name)?
         .filter(|s| !s.ended && s.is_loop() && s.commit == task.tip.to_string());
     let waiting = match at_start {
-        Some(_) => task::waiting_at(store, task.tip)?,
+        Some(_) => task::waiting_at(store, &task.name)?,
         None => None,
     };
     let Some(why) = waiting else {
@@ -185,7 +185,8 @@ fn at_the_start(
         email,
         at: Utc::now(),
     };
-    store.append_decision(task.tip, &decision)?;
+    // Kept with the branch's task, not the commit: another branch may start there too.
+    store.append_decision(crate::history::notes::start_key(&task.name), &decision)?;
     if !quiet {
         eprintln!(
             "itergate: {}, at the task's start ({}): {} by {}; the next `itergate loop` goes on with the task",

@@ -431,14 +431,14 @@ fn over_its_token_budget_the_loop_stops_with_the_best_iteration_restored() {
     );
     assert_eq!(stopped["best_iteration"], 1, "{stopped:#}");
     // The branch is back at the first iteration; the last is kept.
-    let first = project.log(&["rev-list", "--reverse", "main..refs/itergate/loop/last"]);
+    let first = project.log(&["rev-list", "--reverse", "main..refs/itergate/last/agent"]);
     let first = first.lines().next().unwrap().to_string();
     assert_eq!(project.log(&["rev-parse", "agent"]).trim(), first);
     assert_eq!(
         std::fs::read_to_string(project.repo().join("lib/math.js")).unwrap(),
         MATH
     );
-    let last = project.log(&["log", "-1", "--format=%B", "refs/itergate/loop/last"]);
+    let last = project.log(&["log", "-1", "--format=%B", "refs/itergate/last/agent"]);
     assert_message("loop_over_budget_last_commit_message", &project, &last);
     let message = project.log(&["log", "-1", "--format=%B", &first]);
     assert_message("loop_over_budget_first_commit_message", &project, &message);
@@ -747,10 +747,53 @@ fn an_unfinished_task_goes_back_to_its_start_never_to_an_iteration_failing_its_t
     assert_eq!(stopped["commit"].as_str(), Some(start.trim()));
     let last = judged[1]["commit"].as_str().unwrap_or_default().to_string();
     assert_eq!(
-        git_out(&project.repo(), &["rev-parse", "refs/itergate/loop/last"]).trim(),
+        git_out(&project.repo(), &["rev-parse", "refs/itergate/last/main"]).trim(),
         last,
         "the last iteration is kept"
     );
+}
+
+/// Two branches whose tasks start at one commit and both go back there: each keeps its own
+/// last iteration and its own escalation; a person's guidance on one does not let the
+/// other's loop go on.
+#[test]
+fn branches_back_at_one_start_keep_their_own_last_iteration_and_decisions() {
+    let project = Project::new(10);
+    let p = project.repo();
+    git(&p, &["checkout", "-q", "main"]);
+    project.commit_broken_add();
+    let readme = |text: &str| json!({ "write": { "README.md": format!("# fx\n\n{text}\n") } });
+    let mut lasts = Vec::new();
+    for branch in ["c", "e"] {
+        git(&p, &["checkout", "-q", "-b", branch, "main"]);
+        let plan = json!([
+            readme(&format!("{branch} 1")),
+            readme(&format!("{branch} 2"))
+        ]);
+        let (code, _, stderr) = project.fix_add(plan, &["--max-iterations", "2"]);
+        assert_eq!(code, 20, "{stderr}");
+        let last = git_out(&p, &["rev-parse", &format!("refs/itergate/last/{branch}")]);
+        assert_eq!(
+            git_out(&p, &["show", &format!("{}:README.md", last.trim())]).trim(),
+            format!("# fx\n\n{branch} 2")
+        );
+        lasts.push(last);
+    }
+    assert_ne!(lasts[0], lasts[1], "each branch keeps its own");
+    // Guidance for `e` only.
+    let adjust = itergate(&p, &["adjust", "E-ONLY: fix add"], &[]);
+    assert!(
+        adjust.status.success(),
+        "{}",
+        String::from_utf8_lossy(&adjust.stderr)
+    );
+    // `c` still waits for a person.
+    git(&p, &["checkout", "-q", "c"]);
+    let runs = project.runs();
+    let (code, _, stderr) = project.fix_add(json!([readme("c 3")]), &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("back where it started"), "{stderr}");
+    assert_eq!(project.runs(), runs, "no agent ran on `c`");
 }
 
 #[test]

@@ -180,7 +180,12 @@ fn with_the_sandbox_off_the_loop_puts_back_what_the_agent_changed_and_escalates(
     assert!(git_out(&p, &["status", "--porcelain", "--untracked-files=no"]).is_empty());
     git(
         &p,
-        &["rev-parse", "--verify", "-q", "refs/itergate/loop/tampered"],
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            "refs/itergate/tampered/agent",
+        ],
     );
 }
 
@@ -293,7 +298,7 @@ fn a_holdout_the_agent_cannot_see_fails_an_iteration_fitted_to_the_visible_test(
     // A VOID iteration has no score.
     assert!(judged.iter().all(|j| j["quality"].is_null()), "{judged:?}");
     // The holdout's files were hidden from the agent.
-    let seen = git_out(&p, &["show", "refs/itergate/loop/last:lib/seen.txt"]);
+    let seen = git_out(&p, &["show", "refs/itergate/last/agent:lib/seen.txt"]);
     assert!(!seen.contains("secret product"), "{seen}");
     // The next prompt says the work fits the visible test, in aggregate only.
     let prompt = project.prompt(2);

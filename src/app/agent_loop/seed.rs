@@ -178,13 +178,13 @@ pub(super) fn task_name(task: &str, branch: &str) -> String {
 pub(super) fn task_prompt(env: &Env, branch: &str, task: &str) -> Result<String, Failure> {
     let repo = task::open_repository(env)?;
     let store = task::open_store(env, &repo)?;
-    let start = store.read_task_start(branch)?.filter(|s| !s.ended);
     // A task the loop took back to its start carries what a person said there since.
-    let guidance = match start.as_ref().map(|s| git2::Oid::from_str(&s.commit)) {
-        Some(Ok(commit)) => task::guidance_at(&store, commit)?,
-        _ => Vec::new(),
-    };
-    let targets = start.map(|s| s.targets).unwrap_or_default();
+    let guidance = task::guidance_at(&store, branch)?;
+    let targets = store
+        .read_task_start(branch)?
+        .filter(|s| !s.ended)
+        .map(|s| s.targets)
+        .unwrap_or_default();
     task_prompt_with(env, branch, task, (&targets, &guidance))
 }
 

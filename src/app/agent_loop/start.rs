@@ -67,7 +67,7 @@ pub(super) fn record_start(
                         "this task was escalated ({why}): a person decides first — `itergate accept [reason]`, `itergate adjust <guidance>` or `itergate budget <n>` — then the loop can go on"
                     )));
                 }
-            } else if let Some(why) = task::waiting_at(&store, head)? {
+            } else if let Some(why) = task::waiting_at(&store, branch)? {
                 // Back where it started (no iteration was worth keeping): the escalation
                 // filed there waits for a person all the same.
                 return Err(user(format!(

@@ -102,9 +102,9 @@ pub(super) fn stop(
                 .map_or_else(|| outcome.to_string(), |r| r.summary.clone()),
         };
         let last = if restored.is_some() {
-            "; its last iteration is refs/itergate/loop/last"
+            format!("; its last iteration is {}", kept_ref(repo, "last"))
         } else {
-            ""
+            String::new()
         };
         file_escalation(env, repo, commit, &format!("{reason}){last}"))?;
     }
@@ -114,7 +114,7 @@ pub(super) fn stop(
         evaluation,
         (outcome, cause),
         (best_iteration, restored),
-        tip,
+        (tip, &kept_ref(repo, "last")),
     );
     Ok(Stop {
         outcome,
@@ -166,10 +166,17 @@ fn fails_a_target(record: &IterationRecord, targets: &[String]) -> bool {
 }
 
 /// The loop's escalation, filed on `commit` for a person: the next loop waits for one.
-/// `reason` closes the parenthesis it is written in.
+/// At the task's start it is kept with the branch's task (another branch may start at the
+/// same commit). `reason` closes the parenthesis it is written in.
 fn file_escalation(env: &Env, repo: &Repository, commit: Oid, reason: &str) -> Result<(), Failure> {
+    let object = match git::head_branch(repo)? {
+        Some(branch) if loop_start(env, repo)? == Some(commit) => {
+            crate::history::notes::start_key(&branch)
+        }
+        _ => commit,
+    };
     task::open_store(env, repo)?.append_decision(
-        commit,
+        object,
         &crate::history::notes::HumanDecision {
             action: crate::history::notes::HumanAction::Escalate {
                 reason: Some(format!("itergate loop stopped ({reason}")),
@@ -182,13 +189,24 @@ fn file_escalation(env: &Env, repo: &Repository, commit: Oid, reason: &str) -> R
     Ok(())
 }
 
+/// Where the loop keeps a branch's commits it moved the branch away from (`last`: the last
+/// iteration, `tampered`: what an agent left): one ref per branch, so a loop on another
+/// branch never overwrites it.
+pub(super) fn kept_ref(repo: &Repository, kind: &str) -> String {
+    let branch = git::head_branch(repo)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "HEAD".into());
+    format!("refs/itergate/{kind}/{branch}")
+}
+
 /// The branch back at the best iteration; the last one is kept under
-/// `refs/itergate/loop/last`, so nothing is lost.
+/// `refs/itergate/last/<branch>`, so nothing is lost.
 pub(super) fn restore(repo: &Repository, last: Oid, best: Oid) -> Result<(), Failure> {
     let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
     git::run_git(git::git_command(&dir).args([
         "update-ref",
-        "refs/itergate/loop/last",
+        &kept_ref(repo, "last"),
         &last.to_string(),
     ]))?;
     git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &best.to_string()]))?;
@@ -201,7 +219,7 @@ pub(super) fn hand_off(
     evaluation: &Evaluation,
     (outcome, cause): (&str, Cause),
     (best, restored): (Option<u32>, Option<u32>),
-    tip: Oid,
+    (tip, kept): (Oid, &str),
 ) -> String {
     let decision = &evaluation.decision;
     let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
@@ -257,19 +275,27 @@ pub(super) fn hand_off(
     }
     match restored {
         Some(0) => text.push_str(&format!(
-            "No iteration is worth keeping (each is VOID, unscored, suspect or fails a target): the branch is back where the task started; the last ({}) is kept as refs/itergate/loop/last.\n",
+            "No iteration is worth keeping (each is VOID, unscored, suspect or fails a target): the branch is back where the task started; the last ({}) is kept as {kept}.\n",
             short(tip)
         )),
         Some(iteration) => text.push_str(&format!(
-            "The branch is back at iteration {iteration}, the best; the last ({}) is kept as refs/itergate/loop/last.\n",
+            "The branch is back at iteration {iteration}, the best; the last ({}) is kept as {kept}.\n",
             short(tip)
         )),
         None => {}
     }
-    if outcome != "accepted" && !decision.next_steps.is_empty() {
+    if outcome != "accepted" && (restored == Some(0) || !decision.next_steps.is_empty()) {
         text.push_str("What remains:\n");
-        for step in decision.next_steps.iter().take(5) {
+        // Back at the start there is no iteration to accept: a person adjusts or budgets.
+        let steps = decision
+            .next_steps
+            .iter()
+            .filter(|step| restored != Some(0) || !step.contains("itergate accept"));
+        for step in steps.take(5) {
             text.push_str(&format!("  - {step}\n"));
+        }
+        if restored == Some(0) {
+            text.push_str("  - A person decides: `itergate adjust <guidance>` or `itergate budget <n>` lets the loop go on with the task from here; `itergate loop --new-task` starts a new one\n");
         }
     }
     text
@@ -351,9 +377,6 @@ fn left_as_commit(repo: &Repository) -> Option<Oid> {
     repo.commit(None, &by, &by, message, &tree, &[&head]).ok()
 }
 
-/// Where a run that changed what the loop owns leaves its work.
-const TAMPERED: &str = "refs/itergate/loop/tampered";
-
 pub(super) fn tamper_stop(
     env: &Env,
     repo: &Repository,
@@ -363,10 +386,11 @@ pub(super) fn tamper_stop(
     quiet: bool,
 ) -> Result<(), Failure> {
     let mut reason = format!("the agent changed what the loop owns: {}", what.join(", "));
-    // What the agent left, committed or not, is kept as refs/itergate/loop/tampered.
+    // What the agent left, committed or not, is kept as refs/itergate/tampered/<branch>.
+    let tampered = kept_ref(repo, "tampered");
     let dir = repo.workdir().unwrap_or_else(|| repo.path()).to_path_buf();
     if let Some(left) = left_as_commit(repo) {
-        repo.reference(TAMPERED, left, true, "itergate: what the agent left")
+        repo.reference(&tampered, left, true, "itergate: what the agent left")
             .map_err(anyhow::Error::from)?;
     }
     git::run_git(git::git_command(&dir).args(["reset", "--hard", "--quiet", &before.to_string()]))?;
@@ -385,7 +409,7 @@ pub(super) fn tamper_stop(
     let (summary, commit, best) = if history.is_empty() {
         file_escalation(env, repo, before, &format!("{reason})"))?;
         (
-            format!("\nitergate loop: escalated ({reason}); nothing was committed, the branch is where the task started; what the agent left is {TAMPERED}\n"),
+            format!("\nitergate loop: escalated ({reason}); nothing was committed, the branch is where the task started; what the agent left is {tampered}\n"),
             before,
             None,
         )
@@ -403,7 +427,7 @@ pub(super) fn tamper_stop(
             before,
         )?;
         (
-            format!("{}What the agent left is {TAMPERED}.\n", stop.summary),
+            format!("{}What the agent left is {tampered}.\n", stop.summary),
             stop.commit,
             stop.best,
         )
