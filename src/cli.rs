@@ -583,7 +583,7 @@ pub struct LoopArgs {
     #[arg(long)]
     pub skip_context: bool,
     /// When a budget runs out: leave the branch at the best iteration (the last is kept as
-    /// refs/itergate/last/<branch>), or at the last.
+    /// `refs/itergate/last/<branch>`), or at the last.
     #[arg(long, value_enum, default_value_t = OnExhaust::Best)]
     pub on_exhaust: OnExhaust,
     /// The most one agent run may take: 90s, 20m, 1h (default, and the most it may be:
