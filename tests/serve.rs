@@ -263,6 +263,38 @@ async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
     server.assert_no_violations();
 }
 
+/// A maintainer labelled the pull request for a person's review; the App never escalated
+/// it. Its accept leaves that label, read from the issue's events through the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_leaves_a_label_a_person_added() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let serve = Serve::start(&server.api_url(), &db, &[]);
+    let head = "a".repeat(40);
+    seed_pr(&server, &head);
+    let label = itergate::config::Config::default().github.label;
+    server.with(|m| m.label_by(PR, &label, "maintainer"));
+    assert_eq!(serve.deliver("pull_request", "d-open", &opened(&head)), 202);
+    waits_for_checks(&serve, &server, 20, "aaaaaaa").await;
+    upload(&server, 501, record(&head, 1.0));
+    assert_eq!(
+        serve.deliver("workflow_run", "d-run", &workflow_run(501, &head, REPO)),
+        202
+    );
+    eventually(&serve, 20, "the accept", || {
+        sticky_comments(&server)
+            .first()
+            .is_some_and(|b| b.contains("accept"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.with(|m| m.labels_on(PR)), vec![label.clone()]);
+    assert_eq!(server.count("issues/remove-label"), 0);
+    assert!(server.count("issues/list-events") >= 1);
+    server.assert_no_violations();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delivery_seen_twice_even_at_once_is_one_job() {
     let server = fake().await;

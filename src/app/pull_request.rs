@@ -615,7 +615,15 @@ impl Handler<'_> {
                     "kept {label}: a self-reported accept never removes it"
                 ));
             } else {
-                self.forge.remove_label(&self.repo, pr, label).await?;
+                // Only the label the App added: a person's stays (they remove it).
+                match self.forge.label_added_by(&self.repo, pr, label).await? {
+                    Some(by) if by.eq_ignore_ascii_case(&self.bot_login) => {
+                        self.forge.remove_label(&self.repo, pr, label).await?;
+                        actions.push(format!("removed {label}"));
+                    }
+                    Some(by) => actions.push(format!("kept {label}: {by} added it")),
+                    None => {}
+                }
             }
         }
         if notify {

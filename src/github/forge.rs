@@ -231,6 +231,14 @@ pub trait Forge: Send + Sync {
         pr: PrNumber,
         name: &str,
     ) -> Result<(), ForgeError>;
+    /// Who added the label the PR carries now (from its issue events); `None` when the PR
+    /// does not carry it.
+    async fn label_added_by(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<Option<String>, ForgeError>;
 
     /// The user's permission on the repository; a user who is no collaborator has `None`.
     async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError>;

@@ -257,6 +257,14 @@ impl Forge for PacedForge {
     ) -> Result<(), ForgeError> {
         self.write(self.inner.remove_label(repo, pr, name)).await
     }
+    async fn label_added_by(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<Option<String>, ForgeError> {
+        self.inner.label_added_by(repo, pr, name).await
+    }
     async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
         self.inner.permission(repo, user).await
     }

@@ -185,6 +185,16 @@ impl Answer {
     }
 }
 
+/// A label added to or removed from an issue, and by whom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeIssueEvent {
+    pub issue: u64,
+    /// `labeled` or `unlabeled`.
+    pub event: String,
+    pub label: String,
+    pub actor: String,
+}
+
 pub struct Model {
     pub repo: String,
     /// The repository's default branch (`main`).
@@ -198,6 +208,8 @@ pub struct Model {
     next_id: u64,
     pub comments: Vec<FakeComment>,
     pub labels: BTreeMap<String, FakeLabel>,
+    /// Labels added and removed, in order (`GET .../issues/{n}/events`).
+    pub issue_events: Vec<FakeIssueEvent>,
     pub issue_labels: BTreeMap<u64, Vec<String>>,
     pub reactions: Vec<FakeReaction>,
     pub check_runs: Vec<FakeCheckRun>,
@@ -242,6 +254,7 @@ impl Model {
             next_id: 1000,
             comments: Vec::new(),
             labels: BTreeMap::new(),
+            issue_events: Vec::new(),
             issue_labels: BTreeMap::new(),
             reactions: Vec::new(),
             check_runs: Vec::new(),
@@ -310,6 +323,7 @@ impl Model {
             "reactions/create-for-issue-comment" => self.react(number("comment_id"), body),
             "issues/create-label" => self.create_label(body),
             "issues/add-labels" => self.add_labels(number("issue_number"), body),
+            "issues/list-events" => self.list_issue_events(number("issue_number"), query),
             "issues/remove-label" => {
                 self.remove_label(number("issue_number"), param(params, "name"))
             }
@@ -726,7 +740,14 @@ impl Model {
                 });
             let on = self.issue_labels.entry(issue).or_default();
             if !on.iter().any(|l| l.eq_ignore_ascii_case(&name)) {
-                on.push(name);
+                on.push(name.clone());
+                let actor = self.login.clone();
+                self.issue_events.push(FakeIssueEvent {
+                    issue,
+                    event: "labeled".into(),
+                    label: name,
+                    actor,
+                });
             }
         }
         let on: Vec<Value> = self
@@ -744,7 +765,49 @@ impl Model {
         if on.len() == before {
             return Answer::message(404, "Label does not exist");
         }
+        let actor = self.login.clone();
+        self.issue_events.push(FakeIssueEvent {
+            issue,
+            event: "unlabeled".into(),
+            label: name.to_string(),
+            actor,
+        });
         Answer::json(200, json!([]))
+    }
+
+    /// A person (not the token's login) adds `name` to `issue`, as from GitHub's web page.
+    pub fn label_by(&mut self, issue: u64, name: &str, actor: &str) {
+        let on = self.issue_labels.entry(issue).or_default();
+        if !on.iter().any(|l| l.eq_ignore_ascii_case(name)) {
+            on.push(name.to_string());
+        }
+        self.issue_events.push(FakeIssueEvent {
+            issue,
+            event: "labeled".into(),
+            label: name.to_string(),
+            actor: actor.to_string(),
+        });
+    }
+
+    fn list_issue_events(&self, issue: u64, query: &[(String, String)]) -> Answer {
+        let events: Vec<Value> = self
+            .issue_events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.issue == issue)
+            .map(|(i, e)| {
+                json!({
+                    "id": i + 1, "event": e.event,
+                    "actor": self.user_json(&e.actor, "User"),
+                    "label": { "name": e.label, "color": "ededed" },
+                })
+            })
+            .collect();
+        self.page(
+            events,
+            query,
+            &format!("repos/{}/issues/{issue}/events", self.repo),
+        )
     }
 
     fn permission(&self, user: &str) -> Answer {

@@ -29,6 +29,8 @@ const PR: PrNumber = PrNumber(7);
 struct Memory {
     comments: Vec<Comment>,
     labels: BTreeSet<String>,
+    /// Who added each label (the bot, unless a test says a person did).
+    label_adders: BTreeMap<String, String>,
     permissions: BTreeMap<String, Permission>,
     dispatches: usize,
     /// Every check run created: its commit and state.
@@ -143,12 +145,31 @@ impl Forge for MemoryForge {
         _: PrNumber,
         label: &LabelSpec,
     ) -> Result<(), ForgeError> {
-        self.with(|m| m.labels.insert(label.name.clone()));
+        self.with(|m| {
+            if m.labels.insert(label.name.clone()) {
+                m.label_adders.insert(label.name.clone(), BOT.into());
+            }
+        });
         Ok(())
     }
     async fn remove_label(&self, _: &RepoName, _: PrNumber, name: &str) -> Result<(), ForgeError> {
-        self.with(|m| m.labels.remove(name));
+        self.with(|m| {
+            m.labels.remove(name);
+            m.label_adders.remove(name);
+        });
         Ok(())
+    }
+    async fn label_added_by(
+        &self,
+        _: &RepoName,
+        _: PrNumber,
+        name: &str,
+    ) -> Result<Option<String>, ForgeError> {
+        Ok(self.with(|m| {
+            m.labels
+                .contains(name)
+                .then(|| m.label_adders.get(name).cloned().unwrap_or_default())
+        }))
     }
     async fn permission(&self, _: &RepoName, user: &str) -> Result<Permission, ForgeError> {
         Ok(self.with(|m| m.permissions.get(user).copied().unwrap_or(Permission::None)))
@@ -385,6 +406,39 @@ async fn the_same_iteration_twice_keeps_one_sticky_comment_and_writes_nothing_ne
         writes,
         "a redelivered iteration edits nothing"
     );
+}
+
+/// A person put the label on: an accept leaves it (the App removes only the label it
+/// added), and says so; the App's own label is removed on accept.
+#[tokio::test]
+async fn an_accept_removes_only_the_label_the_app_added() {
+    let forge = MemoryForge::default();
+    let config = Config::default();
+    let label = config.github.label.clone();
+    forge.with(|m| {
+        m.labels.insert(label.clone());
+        m.label_adders.insert(label.clone(), "maintainer".into());
+    });
+    let actions = run(&forge, &config, iteration(record(1, 0))).await;
+    assert!(
+        actions.iter().any(|a| a == "decision: accept"),
+        "{actions:?}"
+    );
+    assert!(forge.with(|m| m.labels.contains(&label)), "{actions:?}");
+    assert!(
+        actions
+            .iter()
+            .any(|a| *a == format!("kept {label}: maintainer added it")),
+        "{actions:?}"
+    );
+    // The App's own: removed.
+    let forge = MemoryForge::default();
+    for i in 1..=4 {
+        run(&forge, &config, iteration(record(i, 2))).await;
+    }
+    assert!(forge.with(|m| m.labels.contains(&label)));
+    let actions = run(&forge, &config, iteration(record(5, 0))).await;
+    assert!(!forge.with(|m| m.labels.contains(&label)), "{actions:?}");
 }
 
 #[tokio::test]

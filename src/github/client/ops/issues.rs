@@ -157,6 +157,42 @@ pub(super) async fn add_label(
     Ok(())
 }
 
+/// One issue event, as `GET .../issues/{n}/events` lists it.
+#[derive(serde::Deserialize)]
+struct IssueEventJson {
+    event: String,
+    #[serde(default)]
+    actor: Option<UserJson>,
+    #[serde(default)]
+    label: Option<LabelNameJson>,
+}
+
+#[derive(serde::Deserialize)]
+struct LabelNameJson {
+    name: String,
+}
+
+pub(super) async fn label_added_by(
+    forge: &OctocrabForge,
+    repo: &RepoName,
+    pr: PrNumber,
+    name: &str,
+) -> Result<Option<String>, ForgeError> {
+    let path = format!("{}/issues/{pr}/events", repo_path(repo));
+    let events: Vec<IssueEventJson> = forge.paginate("list issue events", &path, None).await?;
+    Ok(events.into_iter().fold(None, |added_by, e| {
+        let this = e
+            .label
+            .as_ref()
+            .is_some_and(|l| l.name.eq_ignore_ascii_case(name));
+        match e.event.as_str() {
+            "labeled" if this => Some(e.actor.map(|a| a.login).unwrap_or_default()),
+            "unlabeled" if this => None,
+            _ => added_by,
+        }
+    }))
+}
+
 pub(super) async fn remove_label(
     forge: &OctocrabForge,
     repo: &RepoName,

@@ -156,6 +156,15 @@ impl Forge for OctocrabForge {
         issues::remove_label(self, repo, pr, name).await
     }
 
+    async fn label_added_by(
+        &self,
+        repo: &RepoName,
+        pr: PrNumber,
+        name: &str,
+    ) -> Result<Option<String>, ForgeError> {
+        issues::label_added_by(self, repo, pr, name).await
+    }
+
     async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
         repos::permission(self, repo, user).await
     }
