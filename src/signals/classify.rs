@@ -149,8 +149,32 @@ fn with_values(detail: String, output: Option<&str>) -> String {
     };
     let lines: Vec<&str> = output.lines().map(str::trim_end).collect();
     let mut values = Vec::new();
+    let mut diff_ends = 0;
     for (at, line) in lines.iter().enumerate() {
+        if at < diff_ends {
+            continue;
+        }
         let text = line.trim_start();
+        // jest's and vitest's diff (a snapshot, `toEqual`): its legend, then the lines it
+        // changed, up to the stack.
+        if text == "- Expected" && lines.get(at + 1).map(|l| l.trim()) == Some("+ Received") {
+            let rest = &lines[at + 2..];
+            let end = rest
+                .iter()
+                .position(|l| {
+                    let l = l.trim_start();
+                    l.starts_with('❯') || l.starts_with("at ")
+                })
+                .unwrap_or(rest.len());
+            values.extend(&lines[at..at + 2]);
+            values.extend(
+                rest[..end]
+                    .iter()
+                    .filter(|l| l.starts_with('-') || l.starts_with('+')),
+            );
+            diff_ends = at + 2 + end;
+            continue;
+        }
         if !VALUE_LINES.iter().any(|start| text.starts_with(start)) {
             continue;
         }

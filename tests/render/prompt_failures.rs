@@ -262,3 +262,31 @@ fn a_go_examples_failure_keeps_got_and_want() {
         "{finding}"
     );
 }
+
+/// A vitest snapshot mismatch (the fixture written by the pinned vitest): the finding keeps
+/// the diff's changed lines, and the inline snapshot's expected and received values.
+#[test]
+fn a_vitest_snapshot_mismatch_keeps_its_diff() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reports/junit/vitest-snapshot.xml");
+    let report = parse_file(ReportFormat::Junit, &path, &ParseOptions::default())
+        .expect("the fixture parses");
+    let Report::Tests(tests) = report else {
+        panic!("a test report: {report:?}");
+    };
+    let issues: Vec<CheckerIssue> = tests.failures().map(|case| test_issue(case).0).collect();
+    assert_eq!(issues.len(), 2, "{issues:?}");
+    let file = &issues[0].finding;
+    assert!(
+        file.contains("- Expected\n+ Received")
+            && file.contains("-   \"text\": \"Hello, Ada!\",")
+            && file.contains("+   \"text\": \"Hi, Ada!\","),
+        "{file}"
+    );
+    let inline = &issues[1].finding;
+    assert!(
+        inline.contains("Expected: \"\"Hello, Bo!\"\"")
+            && inline.contains("Received: \"\"Hi, Bo!\"\""),
+        "{inline}"
+    );
+}
