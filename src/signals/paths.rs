@@ -221,7 +221,13 @@ impl RepoPaths {
                     .filter(|(file, _)| doctest.as_ref().is_none_or(|(d, _)| d != file))
                     .rfind(|(file, _)| is_repository_path(file))
             })
-            .or(doctest);
+            .or(doctest)
+            .or_else(|| {
+                case.file
+                    .is_none()
+                    .then(|| self.go_example_place(&case.id))
+                    .flatten()
+            });
         match deepest {
             Some((file, line)) => {
                 case.file = Some(file);
@@ -233,6 +239,45 @@ impl RepoPaths {
             }
             None => {}
         }
+    }
+}
+
+impl RepoPaths {
+    /// Where a Go `Example` function is (`pkg/sum_test.go`, its `func` line): `go test`
+    /// names no place for an example whose output differs, so its package's test files
+    /// are read for `func ExampleName(`.
+    fn go_example_place(&self, id: &str) -> Option<(String, u32)> {
+        let (package, name) = id.split_once("::")?;
+        let name = name.split('/').next()?;
+        if !name.starts_with("Example") {
+            return None;
+        }
+        let root = Path::new(self.roots.first()?);
+        let dir = match &self.go_module {
+            Some(module) if package == module => String::new(),
+            _ => self.relative(package),
+        };
+        if dir.starts_with('/') {
+            return None;
+        }
+        let needle = format!("func {name}(");
+        let mut files: Vec<String> = std::fs::read_dir(root.join(&dir))
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with("_test.go"))
+            .collect();
+        files.sort();
+        files.into_iter().find_map(|file| {
+            let path = if dir.is_empty() {
+                file
+            } else {
+                format!("{dir}/{file}")
+            };
+            let text = read_text_in_tree(root, &root.join(&path), 4 * 1024 * 1024)?;
+            let line = text.lines().position(|l| l.starts_with(&needle))?;
+            Some((path, u32::try_from(line + 1).ok()?))
+        })
     }
 }
 

@@ -263,6 +263,57 @@ fn a_go_examples_failure_keeps_got_and_want() {
     );
 }
 
+/// `go test` names no place for an Example whose output differs: its package's test files
+/// give the `func` line, at the module's root and in a package below it.
+#[test]
+fn a_go_examples_failure_is_placed_at_its_func() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reports/go-test-json/example.json");
+    let root = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        root.path().join("go.mod"),
+        "module example.com/sum\n\ngo 1.22\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("sum_test.go"),
+        "package sum\n\nimport \"fmt\"\n\n// ExampleAdd shows Add.\nfunc ExampleAdd() {\n\tfmt.Println(Add(2, 3))\n\t// Output: 5\n}\n",
+    )
+    .unwrap();
+    let place = |report: &mut Report| {
+        itergate::signals::paths::RepoPaths::new(root.path()).normalise(report);
+        let Report::Tests(tests) = report else {
+            panic!("a test report");
+        };
+        let case = tests.failures().next().expect("the failing example");
+        (case.file.clone(), case.line)
+    };
+    let mut report = parse_file(ReportFormat::GoTestJson, &path, &ParseOptions::default())
+        .expect("the fixture parses");
+    assert_eq!(place(&mut report), (Some("sum_test.go".into()), Some(6)));
+    // The same example in a package below the root.
+    std::fs::create_dir(root.path().join("inner")).unwrap();
+    std::fs::rename(
+        root.path().join("sum_test.go"),
+        root.path().join("inner/sum_test.go"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"example.com/sum\"", "\"example.com/sum/inner\"");
+    let mut report = itergate::signals::report::parse(
+        ReportFormat::GoTestJson,
+        text.as_bytes(),
+        "example.json",
+        &ParseOptions::default(),
+    )
+    .expect("parses");
+    assert_eq!(
+        place(&mut report),
+        (Some("inner/sum_test.go".into()), Some(6))
+    );
+}
+
 /// A vitest snapshot mismatch (the fixture written by the pinned vitest): the finding keeps
 /// the diff's changed lines, and the inline snapshot's expected and received values.
 #[test]
