@@ -166,12 +166,19 @@ fn with_values(detail: String, output: Option<&str>) -> String {
                     l.starts_with('❯') || l.starts_with("at ")
                 })
                 .unwrap_or(rest.len());
-            values.extend(&lines[at..at + 2]);
-            values.extend(
-                rest[..end]
-                    .iter()
-                    .filter(|l| l.starts_with('-') || l.starts_with('+')),
-            );
+            let changed: Vec<&str> = rest[..end]
+                .iter()
+                .filter(|l| l.starts_with('-') || l.starts_with('+'))
+                .copied()
+                .collect();
+            // `expected +0 to be 180` says it already: a diff of `- 180`/`+ 0` adds nothing.
+            let said = changed
+                .iter()
+                .all(|l| detail.contains(l[1..].trim().trim_matches('"')));
+            if !said {
+                values.extend(&lines[at..at + 2]);
+                values.extend(changed);
+            }
             diff_ends = at + 2 + end;
             continue;
         }

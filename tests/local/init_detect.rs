@@ -368,3 +368,92 @@ fn the_lint_check_init_writes_leaves_the_report_directories_alone() {
     assert!(said.contains("src/a.js"), "eslint ran: {said}");
     assert!(!said.contains(".itergate-coverage"), "{lint}: {said}");
 }
+
+/// A project without packaging files whose tests are unittest's: found as Python; without
+/// pytest, unittest's own runner through the real unittest-xml-reporting (from PyPI), and
+/// a first run that counts its test; with neither, the way to get one said.
+#[test]
+fn a_unittest_project_gets_unittests_own_runner_or_the_way_to_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir(p.join("tests")).expect("mkdir");
+    std::fs::write(p.join("calc.py"), "def add(a, b):\n    return a + b\n").expect("write");
+    std::fs::write(p.join("tests/__init__.py"), "").expect("write");
+    std::fs::write(
+        p.join("tests/test_calc.py"),
+        "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .expect("write");
+    git(p, &["add", "."]);
+    git(
+        p,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@x",
+            "commit",
+            "-qm",
+            "calc",
+        ],
+    );
+    let venv = |name: &str, install: bool| {
+        let venv = p.join(name);
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 runs");
+        assert!(made.success(), "python3 -m venv");
+        if install {
+            let pip = Command::new(venv.join("bin/pip"))
+                .args(["install", "-q", "unittest-xml-reporting==3.2.0"])
+                .output()
+                .expect("pip runs");
+            assert!(
+                pip.status.success(),
+                "`pip install unittest-xml-reporting` failed (is the package registry reachable?): {}",
+                String::from_utf8_lossy(&pip.stderr)
+            );
+        }
+        let mut path = std::ffi::OsString::from(venv.join("bin"));
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        path
+    };
+    let run_init = |path: &std::ffi::OsString| {
+        let _ = std::fs::remove_file(p.join(".itergate.yml"));
+        let o = Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .arg("init")
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .env("PATH", path)
+            .output()
+            .expect("itergate runs");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{stderr}");
+        let text = std::fs::read_to_string(p.join(".itergate.yml")).expect("written");
+        (stderr, text)
+    };
+    // Neither pytest nor a JUnit runner: the way to either.
+    let (stderr, text) = run_init(&venv(".bare", false));
+    assert!(
+        text.contains("the project's tests are unittest's and `python` cannot import pytest")
+            && text.contains("-m pip install unittest-xml-reporting"),
+        "{text}\n{stderr}"
+    );
+    // unittest-xml-reporting installed: unittest's own runner, and its test counted.
+    let (stderr, text) = run_init(&venv(".venv", true));
+    assert!(
+        stderr.contains("chose tests: unittest through xmlrunner"),
+        "{stderr}"
+    );
+    let config = Config::from_yaml(&text, Path::new(".itergate.yml")).expect("valid");
+    let run = config.checks["tests"].run.as_deref().unwrap_or_default();
+    assert!(run.contains("-m xmlrunner --output-file"), "{run}");
+    assert!(
+        stderr.contains("a first run of the tests on HEAD: 1 test ran, 0 failing"),
+        "{stderr}"
+    );
+}

@@ -82,8 +82,13 @@ pub fn detect(root: &Path) -> Option<Detected> {
     let toolchain = if has("Cargo.toml") {
         cargo(root, &mut checks, &mut notes);
         "cargo"
-    } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
-        python(root, &mut checks, &mut notes);
+    } else if has("pyproject.toml")
+        || has("setup.py")
+        || has("setup.cfg")
+        || has("requirements.txt")
+        || python::test_files(root).next().is_some()
+    {
+        python(root, &mut checks, (&mut notes, &mut chosen));
         "python"
     } else if has("package.json") {
         node(root, &mut checks, (&mut notes, &mut chosen))

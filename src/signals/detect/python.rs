@@ -12,13 +12,47 @@ use super::{check, on_path, project_file, source};
 pub(super) const PYTEST_JUNIT_PATH: &str = ".itergate-pytest.xml";
 pub(super) const PYTEST_COVERAGE_PATH: &str = ".itergate-coverage.xml";
 
-pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &mut Vec<String>) {
+pub(super) const UNITTEST_JUNIT_PATH: &str = ".itergate-unittest.xml";
+
+pub(super) fn python(
+    root: &Path,
+    checks: &mut BTreeMap<String, Check>,
+    (notes, chosen): (&mut Vec<String>, &mut Vec<String>),
+) {
     let python = if on_path("python") {
         "python"
     } else {
         "python3"
     };
     let junit = format!("{python} -m pytest -q --junitxml={PYTEST_JUNIT_PATH}");
+    // A project whose tests are unittest's: pytest runs them too; without pytest,
+    // unittest's own runner with a JUnit-writing one (unittest-xml-reporting).
+    let unittest = uses_unittest(root);
+    let pytest = !unittest || python_can_import(python, "pytest");
+    if unittest && !pytest && python_can_import(python, "xmlrunner") {
+        chosen.push(format!(
+            "tests: unittest through xmlrunner (the tests are unittest's, and `{python}` cannot import pytest)"
+        ));
+        checks.insert(
+            "tests".into(),
+            check(
+                &format!("{python} -m xmlrunner --output-file {UNITTEST_JUNIT_PATH} discover -t ."),
+                ReportFormat::Junit,
+                Some(UNITTEST_JUNIT_PATH),
+            ),
+        );
+        python_lint_and_types(root, python, checks, notes);
+        return;
+    }
+    if unittest {
+        if pytest {
+            chosen.push("tests: pytest (it runs the project's unittest tests)".into());
+        } else {
+            notes.push(format!(
+                "tests: the project's tests are unittest's and `{python}` cannot import pytest: `{python} -m pip install pytest` (it runs unittest tests and writes the JUnit report itergate reads), or `{python} -m pip install unittest-xml-reporting` for unittest's own runner; then run `itergate init --force`"
+            ));
+        }
+    }
     let tests = if python_can_import(python, "pytest_cov") {
         // One pytest run writes both reports.
         Check {
@@ -40,6 +74,16 @@ pub(super) fn python(root: &Path, checks: &mut BTreeMap<String, Check>, notes: &
         check(&junit, ReportFormat::Junit, Some(PYTEST_JUNIT_PATH))
     };
     checks.insert("tests".into(), tests);
+    python_lint_and_types(root, python, checks, notes);
+}
+
+/// Ruff (or the configured linter), mypy where configured, pyright where configured.
+fn python_lint_and_types(
+    root: &Path,
+    python: &str,
+    checks: &mut BTreeMap<String, Check>,
+    notes: &mut Vec<String>,
+) {
     let configured = ruff_configured(root);
     if configured && !on_path("ruff") {
         // Left out, like every tool that is missing: a check that cannot run stops every
@@ -265,6 +309,48 @@ pub(super) fn ruff_configured(root: &Path) -> bool {
             l == "[tool.ruff]" || l.starts_with("[tool.ruff.")
         })
     })
+}
+
+/// The Python test files a runner would discover: `test_*.py` and `*_test.py` at the root
+/// and one level into `tests/` and `test/`.
+pub(super) fn test_files(root: &Path) -> impl Iterator<Item = std::path::PathBuf> + use<'_> {
+    ["", "tests", "test"].into_iter().flat_map(move |dir| {
+        let dir = root.join(dir);
+        let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                p.is_file()
+                    && name.ends_with(".py")
+                    && (name.starts_with("test_") || name.ends_with("_test.py"))
+            })
+            .collect();
+        found.sort();
+        found
+    })
+}
+
+/// Whether the project's tests are unittest's: a test file imports it, and none imports
+/// pytest.
+fn uses_unittest(root: &Path) -> bool {
+    let texts: Vec<String> = test_files(root)
+        .take(50)
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    let imports = |module: &str| {
+        texts.iter().any(|t| {
+            t.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with(&format!("import {module}"))
+                    || l.starts_with(&format!("from {module} "))
+                    || l.starts_with(&format!("from {module}."))
+            })
+        })
+    };
+    imports("unittest") && !imports("pytest")
 }
 
 /// Whether `python` can import `module` (it runs the interpreter once).
