@@ -850,7 +850,7 @@ fn apply_decision(feedback: &mut Feedback, decision: &HumanDecision, iteration: 
             }
         }
     }
-    crate::github::sticky::bound_feedback(feedback);
+    feedback.bound();
 }
 
 /// The decision on a task's history and what people decided about it, with the trajectory

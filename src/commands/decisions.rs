@@ -20,8 +20,8 @@ use git2::{Oid, Repository};
 use crate::app::local::{self as task, short};
 use crate::cli::{BudgetArgs, ReasonArgs, TextArgs};
 use crate::git;
-use crate::github::sticky::FEEDBACK_MAX_BYTES;
 use crate::history::notes::{HumanAction, HumanDecision};
+use crate::model::FEEDBACK_MAX_BYTES;
 
 use super::report;
 use super::run::{current_task, nothing_recorded};

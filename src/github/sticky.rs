@@ -52,7 +52,7 @@ const STATE_RESERVE_BYTES: usize = 16 * 1024;
 
 mod fit;
 
-pub use fit::{bound_feedback, Carried, FEEDBACK_MAX_BYTES, FEEDBACK_MAX_ITEMS};
+pub use fit::Carried;
 use fit::{compact_to_fit, fit_visible};
 
 /// How much history was compacted away so far.

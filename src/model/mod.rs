@@ -599,3 +599,49 @@ pub struct Feedback {
     #[serde(skip)]
     pub unverified_history: Option<String>,
 }
+
+/// The longest feedback text kept (a message, a review, an escalation reason), in bytes:
+/// what a person may say in one go, in every mode.
+pub const FEEDBACK_MAX_BYTES: usize = 2 * 1024;
+/// Feedback texts kept per list (messages, rejections): the newest.
+pub const FEEDBACK_MAX_ITEMS: usize = 20;
+
+impl Feedback {
+    /// Bounds feedback as it is added: each text at most [`FEEDBACK_MAX_BYTES`], each list
+    /// the newest [`FEEDBACK_MAX_ITEMS`]. Call it after pushing a message, a review or a
+    /// reason.
+    pub fn bound(&mut self) {
+        for list in [&mut self.messages, &mut self.rejections] {
+            let excess = list.len().saturating_sub(FEEDBACK_MAX_ITEMS);
+            list.drain(..excess);
+            list.iter_mut()
+                .for_each(|t| bound_text(t, FEEDBACK_MAX_BYTES));
+        }
+        if let Some(reason) = &mut self.escalation {
+            bound_text(reason, FEEDBACK_MAX_BYTES);
+        }
+        // Kept whole (they are matched as they are), the newest ones.
+        let excess = self
+            .accepted_findings
+            .len()
+            .saturating_sub(FEEDBACK_MAX_ITEMS);
+        self.accepted_findings.drain(..excess);
+    }
+}
+
+/// Cuts `text` to at most `max_bytes` bytes (at a character boundary), with a note saying
+/// how many characters were cut. Text within the bound is unchanged, so this is idempotent.
+fn bound_text(text: &mut String, max_bytes: usize) {
+    if text.len() <= max_bytes {
+        return;
+    }
+    let total = text.chars().count();
+    // The note is at most this long: "… (N more characters cut)" with N < 10^20.
+    let mut end = max_bytes.saturating_sub(48);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = total - text[..end].chars().count();
+    text.truncate(end);
+    text.push_str(&format!("… ({cut} more characters cut)"));
+}

@@ -22,11 +22,11 @@ use itergate::github::checks::{
 };
 use itergate::github::forge::{has_reply, marked_reply};
 use itergate::github::sticky::{
-    load_state, parse_state, render_body, upsert, StickyState, FEEDBACK_MAX_BYTES, MAX_BODY_BYTES,
+    load_state, parse_state, render_body, upsert, StickyState, MAX_BODY_BYTES,
 };
 use itergate::github::types::RunId;
 use itergate::github::{Forge, ForgeError, PrNumber, RepoName};
-use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Severity};
+use itergate::model::{CheckerIssue, CommitSha, IterationRecord, Severity, FEEDBACK_MAX_BYTES};
 
 const PR: PrNumber = PrNumber(7);
 

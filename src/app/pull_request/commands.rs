@@ -177,7 +177,7 @@ impl Handler<'_> {
                 }
                 command => {
                     actions.push(apply(&mut state, &command, &commenter));
-                    sticky::bound_feedback(&mut state.feedback);
+                    state.feedback.bound();
                 }
             }
         }

@@ -58,7 +58,7 @@ impl Handler<'_> {
                 _ => format!("changes requested by {login} ({})", permission.as_str()),
             };
             feedback.rejections.push(text);
-            crate::github::sticky::bound_feedback(feedback);
+            feedback.bound();
             let accepted_with = state.accepted_with.unwrap_or(required);
             if feedback.accepted && permission < accepted_with {
                 actions.push(format!(

@@ -1,9 +1,9 @@
 //! Making the sticky comment fit GitHub's size limit without losing what matters.
 //!
-//! **Feedback is bounded when it is added** ([`bound_feedback`]): each message, review text
-//! and escalation reason at most [`FEEDBACK_MAX_BYTES`] with a note saying how much was cut,
-//! and the newest [`FEEDBACK_MAX_ITEMS`] per list. The state written is always bounded this
-//! way too, whoever added the feedback.
+//! **Feedback is bounded when it is added** ([`Feedback::bound`]): each message, review
+//! text and escalation reason at most [`crate::model::FEEDBACK_MAX_BYTES`] with a note
+//! saying how much was cut, and the newest [`crate::model::FEEDBACK_MAX_ITEMS`] per list.
+//! The state written is always bounded this way too, whoever added the feedback.
 //!
 //! **Compaction order** ([`compact_to_fit`]), as little of each step as needed:
 //! 1. the issues and triggers of the oldest records go (they are never shown again);
@@ -36,10 +36,6 @@ use crate::history::History;
 use crate::model::Feedback;
 use crate::model::IterationRecord;
 
-/// The longest feedback text kept (a message, a review, an escalation reason), in bytes.
-pub const FEEDBACK_MAX_BYTES: usize = 2 * 1024;
-/// Feedback texts kept per list (messages, rejections): the newest.
-pub const FEEDBACK_MAX_ITEMS: usize = 20;
 /// Feedback kept when compaction shortens it.
 const FEEDBACK_KEEP: usize = 10;
 const FEEDBACK_CHARS: usize = 500;
@@ -61,43 +57,6 @@ impl Carried {
     pub fn is_empty(&self) -> bool {
         *self == Carried::default()
     }
-}
-
-/// Cuts `text` to at most `max_bytes` bytes (at a character boundary), with a note saying
-/// how many characters were cut. Text within the bound is unchanged, so this is idempotent.
-fn bound_text(text: &mut String, max_bytes: usize) {
-    if text.len() <= max_bytes {
-        return;
-    }
-    let total = text.chars().count();
-    // The note is at most this long: "… (N more characters cut)" with N < 10^20.
-    let mut end = max_bytes.saturating_sub(48);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = total - text[..end].chars().count();
-    text.truncate(end);
-    text.push_str(&format!("… ({cut} more characters cut)"));
-}
-
-/// Bounds feedback as it is added: each text at most [`FEEDBACK_MAX_BYTES`], each list the
-/// newest [`FEEDBACK_MAX_ITEMS`]. Call it after pushing a message, a review or a reason.
-pub fn bound_feedback(feedback: &mut Feedback) {
-    for list in [&mut feedback.messages, &mut feedback.rejections] {
-        let excess = list.len().saturating_sub(FEEDBACK_MAX_ITEMS);
-        list.drain(..excess);
-        list.iter_mut()
-            .for_each(|t| bound_text(t, FEEDBACK_MAX_BYTES));
-    }
-    if let Some(reason) = &mut feedback.escalation {
-        bound_text(reason, FEEDBACK_MAX_BYTES);
-    }
-    // Kept whole (they are matched as they are), the newest ones.
-    let excess = feedback
-        .accepted_findings
-        .len()
-        .saturating_sub(FEEDBACK_MAX_ITEMS);
-    feedback.accepted_findings.drain(..excess);
 }
 
 /// Feedback shortened further, when the comment is full: the newest ten texts, 500
@@ -175,7 +134,7 @@ fn drop_carrying(state: &mut StickyState, count: usize) {
 /// documentation for the order).
 pub(super) fn compact_to_fit(state: &StickyState, room: usize) -> String {
     let mut bounded = state.clone();
-    bound_feedback(&mut bounded.feedback);
+    bounded.feedback.bound();
     let line = encode(&bounded);
     if line.len() <= room {
         return line;
