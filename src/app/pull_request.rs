@@ -615,8 +615,13 @@ impl Handler<'_> {
                     "kept {label}: a self-reported accept never removes it"
                 ));
             } else {
-                // Only the label the App added: a person's stays (they remove it).
-                match self.forge.label_added_by(&self.repo, pr, label).await? {
+                // Only the label the App added: a person's stays (they remove it). A token
+                // that may not read the events (403) removes it, as before.
+                let added_by = match self.forge.label_added_by(&self.repo, pr, label).await {
+                    Err(e) if e.status() == Some(403) => Some(self.bot_login.clone()),
+                    other => other?,
+                };
+                match added_by {
                     Some(by) if by.eq_ignore_ascii_case(&self.bot_login) => {
                         self.forge.remove_label(&self.repo, pr, label).await?;
                         actions.push(format!("removed {label}"));

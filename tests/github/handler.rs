@@ -31,6 +31,8 @@ struct Memory {
     labels: BTreeSet<String>,
     /// Who added each label (the bot, unless a test says a person did).
     label_adders: BTreeMap<String, String>,
+    /// The issue's events cannot be read (a token without the permission: 403).
+    events_forbidden: bool,
     permissions: BTreeMap<String, Permission>,
     dispatches: usize,
     /// Every check run created: its commit and state.
@@ -165,6 +167,15 @@ impl Forge for MemoryForge {
         _: PrNumber,
         name: &str,
     ) -> Result<Option<String>, ForgeError> {
+        if self.with(|m| m.events_forbidden) {
+            return Err(ForgeError::Status {
+                operation: "list issue events",
+                status: 403,
+                message: "Resource not accessible by integration".into(),
+                details: Vec::new(),
+                attempts: 1,
+            });
+        }
         Ok(self.with(|m| {
             m.labels
                 .contains(name)
@@ -431,14 +442,17 @@ async fn an_accept_removes_only_the_label_the_app_added() {
             .any(|a| *a == format!("kept {label}: maintainer added it")),
         "{actions:?}"
     );
-    // The App's own: removed.
-    let forge = MemoryForge::default();
-    for i in 1..=4 {
-        run(&forge, &config, iteration(record(i, 2))).await;
+    // The App's own: removed; also when the token may not read the issue's events.
+    for forbidden in [false, true] {
+        let forge = MemoryForge::default();
+        for i in 1..=4 {
+            run(&forge, &config, iteration(record(i, 2))).await;
+        }
+        assert!(forge.with(|m| m.labels.contains(&label)));
+        forge.with(|m| m.events_forbidden = forbidden);
+        let actions = run(&forge, &config, iteration(record(5, 0))).await;
+        assert!(!forge.with(|m| m.labels.contains(&label)), "{actions:?}");
     }
-    assert!(forge.with(|m| m.labels.contains(&label)));
-    let actions = run(&forge, &config, iteration(record(5, 0))).await;
-    assert!(!forge.with(|m| m.labels.contains(&label)), "{actions:?}");
 }
 
 #[tokio::test]
