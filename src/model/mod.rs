@@ -69,6 +69,20 @@ pub mod target {
     pub fn visible(targets: &[String]) -> impl Iterator<Item = &String> {
         targets.iter().filter(|t| holdout_id(t).is_none())
     }
+
+    const NOT_RUN: &str = "target test ";
+
+    /// The finding of a target that no test check of an iteration ran.
+    pub fn not_run(target: &str) -> String {
+        format!(
+            "{NOT_RUN}{target} did not run: it failed where the task started, and the task is done when it passes"
+        )
+    }
+
+    /// The target a [`not_run`] finding names.
+    pub fn not_run_id(finding: &str) -> Option<&str> {
+        finding.strip_prefix(NOT_RUN)?.split(' ').next()
+    }
 }
 
 /// `n` and a noun that takes an `s` in the plural: `1 blocker`, `2 blockers`, `0 warnings`.

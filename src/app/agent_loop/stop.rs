@@ -159,7 +159,7 @@ fn fails_a_target(record: &IterationRecord, targets: &[String]) -> bool {
         .filter_map(|i| {
             crate::engine::grouping::failed_test(i)
                 .map(|(id, _)| id)
-                .or_else(|| i.finding.strip_prefix("target test ")?.split(' ').next())
+                .or_else(|| crate::model::target::not_run_id(&i.finding))
         })
         .collect();
     visible.any(|t| failing.contains(t.as_str()))

@@ -220,9 +220,7 @@ fn missing_targets(input: &ScoreInput, acc: &mut Accumulator) {
         acc.issues.push(issue(
             "tests",
             Severity::Blocker,
-            format!(
-                "target test {target} did not run: it failed where the task started, and the task is done when it passes"
-            ),
+            crate::model::target::not_run(target),
             Some(target.clone()),
         ));
         acc.triggers.push(trigger(
