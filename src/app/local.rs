@@ -761,29 +761,24 @@ pub const LOOP: &str = "itergate loop";
 
 /// Where the decisions about a loop's task that went back to its start are kept: the
 /// branch's own (two branches may start at one commit), read from when the task started.
-pub fn start_decisions(
-    store: &NotesStore,
-    branch: &str,
-) -> Result<Option<(Oid, Vec<HumanDecision>)>, Failure> {
+fn start_decisions(store: &NotesStore, branch: &str) -> Result<Vec<HumanDecision>, Failure> {
     let Some(start) = store.read_task_start(branch)?.filter(|s| !s.ended) else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     let object = crate::history::notes::start_key(branch);
-    let decisions = store
+    Ok(store
         .read_decisions(object)
         .map_err(Failure::Internal)?
         .into_iter()
         .filter(|d| d.at >= start.at)
-        .collect();
-    Ok(Some((object, decisions)))
+        .collect())
 }
 
 /// The reason of the escalation the loop filed when it took `branch` back to its task's
 /// start, unless a person decided after it.
 pub fn waiting_at(store: &NotesStore, branch: &str) -> Result<Option<String>, Failure> {
     let mut escalated = None;
-    let decisions = start_decisions(store, branch)?.map_or_else(Vec::new, |(_, d)| d);
-    for decision in decisions {
+    for decision in start_decisions(store, branch)? {
         match decision.action {
             HumanAction::Escalate { reason } if decision.by == LOOP => {
                 escalated = Some(reason.unwrap_or_else(|| "escalated".into()));
@@ -800,8 +795,7 @@ pub fn waiting_at(store: &NotesStore, branch: &str) -> Result<Option<String>, Fa
 /// first prompt.
 pub fn guidance_at(store: &NotesStore, branch: &str) -> Result<Vec<String>, Failure> {
     let mut said = Vec::new();
-    let decisions = start_decisions(store, branch)?.map_or_else(Vec::new, |(_, d)| d);
-    for decision in decisions {
+    for decision in start_decisions(store, branch)? {
         match &decision.action {
             HumanAction::Escalate { .. } if decision.by == LOOP => said.clear(),
             HumanAction::Adjust { guidance: text } | HumanAction::Feedback { text } => {
