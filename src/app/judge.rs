@@ -38,7 +38,7 @@ pub struct Judgement<'a> {
     /// The tests the task set out to make pass (`itergate loop`'s start).
     pub targets: &'a [String],
     /// The environment's unexplained changes since the task's start (`app::sealed`).
-    pub environment: &'a [crate::signals::environment::Change],
+    pub environment: &'a crate::signals::environment::Unsealed,
 }
 
 /// The iteration record of `judgement.commit`.
@@ -233,7 +233,7 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
             accepted: &[],
             trusted: None,
             targets: &[],
-            environment: &[],
+            environment: &crate::signals::environment::Unsealed::default(),
             test_file: None,
         },
         &mut record,

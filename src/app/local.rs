@@ -31,6 +31,7 @@ use crate::history::notes::{HumanAction, HumanDecision, Note, NotesStore};
 use crate::history::History;
 use crate::model::IterationRecord;
 use crate::signals::checks::Progress;
+use crate::signals::environment::Measured;
 use crate::signals::observation::Observation;
 
 use super::evaluate::{evaluate, EvaluateInput, Evaluation};
@@ -450,7 +451,10 @@ impl Task {
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
         let accepted = self.accepted_findings(store, commit)?;
-        let environment = super::sealed::task_drift(env, repo, self, commit)?.unexplained;
+        let environment = crate::signals::environment::Unsealed {
+            changes: super::sealed::task_drift(env, repo, self, commit)?.unexplained,
+            measured: None,
+        };
         let record = judge(
             &env.config,
             repo,
@@ -542,13 +546,35 @@ pub fn record_commit(
     if drift.explained && task.start_recorded {
         super::sealed::advance(env, store, task, commit)?;
     }
-    let environment = drift.unexplained;
+    let mut environment = crate::signals::environment::Unsealed {
+        changes: drift.unexplained,
+        measured: None,
+    };
     let unsealed;
     let (env, key) = if environment.is_empty() {
         (env, key)
     } else {
+        // Measured again in the judge's own environment, where it can build one.
+        let clean = task.environment.as_ref().map_or_else(
+            || Err("the task's start kept no environment".to_string()),
+            |start| {
+                super::clean_env::build(
+                    &env.root,
+                    store.repository(),
+                    commit,
+                    start,
+                    &environment.changes,
+                    options.progress,
+                )
+            },
+        );
+        environment.measured = Some(match &clean {
+            Ok(clean) => Measured::Rebuilt(clean.what.clone()),
+            Err(why) => Measured::Unmeasured(why.clone()),
+        });
         unsealed = Env {
             sealed: env.sealed.unsealed(),
+            clean: clean.ok().map(std::sync::Arc::new),
             ..env.clone()
         };
         (&unsealed, format!("{key}{UNSEALED_RECORD}"))
@@ -560,6 +586,9 @@ pub fn record_commit(
         }
         other => other?,
     };
+    if !ran && !environment.is_empty() {
+        environment.measured = Some(Measured::Before);
+    }
     // The start's tests judge the code: the recorded start's, so a spec committed on the
     // branch before the work is trusted like one on the base.
     let earlier = task.earlier_observations(env, store, commit)?;

@@ -10,6 +10,7 @@
 //! [`Failure::Internal`] everything else (exit status 1).
 
 pub mod agent_loop;
+pub mod clean_env;
 pub mod context;
 pub mod evaluate;
 pub mod exit;
@@ -127,6 +128,9 @@ pub struct Env {
     pub jobs: crate::signals::checks::Jobs,
     /// The environment the checks run in, as last scanned (`app::sealed`).
     pub sealed: sealed::Sealed,
+    /// The judge's own environment the checks run in instead, when the inherited one
+    /// changed since the task's start (`app::clean_env`).
+    pub clean: Option<std::sync::Arc<clean_env::CleanEnv>>,
 }
 
 /// Where the rules (the configuration) that judge a task come from.
@@ -216,6 +220,7 @@ impl Env {
                     crate::signals::checks::Jobs::new(n)
                 }),
             sealed: sealed::Sealed::default(),
+            clean: None,
         })
     }
 

@@ -97,11 +97,19 @@ pub fn observe(
             &root,
             request.label,
             request.progress,
+            env.clean.as_ref().is_some_and(|c| c.install_node),
         )?),
         None => None,
     };
-    let scratch_env = scratch.as_ref().map(|s| s.env.clone()).unwrap_or_default();
-    run_setup(&env.config.setup, &root, &scratch_env, request)?;
+    let mut scratch_env = scratch.as_ref().map(|s| s.env.clone()).unwrap_or_default();
+    let unset = match &env.clean {
+        Some(clean) => {
+            scratch_env.extend(clean.set.iter().cloned());
+            clean.unset.clone()
+        }
+        None => Vec::new(),
+    };
+    run_setup(&env.config.setup, &root, (&scratch_env, &unset), request)?;
     let tracked_before = tracked_changes(&root);
     let started = Instant::now();
     let results = checks::run_all(
@@ -111,6 +119,7 @@ pub fn observe(
             progress: request.progress,
             env_policy: env.check_env,
             env: &scratch_env,
+            unset: &unset,
             label: request.label,
         },
         &checks,
@@ -248,7 +257,7 @@ fn rewritten_files(root: &Path, before: &BTreeMap<String, Option<Oid>>) -> Optio
 fn run_setup(
     commands: &[String],
     root: &Path,
-    env: &[(String, String)],
+    (env, unset): (&[(String, String)], &[String]),
     request: &ObserveRequest,
 ) -> Result<(), Failure> {
     let label = request.label.unwrap_or("commit");
@@ -256,7 +265,11 @@ fn run_setup(
         if request.progress != Progress::Quiet {
             eprintln!("itergate: {label}: setup `{command}`");
         }
-        let output = std::process::Command::new("sh")
+        let mut sh = std::process::Command::new("sh");
+        for name in unset {
+            sh.env_remove(name);
+        }
+        let output = sh
             .arg("-c")
             .arg(command)
             .current_dir(root)

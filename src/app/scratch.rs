@@ -48,6 +48,7 @@ pub fn prepare(
     root: &Path,
     label: Option<&str>,
     progress: Progress,
+    install_node: bool,
 ) -> Result<Scratch, Failure> {
     let label = label.unwrap_or("the commit").to_string();
     // The base's checkout may build while HEAD's does (`local::observe_with_base`): each
@@ -72,7 +73,7 @@ pub fn prepare(
             import_log: None,
         });
     };
-    node::prepare(root, &workdir, &label, progress)?;
+    node::prepare(root, &workdir, &label, progress, install_node)?;
     let guards = repo.commondir().join("itergate").join("python-guard");
     std::fs::create_dir_all(&guards)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", guards.display()))?;
@@ -385,6 +386,7 @@ export async function resolve(specifier, context, next) {
         workdir: &Path,
         label: &str,
         progress: Progress,
+        install: bool,
     ) -> Result<(), Failure> {
         if !scratch.join("package.json").is_file() || scratch.join("node_modules").exists() {
             return Ok(());
@@ -425,6 +427,14 @@ export async function resolve(specifier, context, next) {
                     )
                 }
             }
+        };
+        // The judge's own environment (`app::clean_env`): the work tree's changed since
+        // the task started, so the lockfile's packages are installed here.
+        let why = match why {
+            None if install && locked => {
+                Some("the work tree's node_modules changed since the task started")
+            }
+            why => why,
         };
         let Some(why) = why else {
             return share(scratch, workdir).map_err(|e| {

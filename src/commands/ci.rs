@@ -535,7 +535,7 @@ fn score_head(
             accepted: &[],
             trusted: None,
             targets: &[],
-            environment: &[],
+            environment: &crate::signals::environment::Unsealed::default(),
         },
     )?;
     // The publishing job (or the App) has no checkout of the PR: the prompt's diff stat

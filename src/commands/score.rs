@@ -77,7 +77,7 @@ pub fn score(env: &Env, args: &ScoreArgs, quiet: bool) -> Result<(), Failure> {
             accepted: &accepted,
             trusted: None,
             targets: &[],
-            environment: &[],
+            environment: &crate::signals::environment::Unsealed::default(),
         },
     )?;
     let text = match args.format {

@@ -171,14 +171,28 @@ pub fn is_violation(record: &IterationRecord) -> bool {
 
 /// A second violation in the task: the agent keeps changing the checks instead of the
 /// code, and a person decides.
+/// An iteration no environment of itergate's could measure again is a person's at once.
 fn integrity(ctx: &StopContext) -> Option<Outcome> {
     let voids = ctx.config.integrity.on_violation == crate::config::OnViolation::Void;
+    let integrity_findings = || {
+        ctx.latest
+            .issues
+            .iter()
+            .filter(|i| i.dimension == crate::model::INTEGRITY_DIMENSION)
+    };
+    let latest_says = |words: &str| integrity_findings().any(|i| i.finding.starts_with(words));
+    let unmeasured = integrity_findings().any(|i| {
+        i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
+            && i.finding.contains(crate::model::ENVIRONMENT_UNMEASURED)
+    });
+    if voids && unmeasured {
+        return Some(ctx.stop(
+            Recommendation::Escalate,
+            StopCode::IntegrityViolated,
+            "The environment the checks run in changed since the task started, and itergate could not build one of its own to measure this iteration in; a person decides".to_string(),
+        ));
+    }
     (voids && ctx.violations >= 2 && is_violation(ctx.latest)).then(|| {
-        let latest_says = |words: &str| {
-            ctx.latest.issues.iter().any(|i| {
-                i.dimension == crate::model::INTEGRITY_DIMENSION && i.finding.starts_with(words)
-            })
-        };
         let what = if latest_says(crate::model::FITTED) {
             "were fitted to the visible tests instead of doing the task (the latest: the \
              targets pass and a holdout check still fails)"

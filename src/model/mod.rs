@@ -46,6 +46,11 @@ pub const INTEGRITY_DIMENSION: &str = "integrity";
 /// makes (`signals::integrity::environment_changed`).
 pub const ENVIRONMENT_CHANGED: &str = "the environment changed since the task started";
 
+/// The words of that finding when itergate could not build an environment of its own to
+/// measure the iteration in: nothing measured it, and a person decides at once.
+pub const ENVIRONMENT_UNMEASURED: &str =
+    "itergate could not build an environment of its own to measure it in";
+
 /// The first words of the integrity finding that the task's visible targets pass while a
 /// holdout check still fails.
 pub const FITTED: &str = "fitted to the visible tests";

@@ -553,6 +553,42 @@ pub(crate) fn on_path(path: &str, program: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// The fingerprint of one virtual environment alone (the judge's own, to know it untouched
+/// before it is used again).
+pub fn venv_fingerprint(venv: &Path) -> Fingerprint {
+    let mut entries = BTreeMap::new();
+    python_env(venv, &venv.display().to_string(), &mut entries);
+    Fingerprint { entries }
+}
+
+/// An iteration judged in an environment that changed since the task's start, unexplained:
+/// what changed, and where the iteration was measured instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unsealed {
+    pub changes: Vec<Change>,
+    /// Where the iteration was measured; `None`: not asked (a record judged from cached
+    /// observations).
+    pub measured: Option<Measured>,
+}
+
+/// Where an iteration in a changed environment was measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Measured {
+    /// Nothing ran: its tree's results were kept from a run before the change.
+    Before,
+    /// Again, in an environment itergate built for it (what it is).
+    Rebuilt(String),
+    /// In the changed environment: itergate could not build one of its own (why).
+    Unmeasured(String),
+}
+
+impl Unsealed {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
 /// One difference between the start's environment and now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {

@@ -462,14 +462,27 @@ fn finding(severity: Severity, finding: String, affected: String, fix: String) -
 
 /// What the environment's unexplained changes since the task's start make of an
 /// observation: untrusted, a violation that names what changed
-/// ([`crate::signals::environment`]).
-pub fn environment_changed(changes: &[crate::signals::environment::Change]) -> Option<Finding> {
-    let first = changes.first()?;
+/// ([`crate::signals::environment`]), and says where the iteration was measured instead.
+pub fn environment_changed(unsealed: &crate::signals::environment::Unsealed) -> Option<Finding> {
+    let first = unsealed.changes.first()?;
+    use crate::signals::environment::Measured;
+    let measured = match &unsealed.measured {
+        Some(Measured::Rebuilt(what)) => format!(
+            "so the checks ran again in an environment itergate built for them ({what}), and the results shown are that run's"
+        ),
+        Some(Measured::Before) => {
+            "and the results shown are this tree's from a run before it changed".to_string()
+        }
+        Some(Measured::Unmeasured(why)) => format!(
+            "and {ENVIRONMENT_UNMEASURED} ({why}), so the checks' results are not this code's and a person decides"
+        ),
+        None => "so the checks' results are not this code's".to_string(),
+    };
     Some(finding(
         Severity::Blocker,
         format!(
-            "{ENVIRONMENT_CHANGED}: {}; no manifest or lockfile committed since the start explains it, so the checks' results are not this code's",
-            crate::signals::environment::describe(changes)
+            "{ENVIRONMENT_CHANGED}: {}; no manifest or lockfile committed since the start explains it, {measured}",
+            crate::signals::environment::describe(&unsealed.changes)
         ),
         first.key().split_once(": ").map_or(first.key(), |(_, place)| place).trim_matches('`').to_string(),
         "restore the environment the task started in (reinstall it from the lockfile, remove what was added); a dependency the work needs goes in the manifest or lockfile, committed. A person who made the change on purpose runs `itergate accept`".to_string(),
@@ -499,6 +512,9 @@ pub const FITTED: &str = crate::model::FITTED;
 
 /// The first words of the finding [`environment_changed`] makes.
 pub const ENVIRONMENT_CHANGED: &str = crate::model::ENVIRONMENT_CHANGED;
+
+/// Its words when nothing could measure the iteration again.
+pub const ENVIRONMENT_UNMEASURED: &str = crate::model::ENVIRONMENT_UNMEASURED;
 
 fn first_sentence(text: &str) -> String {
     text.split(": ").next().unwrap_or(text).to_string()

@@ -72,7 +72,7 @@ fn scored_with(
             accepted: &[],
             trusted: None,
             targets: &[],
-            environment: &[],
+            environment: &itergate::signals::environment::Unsealed::default(),
             test_file: None,
         },
         &mut r,

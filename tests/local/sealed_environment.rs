@@ -154,6 +154,23 @@ fn assert_void_naming(outcome: &(i32, String), named: &str) {
     assert!(text.contains("VOID"), "{text}");
 }
 
+/// The iteration was measured again in the judge's own environment (`what` it says it
+/// built), where the code's failing test fails.
+fn assert_remeasured(outcome: &(i32, String), what: &str) {
+    let (code, text) = outcome;
+    assert_eq!(*code, 10, "VOID, iterate: {text}");
+    assert!(
+        text.contains("the checks ran again in an environment itergate built for them"),
+        "{text}"
+    );
+    assert!(text.contains(what), "{what}: {text}");
+    assert!(
+        text.contains("test tests.test_slugs::test_hello failed"),
+        "the code's own failure: {text}"
+    );
+    assert!(!text.contains("Tests Passing: 100%"), "{text}");
+}
+
 const README: (&str, &str) = ("README.md", "# slugs\n");
 
 #[test]
@@ -173,6 +190,9 @@ fn a_pytest_plugin_registered_in_the_venv_is_caught_and_never_replayed() {
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "`pytest11` entry point `cheat`");
     assert!(outcome.1.contains("cheat_plugin.py"), "{}", outcome.1);
+    // Measured again in an environment itergate built: the code's own failure, not the
+    // plugin's pass.
+    assert_remeasured(&outcome, "a virtual environment made by");
     // The plugin gone, the same commit is judged again in the start's environment: its
     // code still fails, and the tampered observation is not replayed.
     p.unplant(&["cheat_plugin.py", "cheat-1.0.dist-info"]);
@@ -194,6 +214,7 @@ fn a_pth_import_hook_in_the_venv_is_caught() {
     )]);
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "zz_quiet.pth");
+    assert_remeasured(&outcome, "a virtual environment made by");
 }
 
 #[test]
@@ -205,6 +226,7 @@ fn a_sitecustomize_in_the_venv_is_caught() {
     )]);
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "sitecustomize.py");
+    assert_remeasured(&outcome, "a virtual environment made by");
     // Twice: a person decides, told that the environment is what changed.
     let (code, text) = p.iteration(&[("README.md", "# slugs, again\n")], "docs: again");
     assert_eq!(code, 20, "{text}");
@@ -221,6 +243,36 @@ fn a_variable_the_runner_reads_is_caught() {
     p.commit("docs: a README");
     let outcome = p.run_with(&[("PYTEST_ADDOPTS", "-k 'not hello'")]);
     assert_void_naming(&outcome, "variable `PYTEST_ADDOPTS` added");
+    assert_remeasured(&outcome, "`PYTEST_ADDOPTS` unset");
+}
+
+/// A program on `PATH` that itergate cannot put back: nothing measures the iteration
+/// again, and a person decides at once.
+#[test]
+fn a_change_it_cannot_rebuild_goes_to_a_person_at_once() {
+    let p = Project::new();
+    let shadow = p.dir.path().join("shadow");
+    std::fs::create_dir_all(&shadow).expect("mkdir");
+    let pytest = shadow.join("pytest");
+    std::fs::write(&pytest, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&pytest, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    p.write(&[README]);
+    p.commit("docs: a README");
+    let path = format!(
+        "{}:{}:{}",
+        p.path().join(".venv/bin").display(),
+        shadow.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (code, text) = p.run_with(&[("PATH", &path)]);
+    assert_eq!(code, 20, "escalated at the first: {text}");
+    assert!(text.contains("program `pytest`"), "{text}");
+    assert!(text.contains("cannot put it back"), "{text}");
+    assert!(
+        text.contains("itergate could not build an environment of its own to measure it in"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -236,6 +288,7 @@ fn a_runner_configuration_above_the_repository_is_caught() {
     .expect("write");
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, ".cargo/config.toml");
+    assert_remeasured(&outcome, "out of the scratch checkout's reach");
 }
 
 /// A dependency installed with its manifest committed is not flagged, and moves the
@@ -265,4 +318,99 @@ fn a_dependency_installed_with_its_manifest_committed_is_not_flagged() {
     p.plant(&[("zz_quiet.pth", "import os\n")]);
     let outcome = p.iteration(&[README], "docs: a README");
     assert_void_naming(&outcome, "zz_quiet.pth");
+}
+
+/// The checks of a mocha project as `itergate init` writes them.
+const MOCHA_CONFIG: &str = "checks:\n  tests:\n    run: npx --no-install mocha --reporter xunit --reporter-option output=.itergate-junit.xml\n    report: { format: junit, path: .itergate-junit.xml }\n";
+const MOCHA_CODE: &str = "exports.add = (a, b) => a + b;\n";
+const MOCHA_TEST: &str = "const assert = require(\"node:assert/strict\");\nconst { add } = require(\"../lib/math\");\n\ndescribe(\"math\", () => {\n  it(\"adds two numbers\", () => {\n    assert.strictEqual(add(1, 2), 3);\n  });\n});\n";
+
+/// mocha's program replaced in `node_modules`: it writes a passing report and exits 0.
+const FAKE_MOCHA: &str = "#!/usr/bin/env node\nrequire('fs').writeFileSync('.itergate-junit.xml', '<testsuite name=\"Mocha Tests\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\"><testcase classname=\"math\" name=\"math adds two numbers\" time=\"0\"/></testsuite>');\n";
+
+/// A patched mocha in `node_modules`, then a README-only commit: VOID, and measured again
+/// with `node_modules` installed from the committed lockfile, where the code still fails.
+#[test]
+fn a_patched_runner_in_node_modules_is_caught_and_measured_again_from_the_lockfile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    let write = |file: &str, text: &str| {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        "package.json",
+        r#"{"name":"fx","version":"1.0.0","scripts":{"test":"mocha"},"devDependencies":{"mocha":"11.8.0"}}"#,
+    );
+    write("lib/math.js", MOCHA_CODE);
+    write("test/math.test.js", MOCHA_TEST);
+    write(".gitignore", "node_modules/\n.itergate-*\n");
+    write(".itergate.yml", MOCHA_CONFIG);
+    crate::node_tools::node_tools_into(p);
+    // The lockfile, from npm's cache (the pinned tools put mocha there).
+    let lock = Command::new("npm")
+        .args([
+            "install",
+            "--package-lock-only",
+            "--prefer-offline",
+            "--no-audit",
+            "--no-fund",
+        ])
+        .current_dir(p)
+        .output()
+        .expect("npm runs");
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", "the project"]);
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(["--color", "never", "run", "--exit-code"])
+            .current_dir(p)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("itergate runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    };
+    write("lib/math.js", &MOCHA_CODE.replace("a + b", "a - b"));
+    git(p, &["commit", "-q", "-am", "agent: add"]);
+    let (code, text) = run();
+    assert_eq!(code, 10, "the broken add is ITERATE: {text}");
+
+    // The package's file is replaced, never written through: node_modules is a hard-linked
+    // copy of the pinned tools.
+    let program = p.join("node_modules/mocha/bin/mocha.js");
+    std::fs::remove_file(&program).expect("remove");
+    std::fs::write(&program, FAKE_MOCHA).expect("write");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    write("README.md", "# fx\n");
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", "docs: a README"]);
+    let outcome = run();
+    assert_void_naming(&outcome, "node_modules/mocha");
+    let (code, text) = outcome;
+    assert_eq!(code, 10, "{text}");
+    assert!(
+        text.contains("`node_modules` installed from package-lock.json"),
+        "{text}"
+    );
+    assert!(
+        text.contains("adds two numbers failed"),
+        "the code's own failure: {text}"
+    );
 }

@@ -66,6 +66,8 @@ pub struct RunOptions<'a> {
     pub env_policy: EnvPolicy,
     /// Environment added to every check (e.g. a scratch worktree's own build directory).
     pub env: &'a [(String, String)],
+    /// Variables removed from what the checks inherit.
+    pub unset: &'a [String],
     /// Shown with each progress line (`base 1a2b3c4`), so runs of several commits are told apart.
     pub label: Option<&'a str>,
 }
@@ -149,6 +151,7 @@ pub fn run_all(
                 let check = check.clone();
                 let root = root.to_path_buf();
                 let env = options.env.to_vec();
+                let unset = options.unset.to_vec();
                 let policy = options.env_policy;
                 let groups = groups.clone();
                 let waits: Vec<_> = check
@@ -172,7 +175,7 @@ pub fn run_all(
                         // The semaphore is never closed: a permit always comes.
                         let _slot = slots.acquire_owned().await.ok();
                         let started = Instant::now();
-                        let out = execute(&root, &check, policy, &env, &groups).await;
+                        let out = execute(&root, &check, policy, (&env, &unset), &groups).await;
                         if let Some(done) = done {
                             done.send_replace(true);
                         }

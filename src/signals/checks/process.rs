@@ -79,7 +79,7 @@ pub(super) async fn execute(
     root: &Path,
     check: &Check,
     policy: EnvPolicy,
-    env: &[(String, String)],
+    (env, unset): (&[(String, String)], &[String]),
     groups: &ProcessGroups,
 ) -> Execution {
     let Some(run) = &check.run else {
@@ -94,6 +94,9 @@ pub(super) async fn execute(
         command.env_clear().envs(
             std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(passes_scrubbed)),
         );
+    }
+    for name in unset {
+        command.env_remove(name);
     }
     command
         .arg("-c")

@@ -68,7 +68,7 @@ pub struct ScoreInput<'a> {
     pub targets: &'a [String],
     /// What changed in the environment since the task's start that nothing committed
     /// explains: the observation is untrusted, a violation.
-    pub environment: &'a [crate::signals::environment::Change],
+    pub environment: &'a crate::signals::environment::Unsealed,
     /// A test file of the judged tree (`detection.tests`), when it has one: a tests check
     /// that then runs no test measured nothing.
     pub test_file: Option<&'a str>,
