@@ -69,6 +69,7 @@ pub fn build(
     let mut clean = CleanEnv::default();
     let mut what = Vec::new();
     let mut python = false;
+    let mut programs = Vec::new();
     for change in changes {
         let (kind, place) = change.key().split_once(": ").unwrap_or(("", change.key()));
         match (kind, change) {
@@ -107,11 +108,8 @@ pub fn build(
                 }
                 what.push(format!("`{place}` out of the scratch checkout's reach"));
             }
-            ("program", _) => {
-                return Err(format!(
-                    "`{place}` on `PATH` is not the program the task started with, and itergate cannot put it back"
-                ))
-            }
+            // Put back only by a virtual environment of its own that has it (below).
+            ("program", _) => programs.push(place.to_string()),
             _ => return Err(format!("{change}")),
         }
     }
@@ -129,19 +127,93 @@ pub fn build(
             .ok_or("`node_modules` changed, and the commit has no lockfile to install from")?;
         what.push(format!("`node_modules` installed from {lockfile}"));
     }
-    if python {
+    // A program on `PATH` that changed: the judge's virtual environment comes first on
+    // `PATH`, and puts back those it has.
+    let python = python
+        || programs
+            .iter()
+            .any(|p| p.starts_with("python") || p == "pytest");
+    let venv = if python {
         let venv = python_venv(root, start, changes, progress)?;
-        what.push(venv.what);
-        clean.set = venv.set;
+        what.push(venv.what.clone());
+        clean.set = venv.set.clone();
+        Some(venv)
+    } else {
+        None
+    };
+    if let Some(program) = programs.iter().find(|p| {
+        !venv
+            .as_ref()
+            .is_some_and(|v| v.bin.join(p.as_str()).is_file())
+    }) {
+        return Err(format!(
+            "`{program}` on `PATH` is not the program the task started with, and itergate cannot put it back"
+        ));
     }
     clean.what = what.join("; ");
     Ok(clean)
+}
+
+/// The judge's own `node_modules` for the scratch checkout at `scratch`: installed with
+/// `command` from a copy of its manifest and lockfile in the state directory, kept by their
+/// digest, fingerprinted when installed and used again only while unchanged.
+pub fn node_modules(scratch: &Path, command: &str, progress: Progress) -> Result<PathBuf, String> {
+    let files: Vec<&str> = ["package.json", ".npmrc"]
+        .into_iter()
+        .chain(NODE_LOCKFILES)
+        .filter(|name| scratch.join(name).is_file())
+        .collect();
+    let mut h = Sha256::new();
+    h.update(command.as_bytes());
+    for name in &files {
+        h.update(name.as_bytes());
+        h.update(std::fs::read(scratch.join(name)).map_err(|e| format!("reading {name}: {e}"))?);
+    }
+    let digest = format!("{:x}", h.finalize());
+    let parent = crate::state_dir::create("clean-environments").map_err(|e| format!("{e:#}"))?;
+    let name = format!("node-{}", &digest[..16]);
+    let dir = parent.join(&name);
+    let modules = dir.join("node_modules");
+    crate::lock::with_lock(&parent, &name, BUILD_WAIT, || {
+        let stamp = dir.with_extension("json");
+        let kept = std::fs::read(&stamp)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Fingerprint>(&bytes).ok());
+        if kept.is_some_and(|kept| kept == environment::node_modules_fingerprint(&modules)) {
+            return Ok(());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        for name in &files {
+            std::fs::copy(scratch.join(name), dir.join(name))
+                .map_err(|e| format!("copying {name}: {e}"))?;
+        }
+        if progress != Progress::Quiet {
+            eprintln!(
+                "itergate: building node_modules of its own to measure in ({}: `{command}`)",
+                dir.display()
+            );
+        }
+        run(
+            Command::new("sh").arg("-c").arg(command).current_dir(&dir),
+            &format!("`{command}`"),
+        )
+        .inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&dir);
+        })?;
+        let made = environment::node_modules_fingerprint(&modules);
+        let bytes = serde_json::to_vec(&made).map_err(|e| e.to_string())?;
+        std::fs::write(&stamp, bytes).map_err(|e| format!("writing {}: {e}", stamp.display()))
+    })?;
+    Ok(modules)
 }
 
 /// The Python part of a clean environment.
 struct Venv {
     set: Vec<(String, String)>,
     what: String,
+    /// Its programs, first on `PATH`.
+    bin: PathBuf,
 }
 
 /// The start's virtual environment as its fingerprint keeps it: where it is (as shown), the
@@ -317,7 +389,11 @@ fn python_venv(
             ""
         }
     );
-    Ok(Venv { set, what })
+    Ok(Venv {
+        set,
+        what,
+        bin: dir.join("bin"),
+    })
 }
 
 /// Whether the distribution was installed from a path in the work tree (the project's own
@@ -460,8 +536,8 @@ mod tests {
                 "`PYTHONPATH` changed",
             ),
             (
-                Change::Added("program: pytest".into()),
-                "`pytest` on `PATH` is not",
+                Change::Added("program: node".into()),
+                "`node` on `PATH` is not",
             ),
             (
                 Change::Added("configuration: ~/.npmrc".into()),

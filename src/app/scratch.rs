@@ -445,6 +445,31 @@ export async function resolve(specifier, context, next) {
         });
         };
         let manager = detect::node_package_manager(scratch, scratch_manifest.as_ref());
+        let workspaces = scratch_manifest
+            .as_ref()
+            .is_some_and(|m| m.get("workspaces").is_some());
+        if install && locked && !workspaces {
+            // The judge's own, kept by lockfile in the state directory.
+            let installed = crate::app::clean_env::node_modules(
+                scratch,
+                detect::node_install_command(manager),
+                progress,
+            )
+            .map_err(|why| {
+                Failure::Check(format!(
+                    "the scratch worktree of {label} ({}): {why}",
+                    scratch.display()
+                ))
+            })?;
+            return std::os::unix::fs::symlink(&installed, scratch.join("node_modules")).map_err(
+                |e| {
+                    Failure::Check(format!(
+                        "the scratch worktree of {label}: cannot link {}: {e}",
+                        installed.display()
+                    ))
+                },
+            );
+        }
         let command = if locked {
             detect::node_install_command(manager)
         } else {

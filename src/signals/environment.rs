@@ -561,6 +561,13 @@ pub fn venv_fingerprint(venv: &Path) -> Fingerprint {
     Fingerprint { entries }
 }
 
+/// The fingerprint of one `node_modules` alone (the judge's own).
+pub fn node_modules_fingerprint(modules: &Path) -> Fingerprint {
+    let mut entries = BTreeMap::new();
+    node_modules(modules, &modules.display().to_string(), &mut entries);
+    Fingerprint { entries }
+}
+
 /// An iteration judged in an environment that changed since the task's start, unexplained:
 /// what changed, and where the iteration was measured instead.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -468,10 +468,10 @@ pub fn environment_changed(unsealed: &crate::signals::environment::Unsealed) -> 
     use crate::signals::environment::Measured;
     let measured = match &unsealed.measured {
         Some(Measured::Rebuilt(what)) => format!(
-            "so the checks ran again in an environment itergate built for them ({what}), and the results shown are that run's"
+            "so the checks ran again in an environment itergate built for them ({what}): what they found is this code's"
         ),
         Some(Measured::Before) => {
-            "and the results shown are this tree's from a run before it changed".to_string()
+            "and what the checks found is this tree's, from a run before it changed".to_string()
         }
         Some(Measured::Unmeasured(why)) => format!(
             "and {ENVIRONMENT_UNMEASURED} ({why}), so the checks' results are not this code's and a person decides"

@@ -369,11 +369,15 @@ fn a_patched_runner_in_node_modules_is_caught_and_measured_again_from_the_lockfi
     git(p, &["add", "-A"]);
     git(p, &["commit", "-q", "-m", "the project"]);
     git(p, &["checkout", "-q", "-b", "agent"]);
+    // A state directory of its own: the judge's node_modules is built here first.
+    let state = tempfile::tempdir().expect("tempdir");
+    let state = state.path();
     let run = || {
         let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
             .args(["--color", "never", "run", "--exit-code"])
             .current_dir(p)
             .env("NO_COLOR", "1")
+            .env("ITERGATE_STATE_DIR", state)
             .output()
             .expect("itergate runs");
         let text = format!(
@@ -409,8 +413,17 @@ fn a_patched_runner_in_node_modules_is_caught_and_measured_again_from_the_lockfi
         text.contains("`node_modules` installed from package-lock.json"),
         "{text}"
     );
+    assert!(text.contains("building node_modules of its own"), "{text}");
     assert!(
         text.contains("adds two numbers failed"),
         "the code's own failure: {text}"
+    );
+    // Judged again: the judge's node_modules is kept by lockfile, not installed anew.
+    let (code, again) = run();
+    assert_eq!(code, 10, "{again}");
+    assert!(again.contains("adds two numbers failed"), "{again}");
+    assert!(
+        !again.contains("building node_modules of its own"),
+        "{again}"
     );
 }
