@@ -1909,6 +1909,49 @@ async fn a_record_without_tests_after_a_failing_one_is_not_accepted() {
     server.assert_no_violations();
 }
 
+/// M2: bodies trickled from five addresses, each under its per-address cap, fill the
+/// connection cap: a genuine delivery from a sixth address takes the slot of the request
+/// in flight longest and is answered 202.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_from_several_addresses_do_not_keep_a_delivery_out() {
+    use tokio::io::AsyncWriteExt as _;
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(
+        &server.api_url(),
+        dir.path().join("itergate.db"),
+        &["--max-connections", "20", "--max-connections-per-peer", "5"],
+    );
+    let head = "e".repeat(40);
+    seed_pr(&server, &head);
+    // Each sends a byte every half second, under the chunk timeout, for eight seconds.
+    let mut tricklers = tokio::task::JoinSet::new();
+    for n in 0..25 {
+        let source = format!("127.0.0.{}", 2 + n % 5);
+        let mut stream = unauthenticated(&serve.addr, &source, 4096, b"{").await;
+        tricklers.spawn(async move {
+            for _ in 0..16 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if stream.write_all(b" ").await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let started = Instant::now();
+    let answered: Vec<u16> = (0..3)
+        .map(|n| serve.deliver("pull_request", &format!("d-slow-{n}"), &opened(&head)))
+        .collect();
+    assert_eq!(answered, [202, 200, 200], "stored once, then known");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    tricklers.abort_all();
+}
+
 /// Opens a connection to `addr` from `source` and sends a webhook's headers declaring
 /// `length` bytes with a well-formed (wrong) signature, then `body`.
 async fn unauthenticated(

@@ -4,8 +4,10 @@
 //! - a request's headers must arrive within [`limits::HEADER_TIMEOUT`], an idle keep-alive
 //!   connection's next request included (hyper's header-read timer);
 //! - at most `max_connections` are open: a connection over the cap closes the one that has
-//!   waited longest without a request in flight (a sender that opens and stalls), never one
-//!   whose request is being answered; when every one is busy the new one is closed;
+//!   waited longest without a request in flight (a sender that opens and stalls); when every
+//!   one is busy, the one whose request has been in flight longest, once that is
+//!   [`limits::SLOW_REQUEST`] (bodies trickled from many addresses, each under its
+//!   per-address cap); when every request in flight is younger, the new one is closed;
 //! - at most `max_per_peer` of them come from one address, so one sender holding its
 //!   connections busy (bodies trickled to the last allowed moment) cannot take the slots
 //!   GitHub's deliveries need (behind a reverse proxy every connection is the proxy's:
@@ -57,7 +59,7 @@ impl Default for Limits {
 
 /// One open connection, as the cap sees it.
 struct Connection {
-    /// Requests in flight, and since when none was.
+    /// Requests in flight, and since when none was (or, with some, since when one was).
     state: Mutex<(usize, Instant)>,
     close: Notify,
 }
@@ -68,8 +70,17 @@ impl Connection {
         (busy == 0).then_some(since)
     }
 
+    fn busy_since(&self) -> Option<Instant> {
+        let (busy, since) = *self.state.lock().expect("connection state");
+        (busy > 0).then_some(since)
+    }
+
     fn begin(self: &Arc<Self>) -> InFlight {
-        self.state.lock().expect("connection state").0 += 1;
+        let mut state = self.state.lock().expect("connection state");
+        if state.0 == 0 {
+            state.1 = Instant::now();
+        }
+        state.0 += 1;
         InFlight(self.clone())
     }
 }
@@ -131,18 +142,26 @@ impl Open {
         self.connections.lock().expect("open connections")
     }
 
-    /// Makes room for one more under `cap`: closes the longest-idle connection. False when
-    /// every connection has a request in flight.
+    /// Makes room for one more under `cap`: closes the longest-idle connection, else the
+    /// one whose request has been in flight longest, once that is [`limits::SLOW_REQUEST`]
+    /// (a delivery is answered in milliseconds; bodies trickled from many addresses are
+    /// not). False when every request in flight is younger.
     fn make_room(&self, cap: usize) -> bool {
         let open = self.lock();
         if open.len() < cap {
             return true;
         }
-        let oldest = open
+        let idle = open
             .values()
             .filter_map(|c| c.idle_since().map(|since| (since, c)))
             .min_by_key(|(since, _)| *since);
-        match oldest {
+        let slowest = || {
+            open.values()
+                .filter_map(|c| c.busy_since().map(|since| (since, c)))
+                .min_by_key(|(since, _)| *since)
+                .filter(|(since, _)| since.elapsed() >= limits::SLOW_REQUEST)
+        };
+        match idle.or_else(slowest) {
             Some((_, connection)) => {
                 connection.close.notify_one();
                 true
@@ -191,7 +210,7 @@ pub async fn serve(
         if !open.make_room(limits.max_connections) {
             open.leave(peer);
             tracing::warn!(
-                "{} connections, each with a request in flight: a new one is closed",
+                "{} connections, each with a request in flight for less than a second: a new one is closed",
                 limits.max_connections
             );
             drop(stream);
