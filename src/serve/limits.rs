@@ -7,7 +7,7 @@
 //! | a request's headers | 5 s from the connection's first byte or idle moment | closed |
 //! | a body's bytes | 10 s from its headers (GitHub sends in well under its own 10 s), and no more than 2 s between two chunks | 408 |
 //! | bodies buffered at once | 32 MiB of bodies up to 1 MiB, 50 MiB of larger ones, charged as bytes arrive (not as declared) | 503 (GitHub redelivers) |
-//! | connections | `--max-connections`, 512 by default | the longest-idle one is closed, else the one whose request has been in flight longest (1 s at least) |
+//! | connections | `--max-connections`, 512 by default | the longest-idle one is closed, or the one whose request has been in flight longest (1 s at least) |
 //! | connections from one address | `--max-connections-per-peer`, 128 by default | the new one is closed |
 
 use std::time::Duration;
@@ -35,8 +35,8 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// connection open is closed.
 pub const CHUNK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// A request in flight this long, at the connection cap, gives its connection to a new one:
-/// GitHub's deliveries are answered in milliseconds.
+/// A connection idle or with a request in flight this long gives its place, at the
+/// connection cap, to a new one: GitHub's deliveries are sent and answered in milliseconds.
 pub const SLOW_REQUEST: Duration = Duration::from_secs(1);
 
 /// Well under the 1,024 open files a service gets by default.

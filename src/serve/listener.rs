@@ -4,10 +4,10 @@
 //! - a request's headers must arrive within [`limits::HEADER_TIMEOUT`], an idle keep-alive
 //!   connection's next request included (hyper's header-read timer);
 //! - at most `max_connections` are open: a connection over the cap closes the one that has
-//!   waited longest without a request in flight (a sender that opens and stalls); when every
-//!   one is busy, the one whose request has been in flight longest, once that is
-//!   [`limits::SLOW_REQUEST`] (bodies trickled from many addresses, each under its
-//!   per-address cap); when every request in flight is younger, the new one is closed;
+//!   waited longest without a request in flight (a sender that opens and stalls), or the
+//!   one whose request has been in flight longest once that is [`limits::SLOW_REQUEST`]
+//!   (bodies trickled from many addresses, each under its per-address cap), never a young
+//!   request; when every connection has one, the new one is closed;
 //! - at most `max_per_peer` of them come from one address, so one sender holding its
 //!   connections busy (bodies trickled to the last allowed moment) cannot take the slots
 //!   GitHub's deliveries need (behind a reverse proxy every connection is the proxy's:
@@ -142,26 +142,30 @@ impl Open {
         self.connections.lock().expect("open connections")
     }
 
-    /// Makes room for one more under `cap`: closes the longest-idle connection, else the
-    /// one whose request has been in flight longest, once that is [`limits::SLOW_REQUEST`]
-    /// (a delivery is answered in milliseconds; bodies trickled from many addresses are
-    /// not). False when every request in flight is younger.
+    /// Makes room for one more under `cap`, closing the first there is of: the connection
+    /// idle longest, once that is [`limits::SLOW_REQUEST`] (a sender that opens and
+    /// stalls); the one whose request has been in flight longest, once that is as long (a
+    /// delivery is sent and answered in milliseconds; bodies trickled from many addresses
+    /// are not); the one idle longest, however young. False when every connection has a
+    /// younger request in flight.
     fn make_room(&self, cap: usize) -> bool {
         let open = self.lock();
         if open.len() < cap {
             return true;
         }
-        let idle = open
-            .values()
-            .filter_map(|c| c.idle_since().map(|since| (since, c)))
-            .min_by_key(|(since, _)| *since);
-        let slowest = || {
+        let oldest = |since: fn(&Connection) -> Option<Instant>| {
             open.values()
-                .filter_map(|c| c.busy_since().map(|since| (since, c)))
+                .filter_map(|c| since(c).map(|since| (since, c)))
                 .min_by_key(|(since, _)| *since)
-                .filter(|(since, _)| since.elapsed() >= limits::SLOW_REQUEST)
         };
-        match idle.or_else(slowest) {
+        let slow =
+            |(since, _): &(Instant, &Arc<Connection>)| since.elapsed() >= limits::SLOW_REQUEST;
+        let idle = oldest(Connection::idle_since);
+        let chosen = idle
+            .filter(slow)
+            .or_else(|| oldest(Connection::busy_since).filter(slow))
+            .or(idle);
+        match chosen {
             Some((_, connection)) => {
                 connection.close.notify_one();
                 true
