@@ -349,7 +349,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 60, value_name = "N")]
     pub writes_per_minute: u32,
     /// Connections open at once; over it, the one that waited longest without a request is
-    /// closed. Keep it under the process's open-file limit.
+    /// closed, or the request in flight longest after a second. Keep it under the process's
+    /// open-file limit.
     #[arg(long, default_value_t = crate::serve::limits::MAX_CONNECTIONS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
