@@ -100,7 +100,7 @@ fn place(f: &LintFinding) -> (Option<&str>, Option<u32>, Option<u32>) {
 
 #[test]
 fn format_names_round_trip_and_unknown_names_list_the_valid_ones() {
-    for format in ReportFormat::ALL {
+    for &format in ReportFormat::ALL {
         assert_eq!(format.name().parse::<ReportFormat>(), Ok(format));
         assert_eq!(format.to_string(), format.name());
     }
@@ -358,7 +358,7 @@ fn the_wrong_format_is_an_error() {
 
 #[test]
 fn garbage_empty_and_blank_inputs_are_errors_for_every_format() {
-    for format in ReportFormat::ALL {
+    for &format in ReportFormat::ALL {
         let garbage = error_for(format, "malformed/garbage.bin");
         assert!(
             garbage.line.is_some() || garbage.byte.is_some(),
@@ -433,7 +433,7 @@ fn parse_with_every_format(bytes: &[u8]) {
     let opts = ParseOptions {
         keep_lines_for: Some(&keep_all),
     };
-    for format in ReportFormat::ALL {
+    for &format in ReportFormat::ALL {
         // Ok or Err are both fine; a panic fails the test.
         let _ = parse(format, Cursor::new(bytes), "fuzz", &opts);
     }

@@ -6,52 +6,88 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// A report format, named as on the command line (`--format junit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReportFormat {
+/// Declares [`ReportFormat`] from one table: each format's variant, CLI name, the summary
+/// it produces and what a document of it looks like ("expected ..."), so [`ReportFormat::ALL`]
+/// and every mapping list exactly the variants there are.
+macro_rules! report_formats {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $kind:ident, $expected:literal;)*) => {
+        /// A report format, named as on the command line (`--format junit`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum ReportFormat {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl ReportFormat {
+            /// Every format, in the order the CLI lists them.
+            pub const ALL: &'static [ReportFormat] = &[$(ReportFormat::$variant),*];
+
+            /// The CLI name (`cargo-json`, `ruff-json`, ...).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ReportFormat::$variant => $name,)*
+                }
+            }
+
+            /// The summary this format produces.
+            pub fn kind(self) -> ReportKind {
+                match self {
+                    $(ReportFormat::$variant => ReportKind::$kind,)*
+                }
+            }
+
+            /// What a document of this format looks like, for error messages ("expected ...").
+            pub fn expected(self) -> &'static str {
+                match self {
+                    $(ReportFormat::$variant => $expected,)*
+                }
+            }
+        }
+    };
+}
+
+report_formats! {
     /// JUnit XML (cargo-nextest, pytest, jest-junit, go-junit-report, Maven Surefire).
-    Junit,
+    Junit => "junit", Tests, "a complete JUnit XML document";
     /// Test Anything Protocol, versions 12 to 14.
-    Tap,
+    Tap => "tap", Tests, "a TAP stream (`TAP version 13`, a plan `1..N`, `ok`/`not ok` lines)";
     /// The plain text `cargo test` prints (libtest's default formatter).
-    Libtest,
+    Libtest => "libtest", Tests, "`cargo test` output (`running N tests` ... `test result:`)";
     /// LCOV tracefiles (`SF:`/`DA:`/`end_of_record`).
-    Lcov,
+    Lcov => "lcov", Coverage, "an LCOV tracefile (`SF:`, `DA:`, `end_of_record`)";
     /// Cobertura XML (coverage.py, JaCoCo converters, cargo-llvm-cov).
-    Cobertura,
+    Cobertura => "cobertura", Coverage, "a complete Cobertura XML document";
     /// Clover XML (istanbul's `clover` reporter, PHPUnit, Kover).
-    Clover,
+    Clover => "clover", Coverage, "a complete Clover XML document (`<coverage>`, `<project>`)";
     /// JaCoCo XML (`jacoco:report`, Gradle's `jacocoTestReport`).
-    Jacoco,
+    Jacoco => "jacoco", Coverage, "a complete JaCoCo XML document (`<report>`, `<package>`, `<sourcefile>`)";
     /// SARIF 2.1.0.
-    Sarif,
+    Sarif => "sarif", Lint, "a SARIF 2.1.0 JSON document";
     /// `cargo build|check|clippy --message-format=json` lines.
-    CargoJson,
+    CargoJson => "cargo-json", Lint, "cargo `--message-format=json` lines";
     /// Checkstyle XML.
-    Checkstyle,
+    Checkstyle => "checkstyle", Lint, "a complete checkstyle XML document";
     /// `ruff check --output-format=json`.
-    RuffJson,
+    RuffJson => "ruff-json", Lint, "`ruff check --output-format=json` output (a JSON array)";
     /// `mypy --output json` (JSON lines).
-    MypyJson,
+    MypyJson => "mypy-json", Lint, "`mypy --output json` output (a JSON object per line)";
     /// `pyright --outputjson`.
-    PyrightJson,
+    PyrightJson => "pyright-json", Lint, "`pyright --outputjson` output (an object with `generalDiagnostics`)";
     /// `eslint --format json`.
-    EslintJson,
+    EslintJson => "eslint-json", Lint, "`eslint --format json` output (a JSON array)";
     /// `lizard --csv` or `lizard --xml`.
-    Lizard,
+    Lizard => "lizard", Complexity, "`lizard --csv` or `lizard --xml` output";
     /// `go test -json` (test2json events).
-    GoTestJson,
+    GoTestJson => "go-test-json", Tests, "`go test -json` output (JSON lines with an `Action`)";
     /// `go test -coverprofile` profiles.
-    GoCover,
+    GoCover => "go-cover", Coverage, "a Go coverage profile (`mode: set`, then blocks)";
     /// `go vet` output (`file.go:line:col: message`).
-    GoVet,
+    GoVet => "go-vet", Lint, "`go vet` output (`file.go:line:col: message` lines)";
     /// `tsc --noEmit` output (`file(line,col): error TSnnnn: message`).
-    Tsc,
+    Tsc => "tsc", Lint, "`tsc --noEmit` output (`file(line,col): error TSnnnn: message`)";
     /// `jest --json` or `vitest --reporter=json`.
-    JestJson,
+    JestJson => "jest-json", Tests, "`jest --json` or `vitest --reporter=json` output";
     /// Istanbul's `coverage-final.json`.
-    IstanbulJson,
+    IstanbulJson => "istanbul-json", Coverage, "istanbul's `coverage-final.json` (an object of files with a `statementMap`)";
 }
 
 /// Which summary a format produces.
@@ -65,120 +101,6 @@ pub enum ReportKind {
 }
 
 impl ReportFormat {
-    /// Every format, in the order the CLI lists them.
-    pub const ALL: [ReportFormat; 21] = [
-        ReportFormat::Junit,
-        ReportFormat::Tap,
-        ReportFormat::Libtest,
-        ReportFormat::Lcov,
-        ReportFormat::Cobertura,
-        ReportFormat::Clover,
-        ReportFormat::Jacoco,
-        ReportFormat::Sarif,
-        ReportFormat::CargoJson,
-        ReportFormat::Checkstyle,
-        ReportFormat::RuffJson,
-        ReportFormat::MypyJson,
-        ReportFormat::PyrightJson,
-        ReportFormat::EslintJson,
-        ReportFormat::Lizard,
-        ReportFormat::GoTestJson,
-        ReportFormat::GoCover,
-        ReportFormat::GoVet,
-        ReportFormat::Tsc,
-        ReportFormat::JestJson,
-        ReportFormat::IstanbulJson,
-    ];
-
-    /// The CLI name (`cargo-json`, `ruff-json`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            ReportFormat::Junit => "junit",
-            ReportFormat::Tap => "tap",
-            ReportFormat::Libtest => "libtest",
-            ReportFormat::Lcov => "lcov",
-            ReportFormat::Cobertura => "cobertura",
-            ReportFormat::Clover => "clover",
-            ReportFormat::Jacoco => "jacoco",
-            ReportFormat::Sarif => "sarif",
-            ReportFormat::CargoJson => "cargo-json",
-            ReportFormat::Checkstyle => "checkstyle",
-            ReportFormat::RuffJson => "ruff-json",
-            ReportFormat::MypyJson => "mypy-json",
-            ReportFormat::PyrightJson => "pyright-json",
-            ReportFormat::EslintJson => "eslint-json",
-            ReportFormat::Lizard => "lizard",
-            ReportFormat::GoTestJson => "go-test-json",
-            ReportFormat::GoCover => "go-cover",
-            ReportFormat::GoVet => "go-vet",
-            ReportFormat::Tsc => "tsc",
-            ReportFormat::JestJson => "jest-json",
-            ReportFormat::IstanbulJson => "istanbul-json",
-        }
-    }
-
-    /// The summary this format produces.
-    pub fn kind(self) -> ReportKind {
-        match self {
-            ReportFormat::Junit
-            | ReportFormat::Tap
-            | ReportFormat::Libtest
-            | ReportFormat::GoTestJson
-            | ReportFormat::JestJson => ReportKind::Tests,
-            ReportFormat::Lcov
-            | ReportFormat::Cobertura
-            | ReportFormat::Clover
-            | ReportFormat::Jacoco
-            | ReportFormat::GoCover
-            | ReportFormat::IstanbulJson => ReportKind::Coverage,
-            ReportFormat::Lizard => ReportKind::Complexity,
-            ReportFormat::Sarif
-            | ReportFormat::CargoJson
-            | ReportFormat::Checkstyle
-            | ReportFormat::RuffJson
-            | ReportFormat::MypyJson
-            | ReportFormat::PyrightJson
-            | ReportFormat::EslintJson
-            | ReportFormat::GoVet
-            | ReportFormat::Tsc => ReportKind::Lint,
-        }
-    }
-
-    /// What a document of this format looks like, for error messages ("expected ...").
-    pub fn expected(self) -> &'static str {
-        match self {
-            ReportFormat::Junit => "a complete JUnit XML document",
-            ReportFormat::Tap => {
-                "a TAP stream (`TAP version 13`, a plan `1..N`, `ok`/`not ok` lines)"
-            }
-            ReportFormat::Libtest => "`cargo test` output (`running N tests` ... `test result:`)",
-            ReportFormat::Lcov => "an LCOV tracefile (`SF:`, `DA:`, `end_of_record`)",
-            ReportFormat::Cobertura => "a complete Cobertura XML document",
-            ReportFormat::Clover => "a complete Clover XML document (`<coverage>`, `<project>`)",
-            ReportFormat::Jacoco => {
-                "a complete JaCoCo XML document (`<report>`, `<package>`, `<sourcefile>`)"
-            }
-            ReportFormat::Sarif => "a SARIF 2.1.0 JSON document",
-            ReportFormat::CargoJson => "cargo `--message-format=json` lines",
-            ReportFormat::Checkstyle => "a complete checkstyle XML document",
-            ReportFormat::RuffJson => "`ruff check --output-format=json` output (a JSON array)",
-            ReportFormat::MypyJson => "`mypy --output json` output (a JSON object per line)",
-            ReportFormat::PyrightJson => {
-                "`pyright --outputjson` output (an object with `generalDiagnostics`)"
-            }
-            ReportFormat::EslintJson => "`eslint --format json` output (a JSON array)",
-            ReportFormat::Lizard => "`lizard --csv` or `lizard --xml` output",
-            ReportFormat::GoTestJson => "`go test -json` output (JSON lines with an `Action`)",
-            ReportFormat::GoCover => "a Go coverage profile (`mode: set`, then blocks)",
-            ReportFormat::GoVet => "`go vet` output (`file.go:line:col: message` lines)",
-            ReportFormat::Tsc => "`tsc --noEmit` output (`file(line,col): error TSnnnn: message`)",
-            ReportFormat::JestJson => "`jest --json` or `vitest --reporter=json` output",
-            ReportFormat::IstanbulJson => {
-                "istanbul's `coverage-final.json` (an object of files with a `statementMap`)"
-            }
-        }
-    }
-
     /// Formats whose tool prints nothing when all is well: empty input is a clean report.
     pub fn empty_is_clean(self) -> bool {
         matches!(
@@ -228,7 +150,8 @@ impl FromStr for ReportFormat {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
         ReportFormat::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|f| f.name() == wanted)
             .ok_or_else(|| UnknownFormat {
                 given: s.to_string(),
