@@ -10,6 +10,7 @@ mod fake_github;
 mod gitrepo;
 mod redact;
 
+use crate::redact::assert_message;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -25,14 +26,6 @@ use itergate::render::Renderer;
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_itergate");
-
-/// A message itergate wrote (a delivery, a reply, a status) against the snapshot `name` in
-/// `snapshots/`, with what varies between runs (SHAs, times, temporary paths) redacted.
-fn assert_message(name: &str, message: &str) {
-    insta::with_settings!({ filters => redact::filters() }, {
-        insta::assert_snapshot!(name, message);
-    });
-}
 
 /// A report's malformed lines, one a line: its number and what was expected there.
 fn malformed(report: &itergate::context::GapReport) -> String {
@@ -273,7 +266,7 @@ fn each_kind_of_item_is_delivered_exactly() {
         "names, not content"
     );
     assert_eq!(content(&reply, 4), "tests/api.rs\n");
-    assert_message("context_every_kind_of_item", &render(&reply, None));
+    assert_message!("context_every_kind_of_item", &render(&reply, None));
     // Properties, whatever the snapshot says: only the test's own source, no holdout
     // command, no secret.
     let test = content(&reply, 6);
@@ -656,7 +649,7 @@ fn itergate_context_delivers_from_the_iteration_commit_and_counts_rounds() {
         &["context", gap_path.to_str().expect("utf-8")],
         None,
     );
-    assert_message("context_local_delivery", &text);
+    assert_message!("context_local_delivery", &text);
     // A property, whatever the snapshot says: the work tree's edit is not delivered.
     assert!(!text.contains("uncommitted"), "{text}");
 
@@ -713,9 +706,9 @@ fn itergate_context_delivers_from_the_iteration_commit_and_counts_rounds() {
         Proceed with execution now. Return results per the task contract.
         ");
     let (text, _) = ok(&repo.path, &["context"], Some(&gap));
-    assert_message("context_local_delivery_next_iteration", &text);
+    assert_message!("context_local_delivery_next_iteration", &text);
     let (analytics, _) = ok(&repo.path, &["analytics"], None);
-    assert_message("context_local_analytics", &analytics);
+    assert_message!("context_local_analytics", &analytics);
 }
 
 #[test]
@@ -727,12 +720,12 @@ fn a_missing_required_item_escalates_the_branch_and_bad_input_is_a_user_error() 
         ("src/does-not-exist.rs", "none — required"),
     ]);
     let (text, stderr) = ok(&repo.path, &["context"], Some(&gap));
-    assert_message("context_local_missing_required", &text);
+    assert_message!("context_local_missing_required", &text);
     insta::with_settings!({ filters => redact::filters() }, {
         insta::assert_snapshot!(stderr, @"itergate: feature: a required item cannot be provided; the branch is escalated to a human (`itergate status`)");
     });
     let (status, _) = ok(&repo.path, &["status"], None);
-    assert_message("context_local_missing_required_status", &status);
+    assert_message!("context_local_missing_required_status", &status);
 
     let out = itergate(&repo.path, &["context"], Some("please send me everything"));
     assert_eq!(out.status.code(), Some(2));
@@ -1018,7 +1011,7 @@ async fn a_gap_report_comment_gets_one_reply_per_round_up_to_the_cap() {
     let reply = pull
         .reply_to(first)
         .unwrap_or_else(|| panic!("a reply: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_message("context_pull_reply_round_1", &reply);
+    assert_message!("context_pull_reply_round_1", &reply);
     // A property, whatever the snapshot says: the secret's value never reaches the reply.
     assert!(!reply.contains("hunter2"));
     assert_eq!(
@@ -1056,7 +1049,7 @@ async fn a_gap_report_comment_gets_one_reply_per_round_up_to_the_cap() {
     // A maintainer may ask too; rounds 2 then 3 (the cap), then the same line again.
     grant(&pull.server, "maintainer", "write", "write");
     let (second, _) = pull.comment("maintainer", &gap).await;
-    assert_message(
+    assert_message!(
         "context_pull_reply_round_2",
         &pull.reply_to(second).expect("reply"),
     );
@@ -1082,7 +1075,7 @@ async fn a_gap_report_comment_gets_one_reply_per_round_up_to_the_cap() {
     // The rounds show in the analytics of `/iterate status`.
     let (status, _) = pull.comment("maintainer", "/iterate status").await;
     let status = pull.reply_to(status).expect("status reply");
-    assert_message("context_pull_status", &status);
+    assert_message!("context_pull_status", &status);
     assert!(
         pull.server.with(|m| m.labels_on(PR)).is_empty(),
         "nothing escalated"
@@ -1101,7 +1094,7 @@ async fn a_required_item_missing_on_a_pull_request_escalates_once() {
     let gap = report(&[("src/not-there.rs", "none — required")]);
     let (id, _) = pull.comment(AGENT, &gap).await;
     let reply = pull.reply_to(id).expect("reply");
-    assert_message("context_pull_missing_required", &reply);
+    assert_message!("context_pull_missing_required", &reply);
     assert_eq!(
         pull.server.with(|m| m.labels_on(PR)),
         vec!["needs-human-review".to_string()]
@@ -1112,7 +1105,7 @@ async fn a_required_item_missing_on_a_pull_request_escalates_once() {
         .filter(|b| b.contains("@octocat"))
         .collect();
     assert_eq!(calls.len(), 1, "one escalation call: {calls:#?}");
-    assert_message("context_pull_missing_required_sticky", &pull.sticky());
+    assert_message!("context_pull_missing_required_sticky", &pull.sticky());
     let (again, _) = pull.comment(AGENT, &gap).await;
     assert!(pull.reply_to(again).is_some());
     let calls = pull
@@ -1140,7 +1133,7 @@ async fn leakage_audit_on_a_pull_request() {
     ]);
     let (id, out) = pull.comment(AGENT, &gap).await;
     let reply = pull.reply_to(id).expect("reply");
-    assert_message("context_pull_leakage_audit", &reply);
+    assert_message!("context_pull_leakage_audit", &reply);
     let requested: Vec<String> = pull
         .server
         .with(|m| m.requests.iter().map(|r| r.path.clone()).collect());

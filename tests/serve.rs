@@ -9,6 +9,7 @@ mod fake_github;
 mod front_door;
 mod redact;
 
+use crate::redact::assert_message;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
@@ -44,15 +45,6 @@ async fn rows(database: &Path, sql: &str) -> i64 {
     )
     .expect("open the database");
     conn.query_row(sql, [], |row| row.get(0)).expect("query")
-}
-
-/// A message the App wrote (a comment, a reply) against the snapshot `name` in
-/// `snapshots/`, with what varies between runs (SHAs, the signed state, times, temporary
-/// paths) redacted.
-fn assert_message(name: &str, message: &str) {
-    insta::with_settings!({ filters => redact::filters() }, {
-        insta::assert_snapshot!(name, message);
-    });
 }
 
 /// Waits until `done` holds (or fails after `secs`).
@@ -234,7 +226,7 @@ async fn a_pull_request_waits_for_checks_then_ci_s_record_decides() {
     .await;
     let sticky = sticky_comments(&server);
     assert_eq!(sticky.len(), 1, "{sticky:?}");
-    assert_message("decided_from_the_ci_record", &sticky[0]);
+    assert_message!("decided_from_the_ci_record", &sticky[0]);
     // The configuration came from the base commit, through the API.
     assert!(server.count("repos/get-content") >= 1);
     // One installation token served every call.
@@ -775,7 +767,7 @@ async fn a_state_edited_by_hand_is_detected_and_not_believed() {
     })
     .await;
     let now = sticky_comments(&server).remove(0);
-    assert_message("state_edited_by_someone_else", &now);
+    assert_message!("state_edited_by_someone_else", &now);
     assert!(
         serve
             .log()
@@ -1054,7 +1046,7 @@ async fn an_agents_gap_report_gets_one_delivery_read_through_the_api() {
     };
     eventually(&serve, 20, "the context delivery", || !replies().is_empty()).await;
     let reply = replies().remove(0);
-    assert_message("context_delivery_reply", &reply);
+    assert_message!("context_delivery_reply", &reply);
     // A property, whatever the snapshot says: the secret's value never reaches the reply.
     assert!(!reply.contains("hunter2"), "{reply}");
     server.assert_no_violations();
@@ -1108,7 +1100,7 @@ async fn without_a_record_the_junit_report_ci_uploads_is_read_and_judged() {
     })
     .await;
     let sticky = sticky_comments(&server).remove(0);
-    assert_message("junit_report_judged", &sticky);
+    assert_message!("junit_report_judged", &sticky);
     // A property, whatever the snapshot says: the runner's absolute paths are not shown.
     assert!(!sticky.contains("/home/runner"), "{sticky}");
     server.assert_no_violations();
@@ -1385,7 +1377,7 @@ async fn a_run_whose_event_never_came_is_found_by_the_reconcile_and_decides() {
     .await;
     let sticky = sticky_comments(&server);
     assert_eq!(sticky.len(), 1, "{sticky:?}");
-    assert_message("decided_by_the_reconcile", &sticky[0]);
+    assert_message!("decided_by_the_reconcile", &sticky[0]);
     let gate = || {
         server.with(|m| {
             m.check_runs
@@ -1777,7 +1769,7 @@ async fn the_app_can_hand_an_iterate_to_an_agent_that_answers_mentions() {
     })
     .await;
     assert_eq!(mentions(), 1);
-    assert_message(
+    assert_message!(
         "handed_to_an_agent_by_mention",
         &sticky_comments(&server)[0],
     );
@@ -1859,7 +1851,7 @@ async fn a_forks_pull_request_is_never_handed_to_the_agent() {
         .first()
         .cloned()
         .unwrap_or_default();
-    assert_message("fork_not_handed_to_the_agent", &comment);
+    assert_message!("fork_not_handed_to_the_agent", &comment);
     // A property, whatever the snapshot says: a fork's iterate is never handed off.
     assert!(!comment.contains("Handed to the agent"), "{comment}");
     let handed = server.with(|m| {
@@ -1903,7 +1895,7 @@ async fn a_record_without_tests_after_a_failing_one_is_not_accepted() {
         .first()
         .cloned()
         .unwrap_or_default();
-    assert_message("no_tests_score_after_a_failing_one", &body);
+    assert_message!("no_tests_score_after_a_failing_one", &body);
     // A property, whatever the snapshot says: a record without tests is never accepted.
     assert!(!body.contains("✅ accept"), "{body}");
     server.assert_no_violations();

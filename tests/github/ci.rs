@@ -4,6 +4,7 @@
 use crate::fake_github;
 use crate::gitrepo;
 use crate::redact;
+use crate::redact::assert_message;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -208,15 +209,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A message itergate wrote (a comment, a job summary, an error) against the snapshot
-/// `name` in `snapshots/`, with what varies between runs (SHAs, the signed state, times,
-/// temporary paths) redacted.
-fn assert_message(name: &str, message: &str) {
-    insta::with_settings!({ filters => redact::filters() }, {
-        insta::assert_snapshot!(name, message);
-    });
-}
-
 /// The one comment of itergate's that is not the sticky one (an escalation call, a reply).
 fn other_bot_comments(server: &FakeGithub) -> Vec<String> {
     bot_comments(server)
@@ -240,7 +232,7 @@ async fn first_iteration_creates_the_comment_and_the_next_edits_it() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("first_push_iterate", &sticky(&server));
+    assert_message!("first_push_iterate", &sticky(&server));
 
     let head = c.repo.commit_file("results.txt", "4 0\n", "all pass");
     let out = ci(
@@ -256,7 +248,7 @@ async fn first_iteration_creates_the_comment_and_the_next_edits_it() {
         1,
         "edited in place, never a second comment"
     );
-    assert_message("second_push_accept", &sticky(&server));
+    assert_message!("second_push_accept", &sticky(&server));
     assert_eq!(server.count("issues/update-comment"), 1);
     server.assert_no_violations();
 }
@@ -297,7 +289,7 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
             1 blocker(s) and 0 warning(s) remain. Reply `/iterate accept` to proceed anyway, or `/iterate adjust <guidance>` to change the approach.
             ");
     });
-    assert_message("escalation_sticky", &sticky(&server));
+    assert_message!("escalation_sticky", &sticky(&server));
     seed(&server, &c, &head, false);
 
     // A reader cannot accept: polite refusal, nothing changes.
@@ -313,8 +305,8 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
     assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
     let others = other_bot_comments(&server);
     // A file snapshot: the reply's mention holds a word joiner (U+2060).
-    assert_message("refusal_reply", others.last().expect("a reply"));
-    assert_message("escalation_sticky_after_refusal", &sticky(&server));
+    assert_message!("refusal_reply", others.last().expect("a reply"));
+    assert_message!("escalation_sticky_after_refusal", &sticky(&server));
 
     // A maintainer accepts: the label goes.
     grant(&server, "maintainer", "write", "write");
@@ -327,7 +319,7 @@ async fn escalation_labels_and_calls_reviewers_and_accept_clears_it() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(labels(&server).is_empty());
-    assert_message("maintainer_accept_sticky", &sticky(&server));
+    assert_message!("maintainer_accept_sticky", &sticky(&server));
     let accept_id = server.with(|m| {
         m.comments_on(PR)
             .into_iter()
@@ -386,7 +378,7 @@ async fn comments_without_commands_cost_nothing_and_forged_state_is_ignored() {
     assert!(out.status.success(), "{}", stderr(&out));
     let after = sticky(&server);
     // History survived the forged state: still the first revision.
-    assert_message("reevaluated_over_a_forged_state", &after);
+    assert_message!("reevaluated_over_a_forged_state", &after);
     assert_eq!(before.lines().next(), after.lines().next());
     server.assert_no_violations();
 }
@@ -508,7 +500,7 @@ async fn the_config_comes_from_the_base_branch() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     // The base's checks ran: three blockers, iterate.
-    assert_message("base_config_iterate", &sticky(&server));
+    assert_message!("base_config_iterate", &sticky(&server));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -556,7 +548,7 @@ async fn reevaluate_dispatches_a_rerun_that_scores_the_head_again() {
     });
     let out = ci(&server, &c.repo.path, "repository_dispatch", &payload).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("reevaluated_same_iteration", &sticky(&server));
+    assert_message!("reevaluated_same_iteration", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -599,7 +591,7 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
     let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
     assert!(out.status.success(), "{}", stderr(&out));
     // The revision prompt names the pull request it asks to revise (`#7`).
-    assert_message("fork_record_published", &sticky(&server));
+    assert_message!("fork_record_published", &sticky(&server));
 
     // A record that does not belong to the run's commit is refused.
     run["workflow_run"]["head_sha"] = json!("f".repeat(40));
@@ -647,7 +639,7 @@ async fn changes_requested_is_a_user_rejection_and_outputs_are_written() {
             ");
     });
     let summary = std::fs::read_to_string(files.join("summary.md")).expect("job summary written");
-    assert_message("job_summary_accept", &summary);
+    assert_message!("job_summary_accept", &summary);
     seed(&server, &c, &head, false);
     grant(&server, "reviewer", "write", "write");
     let mut review = review_event("reviewer", "changes_requested", "Please keep the old API.");
@@ -655,7 +647,7 @@ async fn changes_requested_is_a_user_rejection_and_outputs_are_written() {
     let out = ci(&server, &c.repo.path, "pull_request_review", &review).await;
     assert!(out.status.success(), "{}", stderr(&out));
     // A rejection reopens the loop, and the reviewer's words reach the prompt.
-    assert_message("changes_requested_iterate", &sticky(&server));
+    assert_message!("changes_requested_iterate", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -847,7 +839,7 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
         record["record"]["changes"]["files"][0]["path"], "results.txt",
         "{record}"
     );
-    assert_message("published_record_iterate", &sticky(&server));
+    assert_message!("published_record_iterate", &sticky(&server));
 
     // A record for another branch (or repository) of the same commit is refused.
     let mut forged = record.clone();
@@ -1090,7 +1082,7 @@ async fn a_fork_accept_is_self_reported_and_keeps_a_maintainers_label() {
     });
     let out = ci(&server, &c.repo.path, "workflow_run", &run).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("fork_accept_self_reported", &sticky(&server));
+    assert_message!("fork_accept_self_reported", &sticky(&server));
     assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
     assert_eq!(server.count("issues/remove-label"), 0);
     server.assert_no_violations();
@@ -1129,7 +1121,7 @@ async fn a_command_whose_run_was_cancelled_is_applied_by_the_next_run() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(labels(&server), vec!["needs-human-review".to_string()]);
-    assert_message("cancelled_escalate_applied", &sticky(&server));
+    assert_message!("cancelled_escalate_applied", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -1176,7 +1168,7 @@ async fn a_pull_request_against_an_untrusted_base_is_judged_by_the_default_branc
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(labels(&server), vec!["main-label".to_string()]);
-    assert_message("untrusted_base_escalate", &sticky(&server));
+    assert_message!("untrusted_base_escalate", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -1195,7 +1187,7 @@ async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("failing_test_iterate", &sticky(&server));
+    assert_message!("failing_test_iterate", &sticky(&server));
     let rewritten = c
         .repo
         .commit_file("t.txt", "test adds:\n    expect 5\n", "update the test");
@@ -1208,7 +1200,7 @@ async fn a_test_rewritten_to_pass_since_the_previous_push_is_a_violation() {
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let body = sticky(&server);
-    assert_message("test_rewritten_to_pass", &body);
+    assert_message!("test_rewritten_to_pass", &body);
     // A property, whatever the snapshot says: a rewritten test is never accepted.
     assert!(!body.contains("✅ accept"), "{body}");
     server.assert_no_violations();
@@ -1260,7 +1252,7 @@ async fn a_forks_test_rewritten_to_pass_is_found_by_the_job_that_publishes() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let body = sticky(&server);
-    assert_message("fork_test_rewritten_to_pass", &body);
+    assert_message!("fork_test_rewritten_to_pass", &body);
     // A property, whatever the snapshot says: a rewritten test is never accepted.
     assert!(!body.contains("✅ accept"), "{body}");
     assert!(
@@ -1292,7 +1284,7 @@ async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_push
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("suppression_added_iterate", &sticky(&server));
+    assert_message!("suppression_added_iterate", &sticky(&server));
     seed(&server, &c, &head, false);
     grant(&server, "maintainer", "write", "write");
     let out = ci(
@@ -1303,7 +1295,7 @@ async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_push
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("suppression_accepted", &sticky(&server));
+    assert_message!("suppression_accepted", &sticky(&server));
 
     let head = c.repo.commit_file("notes.txt", "more\n", "another push");
     let out = ci(
@@ -1314,7 +1306,7 @@ async fn an_integrity_finding_a_maintainer_accepted_stays_accepted_on_later_push
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("suppression_still_accepted", &sticky(&server));
+    assert_message!("suppression_still_accepted", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -1413,7 +1405,7 @@ async fn an_iterate_hands_the_revision_to_the_agent_once_per_head_within_its_cap
         "{payload}"
     );
     assert!(payload.get("prompt").is_none(), "a pointer, not the prompt");
-    assert_message("handed_off_first", &sticky(&server));
+    assert_message!("handed_off_first", &sticky(&server));
 
     // The same event delivered again: the head was handed already.
     let out = ci(&server, &c.repo.path, "pull_request", &event).await;
@@ -1430,7 +1422,7 @@ async fn an_iterate_hands_the_revision_to_the_agent_once_per_head_within_its_cap
     )
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_message("handoff_escalated", &sticky(&server));
+    assert_message!("handoff_escalated", &sticky(&server));
     assert_eq!(handoffs().len(), 1);
 
     // Two more failing heads: the second hand-off is the last.
@@ -1455,7 +1447,7 @@ async fn an_iterate_hands_the_revision_to_the_agent_once_per_head_within_its_cap
         assert!(out.status.success(), "{}", stderr(&out));
     }
     assert_eq!(handoffs().len(), 2, "the cap: {:?}", handoffs());
-    assert_message("handed_off_last", &sticky(&server));
+    assert_message!("handed_off_last", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -1477,7 +1469,7 @@ async fn hand_offs_of_one_pull_request_are_spaced() {
     }
     let sent = server.with(|m| m.dispatches.len());
     assert_eq!(sent, 1, "the second head came within two minutes");
-    assert_message("handoff_spaced", &sticky(&server));
+    assert_message!("handoff_spaced", &sticky(&server));
     server.assert_no_violations();
 }
 
@@ -1537,7 +1529,7 @@ async fn a_failure_that_is_gone_without_a_comparison_or_behind_a_skip_is_never_a
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let body = sticky(&server);
-    assert_message("gone_failure_not_compared", &body);
+    assert_message!("gone_failure_not_compared", &body);
     // A property, whatever the snapshot says: a failure gone unseen is never accepted.
     assert!(!body.contains("✅ accept"), "{body}");
 
@@ -1567,7 +1559,7 @@ async fn a_failure_that_is_gone_without_a_comparison_or_behind_a_skip_is_never_a
     .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let body = sticky(&server);
-    assert_message("gone_failure_behind_a_skip", &body);
+    assert_message!("gone_failure_behind_a_skip", &body);
     // A property, whatever the snapshot says: a failure gone unseen is never accepted.
     assert!(!body.contains("✅ accept"), "{body}");
     server.assert_no_violations();

@@ -2,6 +2,7 @@
 //! idempotence and the escalation call, in milliseconds and without a process or a socket.
 //! (The real client is tested against the OpenAPI-checking fake in `github_*.rs`.)
 
+use crate::redact::assert_message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
@@ -537,14 +538,6 @@ async fn a_comments_commands_are_applied_once_and_answered_once() {
     assert_eq!(forge.with(|m| m.dispatches), 1);
 }
 
-/// A message the handler wrote (a comment, the actions it reports) against the snapshot
-/// `name` in `snapshots/`, with what varies between runs redacted (tests/redact).
-fn assert_message(name: &str, message: &str) {
-    insta::with_settings!({ filters => crate::redact::filters() }, {
-        insta::assert_snapshot!(name, message);
-    });
-}
-
 /// The state of the newest check run on `commit`: what branch protection reads.
 fn gate_on(forge: &MemoryForge, commit: &CommitSha) -> Option<CheckState> {
     forge.with(|m| {
@@ -590,7 +583,7 @@ async fn a_head_moved_back_to_a_failing_commit_gets_that_commits_decision() {
         "the check on C is C's decision, not F's"
     );
     // Iteration 3: the commit scored again is a new iteration.
-    assert_message("head_moved_back_sticky", &forge.bot_comments()[0]);
+    assert_message!("head_moved_back_sticky", &forge.bot_comments()[0]);
 }
 
 #[tokio::test]
@@ -732,13 +725,13 @@ async fn an_edited_or_copied_state_fails_closed_until_a_maintainer_accepts() {
             }
         }
         let actions = run_keyed(&forge, &config, iteration(record(2, 1)), Some(&key), repo()).await;
-        assert_message(&format!("{tamper}_state_actions"), &actions.join("\n"));
+        assert_message!(&format!("{tamper}_state_actions"), &actions.join("\n"));
         assert!(
             actions.iter().any(|a| a == "decision: escalate"),
             "{tamper}: a fresh budget is never given: {actions:?}"
         );
         assert!(forge.with(|m| m.labels.contains(&label)), "{tamper}");
-        assert_message(
+        assert_message!(
             &format!("{tamper}_state_sticky"),
             &forge
                 .bot_comments()
@@ -876,7 +869,7 @@ async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_app
             _ => forge.with(|m| m.comments.clear()),
         }
         let actions = run(&forge, iteration(record(3, 1))).await;
-        assert_message(
+        assert_message!(
             &format!("{}_state_actions", tamper.replace(' ', "_")),
             &actions.join("\n"),
         );
@@ -888,7 +881,7 @@ async fn an_older_state_put_back_or_a_deleted_comment_fails_closed_under_the_app
         let input = comment(&forge, "maintainer", "/iterate accept");
         run(&forge, input).await;
         let actions = run(&forge, iteration(record(4, 0))).await;
-        assert_message(
+        assert_message!(
             &format!("{}_then_accepted_actions", tamper.replace(' ', "_")),
             &actions.join("\n"),
         );

@@ -14,6 +14,7 @@
 use crate::fake_github;
 use crate::gitrepo;
 use crate::redact;
+use crate::redact::assert_message;
 
 use std::path::Path;
 use std::process::Output;
@@ -226,14 +227,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A message itergate wrote (a comment, a reply) against the snapshot `name` in
-/// `snapshots/`, with what varies between runs (SHAs, the signed state, times) redacted.
-fn assert_message(name: &str, message: &str) {
-    insta::with_settings!({ filters => redact::filters() }, {
-        insta::assert_snapshot!(name, message);
-    });
-}
-
 /// What must never appear live in a reply written from someone's text.
 fn assert_inert(reply: &str) {
     for live in [
@@ -264,9 +257,9 @@ async fn a_readers_huge_comment_gets_one_inert_reply_and_the_next_none() {
     let reply = replies.last().expect("reply");
     assert_inert(reply);
     // The reply's time is redacted with the rest.
-    assert_message("reader_spam_reply", reply);
+    assert_message!("reader_spam_reply", reply);
     // Nothing changed: still the first revision.
-    assert_message("reader_spam_sticky", &pr.sticky());
+    assert_message!("reader_spam_sticky", &pr.sticky());
 
     // The same reader again, at once: no second reply.
     let log = pr
@@ -301,7 +294,7 @@ async fn a_writers_errors_are_collected_in_one_escaped_reply() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reviews_count_only_from_permitted_reviewers_on_the_newest_commit() {
     let pr = Pr::scored("", "5 0\n").await;
-    assert_message("review_before_accept", &pr.sticky());
+    assert_message!("review_before_accept", &pr.sticky());
     let before = pr.sticky();
 
     grant(&pr.server, "stranger", "read", "read");
@@ -349,7 +342,7 @@ async fn reviews_count_only_from_permitted_reviewers_on_the_newest_commit() {
     )
     .await;
     // Iterate, and the prompt names the reviewer.
-    assert_message("review_changes_requested", &pr.sticky());
+    assert_message!("review_changes_requested", &pr.sticky());
 
     pr.ok(
         "pull_request_review",
@@ -357,7 +350,7 @@ async fn reviews_count_only_from_permitted_reviewers_on_the_newest_commit() {
     )
     .await;
     let body = pr.sticky();
-    assert_message("review_approved", &body);
+    assert_message!("review_approved", &body);
     // A property, whatever the snapshot says: the approval cleared the rejection.
     assert!(!body.contains("old API"), "{body}");
     pr.server.assert_no_violations();
@@ -372,7 +365,7 @@ async fn a_maintainers_accept_stands_against_lesser_reviews() {
         &pr.comment_event("lead", "/iterate accept"),
     )
     .await;
-    assert_message("maintainer_accept", &pr.sticky());
+    assert_message!("maintainer_accept", &pr.sticky());
     let replies = pr.replies();
 
     grant(&pr.server, "stranger", "read", "read");
@@ -395,7 +388,7 @@ async fn a_maintainers_accept_stands_against_lesser_reviews() {
             itergate: decision: accept
             ");
     });
-    assert_message("maintainer_accept_after_lesser_reviews", &pr.sticky());
+    assert_message!("maintainer_accept_after_lesser_reviews", &pr.sticky());
     assert!(pr.labels().is_empty(), "{:?}", pr.labels());
     assert_eq!(pr.replies(), replies, "nobody was called");
     pr.server.assert_no_violations();
@@ -411,7 +404,7 @@ async fn the_pr_author_cannot_accept_their_own_pull_request() {
     )
     .await;
     // Not accepted.
-    assert_message("author_accept_refused_sticky", &pr.sticky());
+    assert_message!("author_accept_refused_sticky", &pr.sticky());
     let replies = pr.replies();
     assert_eq!(replies.len(), 1, "{replies:#?}");
     insta::assert_snapshot!("author_refusal_reply", replies[0]);
@@ -423,7 +416,7 @@ async fn the_pr_author_cannot_accept_their_own_pull_request() {
         &pr.comment_event("maintainer", "/iterate accept"),
     )
     .await;
-    assert_message("accepted_by_another_maintainer", &pr.sticky());
+    assert_message!("accepted_by_another_maintainer", &pr.sticky());
     pr.server.assert_no_violations();
 }
 
@@ -457,7 +450,7 @@ async fn an_unreadable_state_is_reported_in_the_comment_and_the_log() {
             itergate: called a human
             ");
     });
-    assert_message("unreadable_state", &pr.sticky());
+    assert_message!("unreadable_state", &pr.sticky());
     // Still said on the next run: the history before it is gone for good.
     grant(&pr.server, "maintainer", "write", "write");
     pr.ok(
@@ -465,7 +458,7 @@ async fn an_unreadable_state_is_reported_in_the_comment_and_the_log() {
         &pr.comment_event("maintainer", "/iterate escalate"),
     )
     .await;
-    assert_message("unreadable_state_next_run", &pr.sticky());
+    assert_message!("unreadable_state_next_run", &pr.sticky());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,7 +472,7 @@ async fn another_workflows_marker_comment_is_not_the_sticky_one() {
     let comments = pr.bot_comments();
     assert_eq!(comments.len(), 2, "{comments:#?}");
     assert_eq!(comments[0], other, "left alone");
-    assert_message("sticky_after_another_workflows_marker", &comments[1]);
+    assert_message!("sticky_after_another_workflows_marker", &comments[1]);
 }
 
 // ---- the handler, with its clock and the forge's test clock ----

@@ -45,3 +45,16 @@ pub fn without_progress() -> Vec<(&'static str, &'static str)> {
     filters.push((r"(?m)^itergate: check [^\n]*\n", ""));
     filters
 }
+
+/// A snapshot of a rendered message, redacted: `assert_message!("name", &text)`. A macro, so
+/// the snapshot stays beside the test that takes it.
+macro_rules! assert_message {
+    ($name:expr, $message:expr $(,)?) => {{
+        let (name, message): (&str, &str) = ($name, $message);
+        insta::with_settings!({ filters => $crate::redact::filters() }, {
+            insta::assert_snapshot!(name, message);
+        })
+    }};
+}
+#[allow(unused_imports)]
+pub(crate) use assert_message;
