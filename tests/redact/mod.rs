@@ -48,6 +48,7 @@ pub fn without_progress() -> Vec<(&'static str, &'static str)> {
 
 /// A snapshot of a rendered message, redacted: `assert_message!("name", &text)`. A macro, so
 /// the snapshot stays beside the test that takes it.
+#[allow(unused_macros)] // the local binary snapshots through its own helper
 macro_rules! assert_message {
     ($name:expr, $message:expr $(,)?) => {{
         let (name, message): (&str, &str) = ($name, $message);
