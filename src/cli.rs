@@ -89,12 +89,15 @@ pub enum Command {
     /// examples/history.yml). Prints the decision: the recommendation (iterate, accept,
     /// escalate, abort), the triggers, the strategy, the budget and the next steps.
     Decide(DecideArgs),
-    /// Show quality over iterations: a bar per iteration, the deltas, the stopping reason
-    /// and the per-dimension breakdown; or export it as JSON or CSV.
+    /// Show quality over iterations, or export it as JSON or CSV.
+    ///
+    /// A bar per iteration, the deltas, the stopping reason and the per-dimension breakdown.
     Analytics(AnalyticsArgs),
-    /// Score a commit against its base: run the configured checks (or the auto-detected
-    /// ones) on it and on the merge-base, read their reports and the commit's trailers, and
-    /// print its iteration record. Only what the change did counts (`scoring.scope`).
+    /// Score a commit against its base and print its iteration record.
+    ///
+    /// Runs the configured checks (or the auto-detected ones) on it and on the merge-base,
+    /// and reads their reports and the commit's trailers. Only what the change did counts
+    /// (`scoring.scope`).
     ///
     /// Every commit is checked in a temporary worktree of exactly that commit; your work
     /// tree is never touched. A tree already checked with the same checks is not checked again
@@ -102,9 +105,9 @@ pub enum Command {
     Score(ScoreArgs),
     /// Write a commented .itergate.yml for the toolchain detected here.
     Init(InitArgs),
-    /// Score HEAD as the next iteration of the current branch, record it, decide, and
-    /// print what to do next (the revision prompt goes to .git/itergate/revision-prompt.md).
+    /// Score HEAD as the next iteration of the current branch, record it and decide
     ///
+    /// Prints what to do next; the revision prompt goes to .git/itergate/revision-prompt.md.
     /// Works with no configuration: the checks are detected from the toolchain. A tree
     /// already checked with the same checks is not checked again; the change is judged
     /// against the base every time. A check that cannot run (command not found, no report)
@@ -115,10 +118,11 @@ pub enum Command {
     ///   itergate run --rescore    # the environment changed: run the checks again
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
-    /// Drive a coding agent on the current branch until its work is accepted, or a person
-    /// is needed. Each iteration starts the agent afresh with the prompt (the task, then
-    /// the revision prompt), commits what it left as one iteration, runs the checks and
-    /// decides. Exit 0 accepted, 20 escalated or out of budget, 30 aborted, 130 on Ctrl-C.
+    /// Drive a coding agent on the branch until its work is accepted or needs a person
+    ///
+    /// Each iteration starts the agent afresh with the prompt (the task, then the revision
+    /// prompt), commits what it left as one iteration, runs the checks and decides.
+    /// Exit 0 accepted, 20 escalated or out of budget, 30 aborted, 130 on Ctrl-C.
     ///
     ///   itergate loop --agent claude --agent-args "--permission-mode acceptEdits" \
     ///       --task "Make the failing parser tests pass"
@@ -134,26 +138,31 @@ pub enum Command {
     Status(DecisionOutput),
     /// Print the current revision prompt for the branch (for an agent to act on).
     Prompt,
-    /// A person accepts the branch's latest recorded iteration as it is, remaining issues
-    /// included (as `/iterate accept` on a pull request). A new commit clears it.
+    /// Accept the branch's latest recorded iteration as it is (`/iterate accept`).
     ///
+    /// Remaining issues included. A new commit clears it.
     /// Recorded in git notes with the branch's history (it travels with `itergate notes
     /// push`), with your `git config user.name`.
     Accept(ReasonArgs),
-    /// Call a human on the branch's latest recorded iteration (as `/iterate escalate`). A new
-    /// commit clears it.
+    /// Call a human on the branch's latest recorded iteration (`/iterate escalate`).
+    ///
+    /// A new commit clears it.
     Escalate(ReasonArgs),
-    /// Change the approach: the guidance reaches the revision prompt and the revision count
-    /// starts again after the latest recorded iteration (as `/iterate adjust`).
+    /// Change the approach: guidance for the revision prompt (`/iterate adjust`).
+    ///
+    /// The revision count starts again after the latest recorded iteration.
     Adjust(TextArgs),
-    /// Feedback for the next iteration, quoted in the revision prompt as explicit feedback
-    /// (as `/iterate <feedback>`). A new commit answers it.
+    /// Feedback quoted in the next revision prompt (`/iterate <feedback>`).
+    ///
+    /// Quoted as explicit feedback. A new commit answers it.
     Feedback(TextArgs),
-    /// Allow up to N iterations on the branch instead of `iteration_limits.max` (as
-    /// `/iterate budget N`). It stays until another `itergate budget`.
+    /// Allow up to N iterations on the branch (`/iterate budget N`).
+    ///
+    /// Instead of `iteration_limits.max`; it stays until another `itergate budget`.
     Budget(BudgetArgs),
-    /// Answer an agent's CONTEXT_GAP_REPORT with a CONTEXT_DELIVERY of exactly what it asks
-    /// for, read at the branch's latest recorded iteration.
+    /// Answer an agent's CONTEXT_GAP_REPORT with exactly what it asks for
+    ///
+    /// The answer is a CONTEXT_DELIVERY, read at the branch's latest recorded iteration.
     ///
     /// The revision prompt is round 0. An agent that lacks something writes a report:
     ///
@@ -187,27 +196,36 @@ pub enum Command {
     /// Share the recorded history (refs/notes/itergate) with a remote.
     #[command(subcommand)]
     Notes(NotesCommand),
-    /// Print the configuration in force here (YAML), or with --default every key with its
-    /// default and what it means (a starting point for .itergate.yml), with --reference every
-    /// key as a Markdown table, or with --schema its JSON Schema.
+    /// Print the configuration in force here, its defaults, reference or schema.
+    ///
+    /// YAML; with --default every key with its default and what it means (a starting point
+    /// for .itergate.yml), with --reference every key as a Markdown table, or with --schema
+    /// its JSON Schema.
     Config(ConfigArgs),
-    /// Print a shell completion script: `itergate completions bash > /etc/bash_completion.d/itergate`,
+    /// Print a shell completion script (bash, zsh, fish).
+    ///
+    /// `itergate completions bash > /etc/bash_completion.d/itergate`,
     /// `itergate completions zsh > "${fpath[1]}/_itergate"`, `itergate completions fish`.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `itergate man > itergate.1; man ./itergate.1`.
+    /// Print the manual page (roff).
+    ///
+    /// `itergate man > itergate.1; man ./itergate.1`.
     Man,
-    /// Run as a GitHub Actions step: score the pull request's head as its next iteration
-    /// and update its sticky comment, or answer `/iterate` commands and reviews.
+    /// Run as a GitHub Actions step on a pull request.
+    ///
+    /// Scores the pull request's head as its next iteration and updates its sticky comment,
+    /// or answers `/iterate` commands and reviews.
     ///
     /// Reads the event from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH; handles pull_request,
     /// issue_comment, pull_request_review and workflow_run (the fork-safe path).
     Ci(CiArgs),
-    /// Run the GitHub App: receive webhooks and keep every pull request's loop (the sticky
-    /// comment, the label, `/iterate` commands, the `itergate` check run) without ever
-    /// running pull-request code.
+    /// Run the GitHub App: every pull request's loop, from webhooks.
+    ///
+    /// It keeps the sticky comment, the label, `/iterate` commands and the `itergate` check
+    /// run, and never runs pull-request code.
     ///
     /// Each delivery's signature is verified and the delivery is committed to the database
     /// before it is acknowledged (202; a delivery seen before gets 200). Workers then apply
