@@ -61,18 +61,31 @@ impl ExitStatus {
         }
     }
 
+    /// What it means, in Markdown (the docs' table; `--help` drops the backticks).
     fn meaning(self) -> &'static str {
         match self {
-            ExitStatus::Success => "success (with --exit-code and for loop: accepted)",
-            ExitStatus::Failure => "any other failure",
-            ExitStatus::Usage => "a usage, configuration or input error",
-            ExitStatus::CheckCouldNotRun => "a check could not run (nothing was recorded)",
-            ExitStatus::Iterate => "with --exit-code: iterate",
-            ExitStatus::Escalate => {
-                "with --exit-code: escalate; loop: stopped for a person (an escalation, a budget)"
+            ExitStatus::Success => "success (with `--exit-code` and for `loop`: accepted)",
+            ExitStatus::Failure => {
+                "any other failure (an internal error, a refusal, a push the gate blocked)"
             }
-            ExitStatus::Abort => "with --exit-code, and loop: abort",
+            ExitStatus::Usage => {
+                "a usage, configuration or input error (with the file, line and column)"
+            }
+            ExitStatus::CheckCouldNotRun => "a check could not run (nothing was recorded)",
+            ExitStatus::Iterate => "with `--exit-code`: iterate",
+            ExitStatus::Escalate => {
+                "with `--exit-code`: escalate; `loop`: stopped for a person (an escalation, a budget)"
+            }
+            ExitStatus::Abort => "with `--exit-code`, and `loop`: abort",
             ExitStatus::Interrupted(_) => "signal N stopped it (130: Ctrl-C)",
+        }
+    }
+
+    /// The status as the tables show it (`128+N` for a signal).
+    fn shown(self) -> String {
+        match self {
+            ExitStatus::Interrupted(_) => "128+N".to_string(),
+            other => other.code().to_string(),
         }
     }
 }
@@ -81,11 +94,30 @@ impl ExitStatus {
 pub fn table() -> String {
     let mut out = String::from("Exit status:\n");
     for status in ExitStatus::ALL {
-        let code = match status {
-            ExitStatus::Interrupted(_) => "128+N".to_string(),
-            other => other.code().to_string(),
-        };
-        out.push_str(&format!("  {code:>5}  {}\n", status.meaning()));
+        let meaning = status.meaning().replace('`', "");
+        out.push_str(&format!("  {:>5}  {meaning}\n", status.shown()));
     }
     out
+}
+
+/// The table as `docs/src/reference/exit-codes.md` has it (a test keeps the page equal).
+pub fn markdown() -> String {
+    let mut out = String::from("| status | meaning |\n| --- | --- |\n");
+    for status in ExitStatus::ALL {
+        out.push_str(&format!("| {} | {} |\n", status.shown(), status.meaning()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_exit_codes_page_has_the_table() {
+        let page = include_str!("../../docs/src/reference/exit-codes.md");
+        assert!(
+            page.contains(&super::markdown()),
+            "docs/src/reference/exit-codes.md differs from app/exit.rs; its table is:\n{}",
+            super::markdown()
+        );
+    }
 }
