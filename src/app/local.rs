@@ -579,8 +579,11 @@ pub fn record_commit(
         };
         (&unsealed, format!("{key}{UNSEALED_RECORD}"))
     };
-    let (observed, ran, base_observed) = match observe_with_base(env, store, commit, base, options)
-    {
+    let observed_with_base =
+        beside_the_starts_tests(env, store, (task.start, commit), options.progress, || {
+            observe_with_base(env, store, commit, base, options)
+        })?;
+    let (observed, ran, base_observed) = match observed_with_base {
         Err(Failure::Unrunnable(unrunnable)) if unrunnable.commit == commit => {
             super::unrunnable::observe_broken(env, store, task.start, base, unrunnable, options)?
         }
@@ -640,6 +643,62 @@ pub fn record_commit(
 /// base not observed yet is checked in its scratch worktree at the same time as the commit,
 /// when the machine has a core for it: the first decision on a branch costs about one run
 /// of the checks, not two. `rescore` re-runs the iteration's checks; the base's stand.
+/// Runs `observe` (the commit's checks, and the base's) while the start's tests run on the
+/// commit's code (the trusted run, [`super::trusted::predicted`]) when the change touched
+/// tests and that run is not cached yet: an iteration after a test edit then costs about one
+/// run of the checks, not two. The trusted run's observation is cached, where the trusted
+/// verdict finds it; if it could not run, the verdict runs it again and says why.
+fn beside_the_starts_tests<T>(
+    env: &Env,
+    store: &NotesStore,
+    (start, commit): (Option<Oid>, Oid),
+    progress: Progress,
+    observe: impl FnOnce() -> T,
+) -> Result<T, Failure> {
+    let repo = store.repository();
+    // Where the tests are compiled with the code (Cargo, Maven, Gradle), two trees building
+    // at once would need a build directory each, and the trusted run's would start cold:
+    // there it runs after the commit's, in the commit's warm one.
+    let compiled = ["Cargo.toml", "pom.xml", "build.gradle", "build.gradle.kts"]
+        .iter()
+        .any(|file| env.root.join(file).is_file());
+    let plan = match start {
+        Some(start) if env.sealed.caches() && env.jobs.count() >= 2 && !compiled => {
+            super::trusted::predicted(env, repo, start, commit)?
+        }
+        _ => None,
+    };
+    let Some(plan) = plan else {
+        return Ok(observe());
+    };
+    let fingerprint = fingerprint(&plan.env.config);
+    if store.find_observation(plan.tree, &fingerprint)?.is_some() {
+        return Ok(observe());
+    }
+    let (observed, trusted) = std::thread::scope(|scope| {
+        let trusted = scope.spawn(|| {
+            let repo = open_repository(&plan.env)?;
+            let request = ObserveRequest {
+                commit: plan.commit,
+                in_place: false,
+                progress,
+                label: Some("the start's tests"),
+            };
+            super::observe::observe(&plan.env, &repo, &request)
+        });
+        let observed = observe();
+        (observed, trusted.join())
+    });
+    if let Ok(Ok(observation)) = trusted {
+        store.write(&[Note::Observation {
+            tree: plan.tree,
+            observation: &observation,
+            fingerprint: &fingerprint,
+        }])?;
+    }
+    Ok(observed)
+}
+
 fn observe_with_base(
     env: &Env,
     store: &NotesStore,

@@ -167,7 +167,6 @@ pub fn plan(
     commit: Oid,
     observed: &Observation,
 ) -> Result<Option<Plan>, Failure> {
-    let config = &env.config;
     let test_checks: Vec<&str> = observed
         .checks
         .iter()
@@ -183,6 +182,39 @@ pub fn plan(
         })
         .map(|c| c.name.split('.').next().unwrap_or(&c.name))
         .collect();
+    plan_for(env, repo, (start, commit), &test_checks)
+}
+
+/// The trusted tree [`plan`] will most likely ask for, before the commit's own checks ran:
+/// the configured checks that write a tests report. Observed at the same time as the
+/// commit (`local::record_commit`), it is found cached when the plan asks for it.
+pub fn predicted(
+    env: &Env,
+    repo: &Repository,
+    start: Oid,
+    commit: Oid,
+) -> Result<Option<Plan>, Failure> {
+    let test_checks: Vec<&str> = env
+        .config
+        .checks
+        .iter()
+        .filter(|(_, c)| {
+            c.report
+                .iter()
+                .any(|r| r.format.kind() == crate::model::ReportKind::Tests)
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    plan_for(env, repo, (start, commit), &test_checks)
+}
+
+fn plan_for(
+    env: &Env,
+    repo: &Repository,
+    (start, commit): (Oid, Oid),
+    test_checks: &[&str],
+) -> Result<Option<Plan>, Failure> {
+    let config = &env.config;
     if test_checks.is_empty() {
         return Ok(None);
     }
