@@ -656,12 +656,11 @@ fn beside_the_starts_tests<T>(
     observe: impl FnOnce() -> T,
 ) -> Result<T, Failure> {
     let repo = store.repository();
-    // Where the tests are compiled with the code (Cargo, Maven, Gradle), two trees building
-    // at once would need a build directory each, and the trusted run's would start cold:
-    // there it runs after the commit's, in the commit's warm one.
-    let compiled = ["Cargo.toml", "pom.xml", "build.gradle", "build.gradle.kts"]
-        .iter()
-        .any(|file| env.root.join(file).is_file());
+    // Cargo builds every scratch checkout in one target directory (`app::scratch`): two
+    // trees building there at once would take each other's artifacts, and one of its own
+    // would start cold, so there the trusted run follows the commit's, warm. Maven and
+    // Gradle build inside each checkout, as the base's run beside HEAD's does.
+    let compiled = env.root.join("Cargo.toml").is_file();
     let plan = match start {
         Some(start) if env.sealed.caches() && env.jobs.count() >= 2 && !compiled => {
             super::trusted::predicted(env, repo, start, commit)?
