@@ -174,38 +174,93 @@ pub fn node_modules(scratch: &Path, command: &str, progress: Progress) -> Result
     let name = format!("node-{}", &digest[..16]);
     let dir = parent.join(&name);
     let modules = dir.join("node_modules");
-    crate::lock::with_lock(&parent, &name, BUILD_WAIT, || {
-        let stamp = dir.with_extension("json");
+    kept_or_built(
+        &parent,
+        &name,
+        || environment::node_modules_fingerprint(&modules),
+        || {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            for name in &files {
+                std::fs::copy(scratch.join(name), dir.join(name))
+                    .map_err(|e| format!("copying {name}: {e}"))?;
+            }
+            if progress != Progress::Quiet {
+                eprintln!(
+                    "itergate: building node_modules of its own to measure in ({}: `{command}`)",
+                    dir.display()
+                );
+            }
+            run(
+                Command::new("sh").arg("-c").arg(command).current_dir(&dir),
+                &format!("`{command}`"),
+            )
+            .inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&dir);
+            })
+        },
+    )?;
+    Ok(modules)
+}
+
+/// How long a judge's environment nobody used is kept: building another removes it.
+const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// The judge's environment `name` in `parent`: used again while its fingerprint is the one
+/// kept when it was built (its stamp, `name.json`, touched on each use), else built anew by
+/// `build`, one process at a time (the others wait, then find it built). Building one
+/// removes the others nobody used for [`UNUSED_FOR`].
+fn kept_or_built(
+    parent: &Path,
+    name: &str,
+    fingerprint: impl Fn() -> Fingerprint,
+    build: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    crate::lock::with_lock(parent, name, BUILD_WAIT, || {
+        let stamp = parent.join(format!("{name}.json"));
         let kept = std::fs::read(&stamp)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Fingerprint>(&bytes).ok());
-        if kept.is_some_and(|kept| kept == environment::node_modules_fingerprint(&modules)) {
+        if kept.is_some_and(|kept| kept == fingerprint()) {
+            let _ = std::fs::File::options()
+                .write(true)
+                .open(&stamp)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
             return Ok(());
         }
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        for name in &files {
-            std::fs::copy(scratch.join(name), dir.join(name))
-                .map_err(|e| format!("copying {name}: {e}"))?;
-        }
-        if progress != Progress::Quiet {
-            eprintln!(
-                "itergate: building node_modules of its own to measure in ({}: `{command}`)",
-                dir.display()
-            );
-        }
-        run(
-            Command::new("sh").arg("-c").arg(command).current_dir(&dir),
-            &format!("`{command}`"),
-        )
-        .inspect_err(|_| {
-            let _ = std::fs::remove_dir_all(&dir);
-        })?;
-        let made = environment::node_modules_fingerprint(&modules);
-        let bytes = serde_json::to_vec(&made).map_err(|e| e.to_string())?;
+        prune(parent, name, UNUSED_FOR);
+        build()?;
+        let bytes = serde_json::to_vec(&fingerprint()).map_err(|e| e.to_string())?;
         std::fs::write(&stamp, bytes).map_err(|e| format!("writing {}: {e}", stamp.display()))
-    })?;
-    Ok(modules)
+    })
+}
+
+/// Removes the environments in `parent` other than `keep` whose stamp is older than `age`.
+fn prune(parent: &Path, keep: &str, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|elapsed| elapsed > age);
+        if name != keep && old {
+            let _ = std::fs::remove_dir_all(parent.join(name));
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The Python part of a clean environment.
@@ -344,20 +399,12 @@ fn python_venv(
     let parent = crate::state_dir::create("clean-environments").map_err(|e| format!("{e:#}"))?;
     let name = format!("python-{}", &digest[..16]);
     let dir = parent.join(&name);
-    // One process builds it; the others wait, then find it built.
-    crate::lock::with_lock(&parent, &name, BUILD_WAIT, || {
-        let stamp = dir.with_extension("json");
-        let kept = std::fs::read(&stamp)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Fingerprint>(&bytes).ok());
-        if kept.is_some_and(|kept| kept == environment::venv_fingerprint(&dir)) {
-            return Ok(());
-        }
-        make_venv(&base, system, &wanted, &dir, progress)?;
-        let made = environment::venv_fingerprint(&dir);
-        let bytes = serde_json::to_vec(&made).map_err(|e| e.to_string())?;
-        std::fs::write(&stamp, bytes).map_err(|e| format!("writing {}: {e}", stamp.display()))
-    })?;
+    kept_or_built(
+        &parent,
+        &name,
+        || environment::venv_fingerprint(&dir),
+        || make_venv(&base, system, &wanted, &dir, progress),
+    )?;
     let path = std::env::var("PATH").unwrap_or_default();
     let own_bin = venv.join("bin");
     let kept_path: Vec<PathBuf> = std::env::split_paths(&path)
@@ -499,6 +546,30 @@ mod tests {
                 .map(|k| (k.to_string(), "d".to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn environments_unused_for_long_are_removed_when_another_is_built() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        for name in ["node-old", "node-recent", "python-now"] {
+            std::fs::create_dir_all(p.join(name).join("node_modules")).unwrap();
+            std::fs::write(p.join(format!("{name}.json")), "{}").unwrap();
+        }
+        let week = std::time::Duration::from_secs(8 * 24 * 3600);
+        let old = std::time::SystemTime::now() - week;
+        for name in ["node-old", "python-now"] {
+            std::fs::File::options()
+                .write(true)
+                .open(p.join(format!("{name}.json")))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        prune(p, "python-now", UNUSED_FOR);
+        assert!(!p.join("node-old").exists() && !p.join("node-old.json").exists());
+        assert!(p.join("node-recent").exists(), "used recently");
+        assert!(p.join("python-now").exists(), "the one being built is kept");
     }
 
     #[test]
