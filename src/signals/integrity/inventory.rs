@@ -117,6 +117,14 @@ pub(super) fn tests(input: &Input) -> Vec<Finding> {
                 if errored.iter().any(|(k, e)| shadows(k, e, key, entry)) {
                     continue;
                 }
+                // A Go test whose subtest failed is reported by that subtest alone: it ran.
+                let subtest = format!("{}/", key.1);
+                if head
+                    .keys()
+                    .any(|(check, id)| *check == key.0 && id.starts_with(&subtest))
+                {
+                    continue;
+                }
                 if let Some(i) = successor(&appeared, key, entry, &head, was_failing) {
                     appeared.remove(i);
                     continue;

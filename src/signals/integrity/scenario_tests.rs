@@ -90,6 +90,41 @@ fn a_test_removed_with_the_code_it_tested_is_a_note() {
         .contains("removed together with `sub`"));
 }
 
+/// Go reports a test whose subtest failed by that subtest alone: the parent still ran.
+#[test]
+fn a_test_reported_by_its_failing_subtest_has_not_stopped_running() {
+    let base = observed(&[
+        "m::TestSort",
+        "m::TestSort/1",
+        "m::TestSort/3",
+        "m::TestLess",
+    ]);
+    let head = observed(&["m::TestSort/1", "m::TestSort/3", "m::TestLess"]);
+    let step = ChangedLines::default();
+    let earlier = Earlier {
+        observations: &[],
+        since_previous: Some(&step),
+        previous_source: &|_| None,
+    };
+    let found = check(&Input {
+        head: &head,
+        base: Some(&base),
+        earlier: &earlier,
+        changed: &step,
+        is_test: &|p: &str| p.ends_with("_test.go"),
+        check_files: &[],
+        check_commands: &[None],
+        head_source: &no_source,
+        trusted: None,
+    });
+    assert!(
+        found
+            .iter()
+            .all(|f| !f.issue.finding.contains("no longer runs")),
+        "{found:?}"
+    );
+}
+
 fn lint_observed(file: &str, rule: &str) -> Observation {
     use crate::signals::report::{LintFinding, LintLevel, LintSummary};
     let mut lint = LintSummary::default();
