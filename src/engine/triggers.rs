@@ -125,7 +125,14 @@ fn derived_triggers(record: &IterationRecord) -> Vec<Trigger> {
 }
 
 fn status_trigger(record: &IterationRecord) -> Option<Trigger> {
+    let environment = record.issues.iter().any(|i| {
+        i.dimension == crate::model::INTEGRITY_DIMENSION
+            && i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
+    });
     let details = match record.status {
+        Status::Void if environment => {
+            "iteration is VOID: what the checks execute changed since the task started"
+        }
         Status::Void => "iteration is VOID: a check that guards the harness was violated",
         Status::Error => "checks did not complete; the iteration could not be scored",
         Status::Pass | Status::Fail => return None,

@@ -165,6 +165,10 @@ fn assert_remeasured(outcome: &(i32, String), what: &str) {
     );
     assert!(text.contains(what), "{what}: {text}");
     assert!(
+        text.contains("iteration is VOID: what the checks execute changed since the task started"),
+        "{text}"
+    );
+    assert!(
         text.contains("test tests.test_slugs::test_hello failed"),
         "the code's own failure: {text}"
     );
