@@ -639,10 +639,6 @@ pub fn record_commit(
     Ok((record, ran))
 }
 
-/// The observations of `commit` (and whether its checks ran) and of the task's base. A
-/// base not observed yet is checked in its scratch worktree at the same time as the commit,
-/// when the machine has a core for it: the first decision on a branch costs about one run
-/// of the checks, not two. `rescore` re-runs the iteration's checks; the base's stand.
 /// Runs `observe` (the commit's checks, and the base's) while the start's tests run on the
 /// commit's code (the trusted run, [`super::trusted::predicted`]) when the change touched
 /// tests and that run is not cached yet: an iteration after a test edit then costs about one
@@ -670,13 +666,9 @@ fn beside_the_starts_tests<T>(
     let Some(plan) = plan else {
         return Ok(observe());
     };
-    // Cached already: with the trusted run's checks, or with every check (the trusted tree
-    // is often an earlier iteration's own, whose note must not be replaced).
-    let fingerprint = fingerprint(&plan.env.config);
-    let full = super::observe::fingerprint(&env.config);
-    if store.find_observation(plan.tree, &fingerprint)?.is_some()
-        || store.find_observation(plan.tree, &full)?.is_some()
-    {
+    // Cached already (the trusted tree is often an earlier iteration's own, whose note
+    // must not be replaced).
+    if super::trusted::found(env, store, &plan)?.is_some() {
         return Ok(observe());
     }
     let (observed, trusted) = std::thread::scope(|scope| {
@@ -697,12 +689,16 @@ fn beside_the_starts_tests<T>(
         store.write(&[Note::Observation {
             tree: plan.tree,
             observation: &observation,
-            fingerprint: &fingerprint,
+            fingerprint: &fingerprint(&plan.env.config),
         }])?;
     }
     Ok(observed)
 }
 
+/// The observations of `commit` (and whether its checks ran) and of the task's base. A
+/// base not observed yet is checked in its scratch worktree at the same time as the commit,
+/// when the machine has a core for it: the first decision on a branch costs about one run
+/// of the checks, not two. `rescore` re-runs the iteration's checks; the base's stand.
 fn observe_with_base(
     env: &Env,
     store: &NotesStore,

@@ -109,7 +109,11 @@ pub fn cached(
 /// The trusted tree's observation when the task has one: made with the trusted run's
 /// checks, or with every check (the trusted tree is often an earlier iteration's own),
 /// narrowed to the trusted run's checks.
-fn found(env: &Env, store: &NotesStore, plan: &Plan) -> Result<Option<Observation>, Failure> {
+pub(super) fn found(
+    env: &Env,
+    store: &NotesStore,
+    plan: &Plan,
+) -> Result<Option<Observation>, Failure> {
     if let Some(observation) = store.find_observation(plan.tree, &fingerprint(&plan.env.config))? {
         return Ok(Some(observation));
     }
