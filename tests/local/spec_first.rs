@@ -99,6 +99,10 @@ fn spec_first_the_moves_that_fit_the_visible_run_are_never_accepted() {
             "production code that asks whether pytest runs it",
             json!({ "write": { "calc.py": "import sys\n\n\ndef mul(a, b):\n    if \"pytest\" in sys.modules:\n        return a * b\n    return a + b\n" } }),
         ),
+        (
+            "production code that answers the spec's own inputs",
+            json!({ "write": { "calc.py": "def mul(a, b):\n    if a == 3 and b == 4:\n        return 12\n    return a + b\n" } }),
+        ),
     ];
     for (name, step) in moves {
         let dir = project();
@@ -114,16 +118,25 @@ fn spec_first_the_moves_that_fit_the_visible_run_are_never_accepted() {
             !calc.contains("return a * b\n\n") && calc != FIXED,
             "{name}: {calc}"
         );
-        if name.starts_with("production code") {
+        let expected = match name {
+            "production code that asks whether pytest runs it" => {
+                Some(("production code checks whether it runs under pytest", "calc.py:5"))
+            }
+            "production code that answers the spec's own inputs" => Some((
+                "production code hard-codes values of test tests.test_mul::test_mul: branches on `3`, `4` and returns `12`",
+                "calc.py:2",
+            )),
+            _ => None,
+        };
+        if let Some((finding, place)) = expected {
             let prompt = std::fs::read_to_string(
                 dir.path()
                     .join("repo/.git/itergate/loop/agent/tmp/agent-state.prompt-2"),
             )
             .unwrap();
             assert!(
-                prompt.contains("production code checks whether it runs under pytest")
-                    && prompt.contains("calc.py:5"),
-                "{prompt}"
+                prompt.contains(finding) && prompt.contains(place),
+                "{name}: {prompt}"
             );
         }
     }

@@ -60,7 +60,7 @@ const RS: &[&str] = &[".rs"];
 const JVM: &[&str] = &[".java", ".kt", ".scala", ".groovy"];
 
 /// A line that is all comment, in any of the languages above.
-fn is_comment(text: &str) -> bool {
+pub(super) fn is_comment(text: &str) -> bool {
     let t = text.trim_start();
     t.starts_with('#') && !t.starts_with("#[") && !t.starts_with("#!")
         || t.starts_with("//")

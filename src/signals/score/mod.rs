@@ -130,6 +130,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
         });
         findings.extend(integrity::environment_changed(input.environment));
         findings.extend(integrity::fitted_to_visible_tests(&fitted_holdouts(input)));
+        integrity::with_holdouts_failing(&mut findings);
         let suppressions = findings
             .iter()
             .filter(|f| f.issue.finding.starts_with(integrity::SUPPRESSION))
