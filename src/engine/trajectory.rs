@@ -89,7 +89,8 @@ impl Trajectory {
             points,
             // An iteration with an open integrity finding (a test removed, skipped or
             // deselected, the environment tampered with) is never the best, nor is a VOID
-            // one (it has no score): with none left, there is no best.
+            // one (it has no score): with none left, there is no best. One that passes
+            // (no failing test, no BLOCKER) beats any that fails, whatever their scores.
             best: builder.trusted_best,
             attempt_start: builder.attempt_start,
             attempt_best: builder.trusted_attempt_best.map(|(index, _)| index),
@@ -153,10 +154,11 @@ struct Builder<'c> {
     /// The best iteration (index, quality) within the current attempt: regressions are
     /// drops below it.
     attempt_best: Option<(usize, f64)>,
-    /// `best` and `attempt_best` among iterations with no open integrity finding.
+    /// `best` and `attempt_best` among iterations with no open integrity finding, ranked
+    /// by (passes, quality).
     trusted_best: Option<usize>,
-    trusted_attempt_best: Option<(usize, f64)>,
-    trusted_best_quality: Option<f64>,
+    trusted_attempt_best: Option<(usize, (bool, f64))>,
+    trusted_best_quality: Option<(bool, f64)>,
 }
 
 impl<'c> Builder<'c> {
@@ -249,14 +251,14 @@ impl<'c> Builder<'c> {
             self.best = Some(index);
         }
         if !suspect(record) {
-            if self
-                .trusted_attempt_best
-                .is_none_or(|(_, b)| q >= b - EPSILON)
-            {
-                self.trusted_attempt_best = Some((index, q));
+            let rank = (record.status == crate::model::Status::Pass, q);
+            let beats =
+                |best: (bool, f64)| rank.0 > best.0 || (rank.0 == best.0 && q >= best.1 - EPSILON);
+            if self.trusted_attempt_best.is_none_or(|(_, b)| beats(b)) {
+                self.trusted_attempt_best = Some((index, rank));
             }
-            if self.trusted_best_quality.is_none_or(|b| q >= b - EPSILON) {
-                self.trusted_best_quality = Some(q);
+            if self.trusted_best_quality.is_none_or(beats) {
+                self.trusted_best_quality = Some(rank);
                 self.trusted_best = Some(index);
             }
         }

@@ -986,6 +986,20 @@ fn an_iteration_with_an_open_integrity_finding_is_not_the_best() {
     assert_eq!(d.best_iteration, None, "{d:?}");
 }
 
+/// An iteration with a failing test scores high when its failure costs it nothing else (a
+/// coverage report the failing run never wrote), but it is never named the best beside one
+/// that passes: not the previous one, nor a later one after the passing latest.
+#[test]
+fn a_failing_iteration_is_never_the_best_beside_a_passing_one() {
+    let d = decide_default(&[failing(1, 0.99, 1), rec(2, 0.9)]);
+    assert_eq!(d.best_iteration, Some(2), "{d:?}");
+    let d = decide_default(&[rec(1, 0.8), failing(2, 0.99, 1), failing(3, 0.98, 1)]);
+    assert_eq!(d.best_iteration, Some(1), "{d:?}");
+    // With none passing, the best of those that fail is still the one to go back to.
+    let d = decide_default(&[failing(1, 0.6, 2), failing(2, 0.9, 1), failing(3, 0.5, 3)]);
+    assert_eq!(d.best_iteration, Some(2), "{d:?}");
+}
+
 /// One output names one best: the current attempt's (after iteration 2 met the bar),
 /// in "Best iteration so far" and in "start again from".
 #[test]
