@@ -252,8 +252,9 @@ impl<'c> Builder<'c> {
         }
         if !suspect(record) {
             let rank = (record.status == crate::model::Status::Pass, q);
-            let beats =
-                |best: (bool, f64)| rank.0 > best.0 || (rank.0 == best.0 && q >= best.1 - EPSILON);
+            let beats = |best: (bool, f64)| {
+                (rank.0 && !best.0) || (rank.0 == best.0 && q >= best.1 - EPSILON)
+            };
             if self.trusted_attempt_best.is_none_or(|(_, b)| beats(b)) {
                 self.trusted_attempt_best = Some((index, rank));
             }

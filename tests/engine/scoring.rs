@@ -907,3 +907,56 @@ fn more_of_a_warning_a_test_file_has_throughout_is_its_style_not_a_revision() {
     assert_eq!(judge("tests/req.rs", 2).0, Severity::Warning);
     assert_eq!(judge("src/req.rs", 3).0, Severity::Warning);
 }
+
+/// A linter whose output varies between runs of the same code (clippy on a warm target
+/// replays some warnings and not others): the base's debt stays the base's own count, from
+/// its one cached run, whatever a later run leaves out.
+#[test]
+fn the_bases_lint_debt_does_not_move_with_a_noisy_run() {
+    let sarif = |rules: &[&str]| {
+        let results: Vec<String> = rules
+            .iter()
+            .enumerate()
+            .map(|(i, rule)| {
+                format!(
+                    r#"{{"ruleId":"{rule}","level":"warning","message":{{"text":"{rule} here"}},"locations":[{{"physicalLocation":{{"artifactLocation":{{"uri":"src/old.rs"}},"region":{{"startLine":{}}}}}}}]}}"#,
+                    i + 1
+                )
+            })
+            .collect();
+        format!(
+            r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"lint"}}}},"results":[{}]}}]}}"#,
+            results.join(",")
+        )
+    };
+    let lint = |rules: &[&str]| {
+        [outcome(
+            "lint",
+            ReportFormat::Sarif,
+            &sarif(rules),
+            Visibility::Full,
+        )]
+    };
+    let base = lint(&["W1", "W2", "W3"]);
+    let mut changed = ChangedLines::default();
+    changed.files.insert(
+        "src/new.rs".into(),
+        vec![AddedLine {
+            line: 1,
+            text: "let x = 1;".into(),
+        }],
+    );
+    let debts: Vec<u32> = [
+        lint(&["W1", "W2", "W3"]),
+        lint(&["W1"]),
+        lint(&["W2", "W3"]),
+    ]
+    .iter()
+    .map(|head| {
+        scored_with(&Config::default(), head, Some(&base), Some(&changed))
+            .base_debt
+            .lint_warnings
+    })
+    .collect();
+    assert_eq!(debts, [3, 3, 3]);
+}

@@ -45,6 +45,13 @@ impl Accumulator {
         // block (an import block's I001) whose first line the change edited is still the
         // base's; only the excess is new.
         let base_findings = base.map(|b| b.findings.as_slice()).unwrap_or_default();
+        // The debt: the base's own count (its one cached run) or, when larger, what this run
+        // reports away from the change; a later run that leaves some out does not lower it.
+        let mut on_base_levels = [0u32; 2];
+        let mut old_levels = [0u32; 2];
+        for f in base_findings {
+            count(&mut on_base_levels, f.level);
+        }
         let mut on_base: HashMap<FindingKey, usize> = HashMap::new();
         for f in base_findings {
             *on_base.entry(finding_key(f)).or_default() += 1;
@@ -99,11 +106,10 @@ impl Accumulator {
                     .is_some()
                 || outside_the_change(finding);
             if old {
-                match finding.level {
-                    LintLevel::Error => self.debt.lint_errors += 1,
-                    LintLevel::Warning => self.debt.lint_warnings += 1,
-                    LintLevel::Note => continue,
+                if finding.level == LintLevel::Note {
+                    continue;
                 }
+                count(&mut old_levels, finding.level);
                 if !holdout {
                     self.debt
                         .note_example(location(finding.file.as_deref(), finding.line).as_deref());
@@ -122,6 +128,8 @@ impl Accumulator {
             new_errors += usize::from(finding.level == LintLevel::Error);
             new.push(finding);
         }
+        self.debt.lint_errors += on_base_levels[0].max(old_levels[0]);
+        self.debt.lint_warnings += on_base_levels[1].max(old_levels[1]);
         if check.void_on_violation && new_errors > 0 {
             self.void = true;
         }
@@ -255,5 +263,14 @@ pub(super) fn lint_issue(f: &LintFinding) -> CheckerIssue {
         finding: format!("{rule}{}", f.message),
         affected_field: location(f.file.as_deref(), f.line),
         suggested_fix: f.suggested_fix.clone(),
+    }
+}
+
+/// One more error (`[0]`) or warning (`[1]`); notes are not debt.
+fn count(levels: &mut [u32; 2], level: LintLevel) {
+    match level {
+        LintLevel::Error => levels[0] += 1,
+        LintLevel::Warning => levels[1] += 1,
+        LintLevel::Note => {}
     }
 }
