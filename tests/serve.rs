@@ -1161,6 +1161,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
              ALTER TABLE deliveries DROP COLUMN body_sha;
              ALTER TABLE deliveries DROP COLUMN guid;
              DROP TABLE state_revisions;
+             DROP TABLE replicas;
              INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
                 VALUES ('kept', 'pull_request', 'k', CAST('{\"number\": 7}' AS BLOB), 1, 1);
              PRAGMA user_version = 1;",
@@ -1182,8 +1183,13 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 8);
-    for name in ["deliveries_unfinished", "waiting", "deliveries_finished"] {
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 9);
+    for name in [
+        "deliveries_unfinished",
+        "waiting",
+        "deliveries_finished",
+        "replicas",
+    ] {
         assert_eq!(
             rows(
                 &db,
@@ -1209,6 +1215,12 @@ async fn sqlite_store() -> (tempfile::TempDir, itergate::serve::store::Store) {
 async fn the_table_of_waiting_heads_keeps_its_rules() {
     let (_dir, store) = sqlite_store().await;
     app_server::check_waiting_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_its_instance_id_and_only_its_own_machine_frees_its_jobs() {
+    let (_dir, store) = sqlite_store().await;
+    app_server::check_replica_rules(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -289,6 +289,12 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_is_its_instance_id_and_only_its_own_machine_frees_its_jobs() {
+    let pg = Postgres::start().await;
+    app_server::check_replica_rules(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_takes_the_first_job_of_a_key_that_is_due_and_free() {
     let pg = Postgres::start().await;
     app_server::check_claim_rules(&open(&pg).await).await;
@@ -329,7 +335,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             (5, 5),
             (6, 6),
             (7, 7),
-            (8, 8)
+            (8, 8),
+            (9, 9)
         ]
     );
     for store in [a, b, c] {
@@ -345,7 +352,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
              DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;
              ALTER TABLE deliveries DROP COLUMN body_sha; ALTER TABLE deliveries DROP COLUMN guid;
-             DROP TABLE state_revisions;",
+             DROP TABLE state_revisions; DROP TABLE replicas;",
         )
         .execute(&mut conn)
         .await
@@ -354,13 +361,18 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        8
+        9
     );
-    assert_eq!(
-        pg.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'waiting'")
+    for table in ["waiting", "replicas"] {
+        assert_eq!(
+            pg.scalar(&format!(
+                "SELECT COUNT(*) FROM pg_tables WHERE tablename = '{table}'"
+            ))
             .await,
-        1
-    );
+            1,
+            "{table}"
+        );
+    }
     for index in ["deliveries_unfinished", "deliveries_finished"] {
         assert_eq!(
             pg.scalar(&format!(

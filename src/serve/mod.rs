@@ -124,16 +124,26 @@ async fn run(args: &Settings) -> Result<(), Failure> {
         .map_err(|e| user(format!("--listen {}: {e}", args.listen)))?;
     let address = listener.local_addr().map_err(anyhow::Error::from)?;
 
-    // A previous incarnation on this host that was killed left its jobs leased: free them
+    let me = replica();
+    store.register(me, store::now_ms()).await.map_err(|e| {
+        user(format!(
+            "--database {location}: registering this replica: {e}"
+        ))
+    })?;
+    // A previous incarnation on this machine that was killed left its jobs leased: free them
     // now rather than when their leases run out.
     let alive = process_alive;
-    match store.release_dead_leases(&hostname(), &alive).await {
+    match store.release_dead_leases(me, &alive).await {
         Ok(0) => {}
         Ok(n) => tracing::info!("{n} jobs of a process that is gone run again now"),
         Err(e) => tracing::warn!("freeing the leases of processes that are gone: {e}"),
     }
+    tokio::spawn(heartbeat(
+        store.clone(),
+        Duration::from_secs(args.lease_seconds.max(3) / 3),
+    ));
     let metrics = Arc::new(metrics::Metrics::new());
-    metrics.identify(&replica_name(), store.backend());
+    metrics.identify(&me.id, store.backend());
     let wake = Arc::new(Notify::new());
     let intake = Arc::new(intake::Intake {
         store: store.clone(),
@@ -247,7 +257,7 @@ async fn run(args: &Settings) -> Result<(), Failure> {
     let drain = Duration::from_secs(args.drain_seconds);
     match tokio::time::timeout(drain, workers).await {
         Ok(_) => tracing::info!("every running job finished"),
-        Err(_) => match store.release_leases_of(&replica_name()).await {
+        Err(_) => match store.release_leases_of(&me.id).await {
             Ok(n) => tracing::warn!(
                 "{n} jobs still running after {} s are let go: they run again from the start elsewhere or on the next start",
                 drain.as_secs()
@@ -257,6 +267,9 @@ async fn run(args: &Settings) -> Result<(), Failure> {
                 drain.as_secs()
             ),
         },
+    }
+    if let Err(e) = store.leave(&me.id).await {
+        tracing::warn!("removing this replica from the database: {e}");
     }
     store.close().await;
     Ok(())
@@ -297,7 +310,7 @@ async fn start_workers(n: usize, parts: WorkerParts, mut stop: watch::Receiver<b
         }
     };
     tracing::info!(bot = %bot_login, workers = n, "workers started");
-    let owner = replica_name();
+    let owner = &replica().id;
     let running = Arc::new(fair::Running::default());
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
@@ -368,9 +381,47 @@ fn state_key(args: &Settings, pem: &[u8]) -> Result<StateKey, Failure> {
     Ok(key)
 }
 
-/// This process among the replicas: in leases, logs and `/metrics`.
-fn replica_name() -> String {
-    format!("{}-{}", hostname(), std::process::id())
+/// This process among the replicas, in leases, logs and `/metrics`: a random instance id
+/// (readable: host, pid, then the random part), never the hostname and pid alone, which
+/// containers can share.
+fn replica() -> &'static store::Replica {
+    static ME: std::sync::OnceLock<store::Replica> = std::sync::OnceLock::new();
+    ME.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+        random.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let pid = std::process::id();
+        store::Replica {
+            id: format!("{}-{pid}-{:016x}", hostname(), random.finish()),
+            machine: machine(),
+            pid,
+        }
+    })
+}
+
+/// Where pids mean the same thing: on Linux this boot of this kernel and this pid
+/// namespace (two containers with one hostname differ); elsewhere the host's name.
+fn machine() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id");
+    let namespace = std::fs::read_link("/proc/self/ns/pid");
+    match (boot, namespace) {
+        (Ok(boot), Ok(namespace)) => format!("{} {}", boot.trim(), namespace.display()),
+        _ => hostname(),
+    }
+}
+
+/// Beats this replica's heart every `every` until the process ends.
+async fn heartbeat(store: store::Store, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        if let Err(e) = store.heartbeat(&replica().id, store::now_ms()).await {
+            tracing::warn!("the replica's heartbeat: {e}");
+        }
+    }
 }
 
 /// The host's name (`gethostname`, on every Unix: not `/proc`, which macOS lacks).

@@ -704,3 +704,85 @@ pub async fn check_claims_avoid_installations(store: &itergate::serve::store::St
     assert_eq!(claim(&[]).await.as_deref(), Some("flood-0"));
     assert_eq!(claim(&[2]).await.as_deref(), Some("flood-1"));
 }
+
+/// Replicas by instance id: a dead one's jobs are freed at a start on its own machine (the
+/// same boot and pid namespace) and never on another machine that shares its hostname; a
+/// live one's never. Its row goes when it leaves.
+pub async fn check_replica_rules(store: &itergate::serve::store::Store) {
+    use itergate::serve::store::Replica;
+    let lease = Duration::from_secs(600);
+    let replica = |id: &str, machine: &str, pid: u32| Replica {
+        id: id.into(),
+        machine: machine.into(),
+        pid,
+    };
+    // Two containers with one hostname and pid 7, in different pid namespaces.
+    let first = replica("box-7-aaaa", "boot-1 pid:[1]", 7);
+    let neighbour = replica("box-7-bbbb", "boot-1 pid:[2]", 7);
+    let t = itergate::serve::store::now_ms();
+    store.register(&first, t).await.unwrap();
+    store.register(&neighbour, t).await.unwrap();
+    for (id, key) in [("r1", "k/r1"), ("r2", "k/r2")] {
+        store.receive(stored_delivery(id, key)).await.unwrap();
+    }
+    let t = itergate::serve::store::now_ms() + 1;
+    let held = store
+        .claim("box-7-aaaa-0", t, lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(held.delivery_id, "r1");
+    // The neighbour restarts as a new replica in its own namespace, where pid 7 is gone: it
+    // forgets its own old row, and the first replica's live lease is not its to free.
+    let restarted = replica("box-7-cccc", "boot-1 pid:[2]", 8);
+    store.register(&restarted, t).await.unwrap();
+    let freed = store
+        .release_dead_leases(&restarted, &|pid| pid == 8)
+        .await
+        .unwrap();
+    assert_eq!(
+        freed, 0,
+        "another namespace's replica is not taken for dead"
+    );
+    assert!(store
+        .claim("box-7-cccc-0", t, lease)
+        .await
+        .unwrap()
+        .is_some_and(|j| j.delivery_id == "r2"));
+    // The first replica restarts in its own namespace, its old process gone: its job runs
+    // again at once, and the old row is forgotten.
+    let again = replica("box-7-dddd", "boot-1 pid:[1]", 9);
+    store.register(&again, t).await.unwrap();
+    let freed = store
+        .release_dead_leases(&again, &|pid| pid == 9)
+        .await
+        .unwrap();
+    assert_eq!(freed, 1);
+    let job = store
+        .claim("box-7-dddd-0", t, lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(job.delivery_id, "r1");
+    // A live process keeps its lease.
+    let freed = store.release_dead_leases(&again, &|_| true).await.unwrap();
+    assert_eq!(freed, 0);
+    let ids =
+        |rows: Vec<(String, String, i64, i64)>| rows.into_iter().map(|r| r.0).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.replicas().await.unwrap()),
+        ["box-7-cccc", "box-7-dddd"]
+    );
+    store.heartbeat("box-7-dddd", t + 5).await.unwrap();
+    let beat = store
+        .replicas()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|r| r.0 == "box-7-dddd")
+        .unwrap()
+        .3;
+    assert_eq!(beat, t + 5);
+    store.leave("box-7-dddd").await.unwrap();
+    assert_eq!(ids(store.replicas().await.unwrap()), ["box-7-cccc"]);
+}

@@ -7,43 +7,6 @@ use super::sql::Statement;
 use super::{sqlite, Backend, ClaimTimes, Job, Store, StoreError, PARKED};
 
 impl Store {
-    /// Frees the leases held by processes of `host` that are gone (`alive` says which pids
-    /// still run): a previous incarnation killed with SIGKILL, whose jobs then run again at
-    /// once instead of when their leases end. Returns how many jobs were freed.
-    pub async fn release_dead_leases(
-        &self,
-        host: &str,
-        alive: &dyn Fn(u32) -> bool,
-    ) -> Result<u64, StoreError> {
-        let owners: Vec<(String,)> = self
-            .backend
-            .fetch_all(Statement::new(
-                "SELECT DISTINCT lease_owner FROM deliveries
-                 WHERE done_at IS NULL AND lease_owner IS NOT NULL",
-            ))
-            .await?;
-        let mut freed = 0;
-        for (owner,) in owners {
-            let Some(pid) = owner_pid(&owner, host) else {
-                continue;
-            };
-            if alive(pid) {
-                continue;
-            }
-            freed += self
-                .backend
-                .execute(
-                    Statement::new(
-                        "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-                         WHERE done_at IS NULL AND lease_owner = $1",
-                    )
-                    .bind(&owner),
-                )
-                .await?;
-        }
-        Ok(freed)
-    }
-
     /// Frees the leases that this process's workers (`replica`-N) still hold: on exit after
     /// the drain, so that another replica, or the next start, runs those jobs at once. A
     /// worker still running one finds its fence gone before its next write.
@@ -202,12 +165,4 @@ impl Store {
             .await?;
         Ok(held > 0)
     }
-}
-
-/// The pid of a worker named `{host}-{pid}-{n}` on `host`.
-pub(super) fn owner_pid(owner: &str, host: &str) -> Option<u32> {
-    let rest = owner.strip_prefix(host)?.strip_prefix('-')?;
-    let (pid, worker) = rest.split_once('-')?;
-    worker.parse::<u32>().ok()?;
-    pid.parse().ok()
 }

@@ -345,7 +345,10 @@ enum Backend {
 mod claims;
 mod intake;
 mod pull_requests;
+mod replicas;
 mod sweep;
+
+pub use replicas::Replica;
 
 use intake::write_loop;
 

@@ -105,6 +105,14 @@ const SCHEMA: &[&str] = &[
     // delivery's key ([`NewDelivery::key`]), `guid` GitHub's delivery id where they differ.
     "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS guid TEXT;
     DROP INDEX IF EXISTS deliveries_body;",
+    // Version 9: the replicas, by a random instance id, with a heartbeat (`replicas.rs`).
+    "CREATE TABLE IF NOT EXISTS replicas (
+        id TEXT PRIMARY KEY,
+        machine TEXT NOT NULL,
+        pid BIGINT NOT NULL,
+        started_at BIGINT NOT NULL,
+        heartbeat_at BIGINT NOT NULL
+    );",
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not

@@ -84,6 +84,14 @@ const SCHEMA: &[&str] = &[
     // unique index cost the writer about 30% of its rows per second.
     "ALTER TABLE deliveries ADD COLUMN guid TEXT;
     DROP INDEX IF EXISTS deliveries_body;",
+    // Version 9: the replicas, by a random instance id, with a heartbeat (`replicas.rs`).
+    "CREATE TABLE IF NOT EXISTS replicas (
+        id TEXT PRIMARY KEY,
+        machine TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        heartbeat_at INTEGER NOT NULL
+    );",
 ];
 
 /// A database locked for longer is unavailable: intake answers 503 well inside GitHub's 10
