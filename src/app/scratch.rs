@@ -6,7 +6,9 @@
 //!   base's apart from other commits', as the two may build at once;
 //! - Python: an editable install (`pip install -e .`: a `.pth` path entry, or an import
 //!   finder) maps the package to the work tree's sources; the checkout's import roots
-//!   (`src/` and its root) go first on `PYTHONPATH`, ahead of both;
+//!   (`src/` and its root) go first on `PYTHONPATH`, ahead of both; mypy keeps its
+//!   incremental cache in the state directory (`mypy-cache/<repository>-<head|base>`), which
+//!   it validates by each file's hash, so a checkout made afresh is checked warm;
 //! - Node: the work tree's `node_modules` is shared when the dependencies are the same, but
 //!   a workspace package linked there (`node_modules/b -> ../packages/b`) is linked to the
 //!   checkout's copy of it;
@@ -85,6 +87,23 @@ pub fn prepare(
     let python = python::is_project(root);
     if python {
         python::prepare(root, &guards, &mut env)?;
+        let chosen = std::env::var_os("MYPY_CACHE_DIR").is_some();
+        if let Some(dir) = (!chosen)
+            .then(|| crate::state_dir::create("mypy-cache").ok())
+            .flatten()
+        {
+            let name = crate::state_dir::repository_name(repo.commondir());
+            let side = if label.starts_with("base ") {
+                "base"
+            } else {
+                "head"
+            };
+            let cache = dir.join(format!("{name}-{side}"));
+            env.push((
+                "MYPY_CACHE_DIR".into(),
+                cache.to_string_lossy().into_owned(),
+            ));
+        }
     }
     let node = node::guard(root, &guards, &mut env)?;
     let import_log = (python || node).then(|| {

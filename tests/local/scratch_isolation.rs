@@ -46,6 +46,7 @@ fn run(dir: &Path, path: &str) -> (Output, String) {
         .env("NO_COLOR", "1")
         .env("PATH", path)
         .env("GOFLAGS", "-mod=mod")
+        .env("ITERGATE_STATE_DIR", dir.join(".git/test-state"))
         .output()
         .expect("itergate runs");
     let text = format!(
@@ -418,6 +419,23 @@ fn a_python_package_that_configures_mypy_is_measured_on_its_types() {
         "    return x * 2\n\n\ndef label(x: int) -> str:\n    return x\n",
         "Incompatible return value type",
     );
+    // The base's scratch checkout ran mypy with its cache in the state directory, where the
+    // next checkout finds it warm.
+    let caches = p.join(".git/test-state/mypy-cache");
+    let base = std::fs::read_dir(&caches)
+        .expect("mypy's caches")
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| d.to_string_lossy().ends_with("-base"))
+        .expect("the base's cache");
+    let cached: Vec<String> = walk(&base);
+    assert!(
+        // Per Python version: `3.11/shapes.meta.json`, or `3.11/cache.N.db` (SQLite shards).
+        cached
+            .iter()
+            .any(|f| f.contains("/3.") && (f.ends_with(".json") || f.ends_with(".db"))),
+        "mypy cached the base's module: {cached:?}"
+    );
 }
 
 /// A check that sets `CARGO_TARGET_DIR` itself: the base's checkout still builds into its
@@ -454,4 +472,18 @@ fn a_checks_own_cargo_target_dir_does_not_pull_the_base_into_heads_build() {
         p.join(".git/itergate/scratch-target-base/debug").is_dir(),
         "the base built in its own target directory"
     );
+}
+
+/// Every file under `dir`, by path.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path.to_string_lossy().into_owned());
+        }
+    }
+    out
 }
