@@ -25,6 +25,8 @@ pub const HARD_CODED: &str = "production code hard-codes values of test";
 /// At most this many failing tests are read, and this many values of each.
 const MAX_TESTS: usize = 500;
 const MAX_VALUES: usize = 200;
+/// At most this many changed files are searched for a test's definition.
+const MAX_FILES: usize = 50;
 
 /// Lines of one file within this distance are one place (the branch and its answer).
 const NEAR: u32 = 4;
@@ -84,7 +86,7 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
     // value → the failing tests it belongs to, in order.
     let mut owners: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for (id, cases) in failing.iter().take(MAX_TESTS) {
-        for value in values_of(id, cases, input.head_source) {
+        for value in values_of(id, cases, input) {
             owners.entry(value).or_default().push(id);
         }
     }
@@ -110,17 +112,25 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
             .map(|l| l.text.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        // (test, line, literal, role) for each literal of a failing test the change added.
-        let mut hits: Vec<(&str, u32, String, Role)> = Vec::new();
+        // (test, line, literal, role, a string?) for each literal of a failing test the
+        // change added.
+        let mut hits: Vec<Hit> = Vec::new();
         for line in added {
             if is_comment(&line.text) || in_tests(line.line) {
                 continue;
             }
-            let literals = literals(&line.text, single_quotes);
-            let Some(role) = role(&line.text, &literals) else {
+            // Each literal with its kind: `"41"` and `41` are two values (a number in, a
+            // string out).
+            let typed: Vec<(String, bool)> = strings(&line.text, single_quotes)
+                .into_iter()
+                .map(|s| (s, true))
+                .chain(numbers(&line.text).into_iter().map(|n| (n, false)))
+                .collect();
+            let contents: Vec<String> = typed.iter().map(|(l, _)| l.clone()).collect();
+            let Some(role) = role(&line.text, &contents) else {
                 continue;
             };
-            for literal in literals {
+            for (literal, is_string) in typed {
                 let Some(tests) = owners.get(&literal) else {
                     continue;
                 };
@@ -140,7 +150,7 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
                     continue;
                 }
                 for test in tests {
-                    hits.push((test, line.line, literal.clone(), role));
+                    hits.push((test, line.line, literal.clone(), role, is_string));
                 }
             }
         }
@@ -168,7 +178,10 @@ pub fn with_holdouts_failing(findings: &mut [Finding]) {
 }
 
 /// The findings of one file's hits: per test, the place with the most of its values.
-fn judge(path: &str, hits: &[(&str, u32, String, Role)]) -> Vec<Finding> {
+/// A literal of a failing test the change added: (test, line, literal, role, a string?).
+type Hit<'a> = (&'a str, u32, String, Role, bool);
+
+fn judge(path: &str, hits: &[Hit]) -> Vec<Finding> {
     let tests: BTreeSet<&str> = hits.iter().map(|h| h.0).collect();
     let mut out = Vec::new();
     let mut reported_lines: BTreeSet<u32> = BTreeSet::new();
@@ -182,14 +195,14 @@ fn judge(path: &str, hits: &[(&str, u32, String, Role)]) -> Vec<Finding> {
             .iter()
             .filter(|h| h.1.abs_diff(anchor) <= NEAR)
             .collect();
-        let values: BTreeSet<&str> = place.iter().map(|h| h.2.as_str()).collect();
-        let marked = values.iter().filter(|v| distinctive(v)).count();
+        let values: BTreeSet<(&str, bool)> = place.iter().map(|h| (h.2.as_str(), h.4)).collect();
+        let marked = values.iter().filter(|v| distinctive(v.0)).count();
         let branches = place.iter().any(|h| h.3 == Role::Branch);
         // The input and the answer: two distinctive values, or one beside two plain ones
         // (`if a == 3 and b == 4: return 12`).
         let severity = if branches && (marked >= 2 || values.len() >= 3) {
             Severity::Blocker
-        } else if values.iter().any(|v| unmistakable(v)) {
+        } else if values.iter().any(|v| unmistakable(v.0)) {
             Severity::Warning
         } else {
             continue;
@@ -260,11 +273,7 @@ fn failing_tests<'a>(input: &Input<'a>) -> BTreeMap<&'a str, Vec<&'a TestCase>> 
 }
 
 /// The distinctive values of one failing test.
-fn values_of(
-    id: &str,
-    cases: &[&TestCase],
-    source: &dyn Fn(&str) -> Option<String>,
-) -> BTreeSet<String> {
+fn values_of(id: &str, cases: &[&TestCase], input: &Input) -> BTreeSet<String> {
     let mut values = BTreeSet::new();
     // A parametrised id's case: `test_lower[Rust and Go]`, its parts joined by `-`.
     if let Some((_, case)) = id.split_once('[') {
@@ -272,27 +281,25 @@ fn values_of(
         values.insert(case.to_string());
         values.extend(case.split('-').map(str::to_string));
     }
+    // A table's row named by its input: vitest's `filename > /srv/Rust and Go.tar.gz`.
+    if let Some((_, last)) = id.rsplit_once(" > ") {
+        values.insert(last.to_string());
+    }
     for case in cases {
         for text in [&case.message, &case.output].into_iter().flatten() {
             values.extend(reported_values(&text[..floor(text, 8_000)]));
         }
     }
-    let file = cases.iter().find_map(|c| c.file.as_deref());
-    if let Some(text) = file.and_then(source) {
-        let name = leaf(id);
-        let name = name.split('[').next().unwrap_or(name);
-        if let Some(span) = definition_span(&text, name) {
-            let single =
-                !file.is_some_and(|f| [".go", ".rs", ".java"].iter().any(|e| f.ends_with(e)));
-            // Decorators and attributes above the definition hold its cases.
-            let from = span.start().saturating_sub(6).max(1);
-            for line in text
-                .lines()
-                .skip(from as usize - 1)
-                .take((span.end() - from + 1) as usize)
-            {
-                values.extend(literals(line, single));
-            }
+    if let Some((file, text, span)) = definition(id, cases, input) {
+        let single = !file.ends_with(".go") && !file.ends_with(".rs") && !file.ends_with(".java");
+        // Decorators and attributes above the definition hold its cases.
+        let from = span.start().saturating_sub(6).max(1);
+        for line in text
+            .lines()
+            .skip(from as usize - 1)
+            .take((span.end() - from + 1) as usize)
+        {
+            values.extend(literals(line, single));
         }
     }
     values
@@ -301,6 +308,93 @@ fn values_of(
         .filter(|v| distinctive(v) || weak(v))
         .take(MAX_VALUES)
         .collect()
+}
+
+/// Where the test is defined: its file, that file's text and the definition's lines. The
+/// report's file when it names one; else a file the change touched that defines it (Go,
+/// libtest and Surefire name no file). Its own name first, then the names it is in
+/// (`describe` blocks, a Java class).
+fn definition(
+    id: &str,
+    cases: &[&TestCase],
+    input: &Input,
+) -> Option<(String, String, std::ops::RangeInclusive<u32>)> {
+    let mut names = vec![leaf(id)];
+    names.extend(
+        id.rsplit("::")
+            .next()
+            .unwrap_or(id)
+            .rsplit(" > ")
+            .skip(1)
+            .map(str::trim),
+    );
+    let class = container(id).rsplit('.').next().unwrap_or_default();
+    names.push(class);
+    let names: Vec<&str> = names.into_iter().filter(|n| !n.is_empty()).collect();
+    let reported = cases.iter().find_map(|c| c.file.clone());
+    let candidates: Vec<String> = match reported {
+        Some(file) => vec![file],
+        None => input
+            .changed
+            .files
+            .keys()
+            .filter(|f| CODE.iter().any(|(ext, _)| f.ends_with(ext)))
+            .take(MAX_FILES)
+            .cloned()
+            .collect(),
+    };
+    for file in candidates {
+        let Some(text) = (input.head_source)(&file) else {
+            continue;
+        };
+        let span = names
+            .iter()
+            .find_map(|n| definition_span(&text, n).or_else(|| block_span(&text, n)));
+        if let Some(span) = span {
+            return Some((file, text, span));
+        }
+    }
+    None
+}
+
+/// The lines of a block that `definition_span` does not know: a JUnit method (`void
+/// name(`, Kotlin's `fun name(`) up to the next annotation, or a JavaScript `describe`,
+/// `it` or `test` named `name` up to the line that closes it at its indentation.
+fn block_span(text: &str, name: &str) -> Option<std::ops::RangeInclusive<u32>> {
+    let lines: Vec<&str> = text.lines().collect();
+    let quoted = |l: &str| {
+        ['"', '\'', '`']
+            .iter()
+            .any(|q| l.contains(&format!("{q}{name}{q}")))
+    };
+    let opener = |l: &str| {
+        let t = l.trim_start();
+        ["describe(", "describe.", "it(", "it.", "test(", "test."]
+            .iter()
+            .any(|o| t.starts_with(o))
+    };
+    let method = |l: &str| {
+        (l.contains(&format!("void {name}(")) || l.contains(&format!("fun {name}(")))
+            && !l.trim_end().ends_with(';')
+    };
+    let start = lines
+        .iter()
+        .position(|l| method(l) || (opener(l) && quoted(l)))?;
+    let indent = lines[start].len() - lines[start].trim_start().len();
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| {
+            let t = l.trim_start();
+            let at = l.len() - t.len();
+            if method(lines[start]) {
+                t.starts_with('@')
+            } else {
+                at == indent && t.starts_with("})")
+            }
+        })
+        .map_or(lines.len(), |i| start + 1 + i + 1)
+        .min(start + 200);
+    Some(start as u32 + 1..=end as u32)
 }
 
 fn floor(text: &str, at: usize) -> usize {
@@ -574,11 +668,15 @@ mod tests {
     const TEST_FILE: &str = "def test_lower():\n    assert slug('Rust and Go') == 'rust-and-go'\n\n\ndef test_other():\n    assert slug('x') == 'x'\n";
 
     fn observed(failing: &[(&str, &str)]) -> Observation {
+        observed_in(failing, Some("tests/test_slug.py"))
+    }
+
+    fn observed_in(failing: &[(&str, &str)], file: Option<&str>) -> Observation {
         let mut tests = TestSummary::default();
         for (id, message) in failing {
             let mut case = TestCase::new(id.to_string(), TestOutcome::Failed);
             case.message = Some(message.to_string());
-            case.file = Some("tests/test_slug.py".into());
+            case.file = file.map(str::to_string);
             tests.failed += 1;
             tests.problems.push(case);
         }
@@ -666,5 +764,96 @@ mod tests {
         assert!(judged(kept, &[4]).is_empty(), "{:?}", judged(kept, &[4]));
         // A comment is not code.
         assert!(judged("# if s == 'Rust and Go': return 'rust-and-go'\n", &[1]).is_empty());
+    }
+
+    /// The findings when `id` failed at the start with `message` (its report naming `file`),
+    /// and the change added `added` lines (from 1) to each of `files` (path, text).
+    fn judged_files(
+        id: &str,
+        message: &str,
+        file: Option<&str>,
+        files: &[(&str, &str, &[u32])],
+    ) -> Vec<Finding> {
+        let base = observed_in(&[(id, message)], file);
+        let head = observed_in(&[], None);
+        let mut changed = ChangedLines::default();
+        let mut sources = BTreeMap::new();
+        for (path, text, added) in files {
+            let lines: Vec<&str> = text.lines().collect();
+            changed.files.insert(
+                path.to_string(),
+                added
+                    .iter()
+                    .map(|&n| AddedLine {
+                        line: n,
+                        text: lines[n as usize - 1].to_string(),
+                    })
+                    .collect(),
+            );
+            sources.insert(path.to_string(), text.to_string());
+        }
+        let head_source = move |path: &str| sources.get(path).cloned();
+        hard_coded(&Input {
+            head: &head,
+            base: Some(&base),
+            earlier: &Earlier::NONE,
+            changed: &changed,
+            is_test: &|p: &str| p.contains("/test/") || p.starts_with("test/"),
+            check_files: &[],
+            check_commands: &[None],
+            head_source: &head_source,
+            trusted: None,
+        })
+    }
+
+    /// Surefire names no file: the test's class is found among the files the change
+    /// touched, and its method's input read there; `.equals` compares.
+    #[test]
+    fn a_junit_tests_input_is_read_from_its_class_in_the_change() {
+        let test = "package a;\n\nclass StringUtilsTest {\n    @Test\n    void escapesAmpersand() {\n        assertEquals(\"Tom &amp; Jerry\", StringUtils.escape(\"Tom & Jerry\"));\n    }\n}\n";
+        let code = "package a;\n\nclass StringUtils {\n    static String escape(String s) {\n        if (\"Tom & Jerry\".equals(s)) {\n            return \"Tom &amp; Jerry\";\n        }\n        return s;\n    }\n}\n";
+        let found = judged_files(
+            "a.StringUtilsTest::escapesAmpersand",
+            "expected: <Tom &amp; Jerry> but was: <Tom &amp; Jerry!>",
+            None,
+            &[
+                ("src/test/java/a/StringUtilsTest.java", test, &[5, 6]),
+                ("src/main/java/a/StringUtils.java", code, &[5, 6, 7]),
+            ],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].issue.severity, Severity::Blocker, "{found:?}");
+        assert!(
+            found[0]
+                .issue
+                .finding
+                .contains("(src/main/java/a/StringUtils.java:5)"),
+            "{}",
+            found[0].issue.finding
+        );
+    }
+
+    /// A table-driven vitest case is named by its input; a number compared and the same
+    /// digits returned as a string are two values.
+    #[test]
+    fn a_table_rows_name_and_a_number_turned_string_are_values() {
+        let code = "export function filename(p) {\n  if (p === \"/srv/Rust and Go.tar.gz\") {\n    return \"Rust and Go\";\n  }\n  return p;\n}\n";
+        let found = judged_files(
+            "test/utils.spec.ts::filename > /srv/Rust and Go.tar.gz",
+            "expected 'Rust and Go.tar' to be 'Rust and Go'",
+            Some("test/utils.spec.ts"),
+            &[("src/utils.ts", code, &[2, 3, 4])],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].issue.severity, Severity::Blocker, "{found:?}");
+        let rust = "pub fn from_u32(n: u32) -> String {\n    if n == 48151623 {\n        return \"48151623\".into();\n    }\n    n.to_string()\n}\n";
+        let found = judged_files(
+            "tests::from_u32",
+            "assertion `left == right` failed\n  left: \"4815162\"\n right: \"48151623\"",
+            None,
+            &[("src/lib.rs", rust, &[2, 3, 4])],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].issue.severity, Severity::Blocker, "{found:?}");
     }
 }
