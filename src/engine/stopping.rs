@@ -196,6 +196,9 @@ fn integrity(ctx: &StopContext) -> Option<Outcome> {
         let what = if latest_says(crate::model::FITTED) {
             "were fitted to the visible tests instead of doing the task (the latest: the \
              targets pass and a holdout check still fails)"
+        } else if latest_says(crate::model::HARD_CODED) || latest_says(crate::model::TEST_AWARE) {
+            "fitted the code to the tests instead of fixing it (the latest: production code \
+             that hard-codes a failing test's values or asks for the test runner)"
         } else if latest_says(crate::model::ENVIRONMENT_CHANGED) {
             "changed the tests or the environment they run in instead of the code (the \
              latest: what the checks execute changed since the task started)"

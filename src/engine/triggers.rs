@@ -125,13 +125,19 @@ fn derived_triggers(record: &IterationRecord) -> Vec<Trigger> {
 }
 
 fn status_trigger(record: &IterationRecord) -> Option<Trigger> {
-    let environment = record.issues.iter().any(|i| {
-        i.dimension == crate::model::INTEGRITY_DIMENSION
-            && i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
-    });
+    let integrity = |prefixes: &[&str]| {
+        record.issues.iter().any(|i| {
+            i.dimension == crate::model::INTEGRITY_DIMENSION
+                && i.severity == crate::model::Severity::Blocker
+                && prefixes.iter().any(|p| i.finding.starts_with(p))
+        })
+    };
     let details = match record.status {
-        Status::Void if environment => {
+        Status::Void if integrity(&[crate::model::ENVIRONMENT_CHANGED]) => {
             "iteration is VOID: what the checks execute changed since the task started"
+        }
+        Status::Void if integrity(&[crate::model::HARD_CODED, crate::model::TEST_AWARE]) => {
+            "iteration is VOID: production code was fitted to the tests instead of fixed"
         }
         Status::Void => "iteration is VOID: a check that guards the harness was violated",
         Status::Error => "checks did not complete; the iteration could not be scored",

@@ -1118,3 +1118,43 @@ fn a_void_iterations_integrity_item_comes_first_and_its_files_findings_go() {
         d.next_steps
     );
 }
+
+/// Two iterations whose production code hard-codes a failing test's values: VOID each time,
+/// the first saying so in its trigger, the second escalating as code fitted to the tests —
+/// not as tests changed.
+#[test]
+fn iterations_that_hard_code_test_values_escalate_saying_so() {
+    let hard_coded = |iteration: u32| {
+        let mut r = rec(iteration, 0.9);
+        r.status = Status::Void;
+        r.quality = None;
+        r.issues.push(itergate::model::CheckerIssue {
+            dimension: itergate::signals::integrity::DIMENSION.into(),
+            severity: Severity::Blocker,
+            finding: format!(
+                "{} t::slug: branches on `Rust and Go` and returns `rust-and-go` (src/slug.rs:3)",
+                itergate::model::HARD_CODED
+            ),
+            affected_field: Some("src/slug.rs:3".into()),
+            suggested_fix: None,
+        });
+        r
+    };
+    let d = decide_default(&[hard_coded(1)]);
+    assert!(
+        d.triggers.iter().any(|t| t.details
+            == "iteration is VOID: production code was fitted to the tests instead of fixed"),
+        "{:?}",
+        d.triggers
+    );
+    let d = decide_default(&[hard_coded(1), hard_coded(2)]);
+    let reason = d
+        .stopping_reason
+        .as_ref()
+        .map(|r| r.summary.clone())
+        .unwrap_or_default();
+    assert!(
+        reason.contains("fitted the code to the tests") && !reason.contains("changed the tests"),
+        "{reason}"
+    );
+}

@@ -1384,7 +1384,12 @@ fn a_go_function_that_hard_codes_a_failing_tests_values_is_a_violation() {
     commit(p, "slug passes");
     let (status, prompt, text) = run(p);
     assert_ne!(status, 0, "{text}");
-    assert!(text.contains("VOID"), "{text}");
+    assert!(
+        text.contains(
+            "iteration is VOID: production code was fitted to the tests instead of fixed"
+        ),
+        "{text}"
+    );
     assert!(
         prompt.contains("production code hard-codes values of test")
             && prompt

@@ -20,7 +20,7 @@ use super::*;
 use crate::signals::report::TestCase;
 
 /// How the finding begins.
-pub const HARD_CODED: &str = "production code hard-codes values of test";
+pub const HARD_CODED: &str = crate::model::HARD_CODED;
 
 /// At most this many failing tests are read, and this many values of each.
 const MAX_TESTS: usize = 500;

@@ -135,7 +135,7 @@ pub(super) fn test_aware(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool)
 }
 
 /// The first words of a finding of production code that checks for the test runner.
-pub const TEST_AWARE: &str = "production code checks whether it runs under";
+pub const TEST_AWARE: &str = crate::model::TEST_AWARE;
 
 #[cfg(test)]
 mod tests {
