@@ -124,7 +124,11 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
             let typed: Vec<(String, bool)> = strings(&line.text, single_quotes)
                 .into_iter()
                 .map(|s| (s, true))
-                .chain(numbers(&line.text).into_iter().map(|n| (n, false)))
+                .chain(
+                    numbers(&unquoted(&line.text, single_quotes))
+                        .into_iter()
+                        .map(|n| (n, false)),
+                )
                 .collect();
             let contents: Vec<String> = typed.iter().map(|(l, _)| l.clone()).collect();
             let Some(role) = role(&line.text, &contents) else {
@@ -485,6 +489,34 @@ fn strings(text: &str, single_quotes: bool) -> Vec<String> {
     out
 }
 
+/// `text` with its string literals' contents left out (`"<3"` holds no number).
+fn unquoted(text: &str, single_quotes: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut open: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match open {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    open = None;
+                    out.push(c);
+                }
+            }
+            None => {
+                if c == '"' || c == '`' || (c == '\'' && single_quotes) {
+                    open = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// The numbers in `text` that are not part of a name (`x2`, `v1.5`, `0x41`).
 fn numbers(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -606,6 +638,10 @@ mod tests {
         assert_eq!(
             literals(r#"let s = "say \"hi\" now";"#, false),
             [r#"say \"hi\" now"#]
+        );
+        assert_eq!(
+            unquoted(r#"if ("Tom <3".equals(s)) return 42;"#, false),
+            r#"if ("".equals(s)) return 42;"#
         );
     }
 
