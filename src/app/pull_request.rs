@@ -222,11 +222,39 @@ impl Handler<'_> {
         if let Some(newer @ StateError::NewerVersion(_)) = loaded.problem {
             return Err(HandlerError::NewerState(newer));
         }
-        let actions = problem
+        let mut actions: Vec<String> = problem
             .map(|problem| format!("{problem}; a maintainer decides until one accepts"))
             .into_iter()
             .collect();
+        actions.extend(self.remove_duplicate_replies(pr, comments, None).await);
         Ok((loaded.state, actions))
+    }
+
+    /// Deletes the bot's replies that repeat an older one's marker (of `key` alone, when
+    /// given): a reply a dead replica sent that reached GitHub after the job was taken over
+    /// and answered again. A delete that fails is left for the next job.
+    async fn remove_duplicate_replies(
+        &self,
+        pr: PrNumber,
+        comments: &[Comment],
+        key: Option<&str>,
+    ) -> Option<String> {
+        let duplicates = crate::github::forge::duplicate_replies(comments, &self.bot_login, key);
+        let mut removed = 0;
+        for id in &duplicates {
+            match self.forge.delete_comment(&self.repo, *id).await {
+                Ok(()) => removed += 1,
+                Err(e) => {
+                    tracing::warn!(pr = pr.0, comment = id.0, "removing a duplicate reply: {e}")
+                }
+            }
+        }
+        (removed > 0).then(|| {
+            format!(
+                "removed {removed} duplicate repl{}",
+                if removed == 1 { "y" } else { "ies" }
+            )
+        })
     }
 
     /// Writes the sticky comment (`existing`, or a new one) unless it already says this;
@@ -477,10 +505,12 @@ impl Handler<'_> {
             return Ok(());
         }
         let body = crate::github::forge::marked_reply(key, body);
-        self.forge
-            .create_comment(&self.repo, pr, &body)
-            .await
-            .map(|_| ())
+        self.forge.create_comment(&self.repo, pr, &body).await?;
+        // Another writer's reply to the same thing (a replica that was taken for dead) may
+        // have landed meanwhile: one of them stays, the oldest.
+        let now = self.forge.list_comments(&self.repo, pr).await?;
+        self.remove_duplicate_replies(pr, &now, Some(key)).await;
+        Ok(())
     }
 
     fn help(&self) -> Result<String, HandlerError> {

@@ -66,6 +66,33 @@ pub fn has_reply(comments: &[Comment], bot_login: &str, key: &str) -> bool {
         .any(|c| c.author.is(bot_login) && reply_marker_of(&c.body) == Some(marker.as_str()))
 }
 
+/// The bot's replies that repeat an older reply's marker (`only`: of that key alone), the
+/// oldest of each kept: what a dead replica's write that landed late, or two writers racing,
+/// left twice.
+pub fn duplicate_replies(
+    comments: &[Comment],
+    bot_login: &str,
+    only: Option<&str>,
+) -> Vec<CommentId> {
+    let only = only.map(reply_marker);
+    let mut seen = std::collections::BTreeMap::new();
+    let mut mine: Vec<&Comment> = comments.iter().filter(|c| c.author.is(bot_login)).collect();
+    mine.sort_by_key(|c| c.id.0);
+    let mut out = Vec::new();
+    for comment in mine {
+        let Some(marker) = reply_marker_of(&comment.body) else {
+            continue;
+        };
+        if only.as_deref().is_some_and(|o| o != marker) {
+            continue;
+        }
+        if seen.insert(marker, comment.id).is_some() {
+            out.push(comment.id);
+        }
+    }
+    out
+}
+
 /// A GitHub request that finally failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ForgeError {

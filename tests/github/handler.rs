@@ -538,6 +538,56 @@ async fn a_comments_commands_are_applied_once_and_answered_once() {
     assert_eq!(forge.with(|m| m.dispatches), 1);
 }
 
+/// A reply that a replica taken for dead sent, reaching GitHub after the job was taken over
+/// and answered again (or while the new answer was being written): the oldest of the two
+/// stays — at once when it landed before the new answer was read back, at the next job on
+/// the pull request when it landed later. A person's comment quoting the marker is never
+/// touched.
+#[tokio::test]
+async fn a_reply_that_landed_twice_is_left_once() {
+    let forge = MemoryForge::default();
+    forge.with(|m| {
+        m.permissions
+            .insert("maintainer".into(), Permission::Maintain);
+    });
+    let config = Config::default();
+    run(&forge, &config, iteration(record(1, 1))).await;
+    let input = comment(&forge, "maintainer", "/iterate help");
+    run(&forge, &config, input.clone()).await;
+    let replies = |forge: &MemoryForge| {
+        forge
+            .bot_comments()
+            .into_iter()
+            .filter(|b| b.starts_with("<!-- itergate:reply "))
+            .collect::<Vec<_>>()
+    };
+    let first = replies(&forge);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // The dead replica's copy lands late, and a person quotes the marker.
+    forge.with(|m| {
+        m.next_id += 1;
+        m.comments.push(Comment {
+            id: CommentId(m.next_id),
+            author: Actor::new(BOT, ActorKind::Bot),
+            body: first[0].clone(),
+        });
+    });
+    forge.comment("maintainer", &first[0]);
+    assert_eq!(replies(&forge).len(), 2);
+    // The next job on the pull request leaves one.
+    run(&forge, &config, iteration(record(2, 0))).await;
+    assert_eq!(replies(&forge), first);
+    assert_eq!(
+        forge.with(|m| m
+            .comments
+            .iter()
+            .filter(|c| c.author.is("maintainer") && c.body == first[0])
+            .count()),
+        1,
+        "a person's comment stays"
+    );
+}
+
 /// The state of the newest check run on `commit`: what branch protection reads.
 fn gate_on(forge: &MemoryForge, commit: &CommitSha) -> Option<CheckState> {
     forge.with(|m| {
