@@ -20,13 +20,12 @@ mod start;
 mod stop;
 mod work;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
 
 use crate::agent::{run_agent, AgentCommand, AgentExit, AgentRun, Usage};
-use crate::app::exit::ExitStatus;
 use crate::app::local::{self as task, current_task, Task};
 use crate::app::observe::RecordOptions;
 use crate::engine::{Decision, Evaluation, Recommendation};
@@ -46,7 +45,7 @@ use spend::{
     clock_spent, exit_text, minutes, per_run_limit, spend_cap, total_remaining, Allowance,
 };
 use start::{dry_run, end_task, next_position, record_start};
-use stop::{clock_stop, stop, tamper_stop, Cause};
+use stop::{announce, clock_stop, stop, tamper_stop, Cause, LoopOutcome};
 use work::{changed, commit_iteration, loop_dir, require_clean, short, untracked};
 
 /// What `itergate loop` was asked to do, its arguments parsed.
@@ -99,9 +98,6 @@ pub struct Terminal {
 /// budget is spent: `Ok` on an accept, [`Failure::Decided`] with the exit status otherwise.
 /// `env`'s budgets are the ones in force (the command tightened them by its flags).
 pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), Failure> {
-    let agent = &options.agent;
-    let task_text = &options.task_text;
-    let quiet = options.quiet;
     let repo = task::open_repository(env)?;
     let branch = git::head_branch(&repo)?.ok_or_else(|| {
         user(
@@ -109,99 +105,159 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         )
     })?;
     require_clean(&env.root)?;
-    let events = Events::new(options.json, quiet, terminal.print);
-    let confinement = Confinement::prepare(
-        env,
-        &repo,
-        options.sandbox.unwrap_or(env.config.agent_loop.sandbox),
-    )?;
+    let events = Events::new(options.json, options.quiet, terminal.print);
+    let sandbox = options.sandbox.unwrap_or(env.config.agent_loop.sandbox);
+    let confinement = Confinement::prepare(env, &repo, sandbox)?;
     if options.dry_run {
+        let with = (terminal, confinement.as_ref());
         return dry_run(
             env,
             &repo,
             &branch,
-            agent,
-            task_text,
+            &options.agent,
+            &options.task_text,
             options,
-            (terminal, confinement.as_ref()),
+            with,
         );
     }
     // Before anything is paid for: the start observed (every check must run on it), and its
     // failing tests recorded as the task's targets.
-    record_start(env, &repo, &branch, task_text, options, &events)?;
-    // What the checks left in the work tree (`.coverage`, caches): never the agent's work.
-    let mut leftovers = untracked(&env.root)?;
-    let limit = per_run_limit(env, options);
-    // A hard stop beside the engine's iteration limit (which a person's `itergate budget`
-    // raises), should a decision keep iterating past it.
-    let mut max = env.config.stopping_criteria.iteration_limits.max.max(1) + 1;
-    let started = Instant::now();
-    let mut previous_quality: Option<f64> = None;
-    // The writes the sandbox refused the agent, as its output said (a few).
-    let mut tried: Vec<String> = Vec::new();
-    let mut first_prompt = task_prompt(env, &branch, task_text)?;
-    // What the context rounds cost, counted with the first iteration.
-    let mut carried = Usage::unknown();
-    // A context round in which the agent went ahead and changed the code: the first
-    // iteration's work.
-    let mut worked: Option<(Oid, AgentRun, Duration)> = None;
-    let fresh = {
-        let store = task::open_store(env, &repo)?;
-        let current = current_task(env, store.repository(), None)?;
-        current.history(env, &store)?.is_empty()
+    record_start(env, &repo, &branch, &options.task_text, options, &events)?;
+    let mut run = LoopRun {
+        // What the checks left in the work tree (`.coverage`, caches): never the agent's work.
+        leftovers: untracked(&env.root)?,
+        limit: per_run_limit(env, options),
+        // A hard stop beside the engine's iteration limit (which a person's `itergate
+        // budget` raises), should a decision keep iterating past it.
+        max: env.config.stopping_criteria.iteration_limits.max.max(1) + 1,
+        started: Instant::now(),
+        previous_quality: None,
+        tried: Vec::new(),
+        first_prompt: task_prompt(env, &branch, &options.task_text)?,
+        carried: Usage::unknown(),
+        env,
+        options,
+        terminal,
+        repo,
+        branch,
+        events,
+        confinement,
     };
-    if fresh && !options.skip_context {
+    let mut worked = match run.seed()? {
+        Step::Again(worked) => worked,
+        Step::Done => return Ok(()),
+    };
+    for iteration in 1.. {
+        match run.iteration(iteration, worked.take().map(|w| *w))? {
+            Step::Again(_) => {}
+            Step::Done => return Ok(()),
+        }
+    }
+    unreachable!("the loop ends by a stop")
+}
+
+/// A context round in which the agent went ahead and changed the code (the first
+/// iteration's work), or an agent's run: HEAD before it, the run, what was left of the
+/// loop's wall clock when it started.
+type Work = (Oid, AgentRun, Duration);
+
+/// What the loop does next.
+enum Step {
+    /// Another iteration (with work already done for it, from a context round).
+    Again(Option<Box<Work>>),
+    /// Stopped, and said so: `Ok` returned by an accept; every other stop is the
+    /// [`Failure::Decided`] its step returned.
+    Done,
+}
+
+/// One `itergate loop`: what it was given and what it has learnt so far.
+struct LoopRun<'a> {
+    env: &'a Env,
+    options: &'a LoopOptions,
+    terminal: &'a Terminal,
+    repo: Repository,
+    branch: String,
+    events: Events,
+    confinement: Option<Confinement>,
+    /// One agent run's limit.
+    limit: Duration,
+    max: u32,
+    started: Instant,
+    leftovers: work::Leftovers,
+    previous_quality: Option<f64>,
+    /// The writes the sandbox refused the agent, as its output said (a few).
+    tried: Vec<String>,
+    first_prompt: String,
+    /// What the context rounds cost, counted with the first iteration.
+    carried: Usage,
+}
+
+impl LoopRun<'_> {
+    /// Seed 003's context rounds, on a task with no iteration yet.
+    fn seed(&mut self) -> Result<Step, Failure> {
+        let (env, options) = (self.env, self.options);
+        let fresh = {
+            let store = task::open_store(env, &self.repo)?;
+            let current = current_task(env, store.repository(), None)?;
+            current.history(env, &store)?.is_empty()
+        };
+        if !fresh || options.skip_context {
+            return Ok(Step::Again(None));
+        }
         let seed = Seed {
-            agent,
-            branch: &branch,
-            task: task_text,
+            agent: &options.agent,
+            branch: &self.branch,
+            task: &options.task_text,
             entry: options.entry.as_deref(),
             spec: options.spec.as_deref(),
-            limit,
-            started,
-            confinement: confinement.as_ref(),
+            limit: self.limit,
+            started: self.started,
+            confinement: self.confinement.as_ref(),
         };
-        match context_rounds(env, &repo, &seed, &events, &mut carried, &leftovers)? {
-            Seeded::Execute(prompt) => first_prompt = prompt,
-            Seeded::Worked(before, run, loop_left) => worked = Some((before, *run, loop_left)),
+        let rounds = context_rounds(
+            env,
+            &self.repo,
+            &seed,
+            &self.events,
+            &mut self.carried,
+            &self.leftovers,
+        )?;
+        match rounds {
+            Seeded::Execute(prompt) => self.first_prompt = prompt,
+            Seeded::Worked(before, run, loop_left) => {
+                return Ok(Step::Again(Some(Box::new((before, *run, loop_left)))))
+            }
             Seeded::Tampered(before, what) => {
-                return tamper_stop(env, &repo, (before, 0), &what, &events, quiet);
+                let quiet = options.quiet;
+                tamper_stop(env, &self.repo, (before, 0), &what, &self.events, quiet)?;
             }
             Seeded::Escalate(reason) => {
                 let summary =
                     format!("\nitergate loop: escalated before any iteration: {reason}\n");
-                events.emit(&LoopEvent::Stopped {
-                    outcome: "escalated",
-                    exit_code: ExitStatus::Escalate.code(),
-                    iteration: 0,
-                    best_iteration: None,
-                    commit: git::resolve_commit(&repo, "HEAD")
-                        .map(|o| o.to_string())
-                        .unwrap_or_default(),
-                    summary: summary.clone(),
-                    budget_stop_report: None,
-                });
-                if !events.json && !quiet {
-                    eprint!("{summary}");
-                }
-                return Err(Failure::Decided(ExitStatus::Escalate.code()));
+                let head = git::resolve_commit(&self.repo, "HEAD").ok();
+                self.stopped(LoopOutcome::Escalated, (0, None, head), &summary, None)?;
             }
         }
+        Ok(Step::Again(None))
     }
-    let mut iteration = 0;
-    loop {
-        iteration += 1;
-        let store = task::open_store(env, &repo)?;
+
+    /// One iteration: the prompt, the agent's work (or a context round's), its commit and
+    /// its judgement.
+    fn iteration(&mut self, iteration: u32, worked: Option<Work>) -> Result<Step, Failure> {
+        let (env, options) = (self.env, self.options);
+        let store = task::open_store(env, &self.repo)?;
         let current = current_task(env, store.repository(), None)?;
         let history = current.history(env, &store)?;
         // A round that already worked is committed and judged, whatever the clock says.
-        if clock_spent(env, started) && worked.is_none() {
+        if clock_spent(env, self.started) && worked.is_none() {
             // The loop's wall clock ran out (in a context round, or in the last run): no
             // agent starts with what is not left.
-            return clock_stop(env, &repo, options, &current, history, &events, quiet);
+            let (repo, events, quiet) = (&self.repo, &self.events, options.quiet);
+            clock_stop(env, repo, options, &current, history, events, quiet)?;
+            return Ok(Step::Done);
         }
         let prompt = if history.is_empty() {
-            first_prompt.clone()
+            self.first_prompt.clone()
         } else {
             let feedback = current.feedback(&store, &history)?;
             let base = task::stored_base(env, &store, &current)?;
@@ -210,14 +266,14 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             // The task comes first in every prompt; then what to revise.
             format!(
                 "{}\n{}",
-                task_prompt(env, &branch, task_text)?,
-                (terminal.revision_prompt)(env, &history, &evaluation.decision)?
+                task_prompt(env, &self.branch, &options.task_text)?,
+                (self.terminal.revision_prompt)(env, &history, &evaluation.decision)?
             )
         };
         // The engine numbers iterations by their place on the branch: the commit this run
         // makes comes after the branch's commits so far.
-        let number = next_position(env, &repo, &current);
-        let logs = loop_dir(&repo).join(format!("iteration-{number}"));
+        let number = next_position(env, &self.repo, &current);
+        let logs = loop_dir(&self.repo).join(format!("iteration-{number}"));
         // The prompt the iteration's work was asked with, in a file that exists: a context
         // round's that already worked, else this one's (written before any agent starts).
         let prompt_file = match &worked {
@@ -230,153 +286,192 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                 file
             }
         };
-        events.emit(&LoopEvent::IterationStarted {
+        self.events.emit(&LoopEvent::IterationStarted {
             iteration: number,
-            agent: &agent.name,
+            agent: &options.agent.name,
             prompt_file: prompt_file.display().to_string(),
         });
-        let remaining = total_remaining(env, started);
-        let cap = spend_cap(env, &history, &carried);
-        let (before, mut run, remaining) = match worked.take() {
-            Some(done) => done,
-            None if options.attempts > 1 => {
-                let before =
-                    git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-                events.phase(number, &format!("{} attempts running", options.attempts));
-                let outcome = attempts::best_of(
-                    env,
-                    &repo,
-                    agent,
-                    &prompt,
-                    (number, options.attempts),
-                    before,
-                    (limit.min(remaining), cap),
-                    (&logs, confinement.as_ref()),
-                )?;
-                if !outcome.tampered.is_empty() {
-                    return tamper_stop(
-                        env,
-                        &repo,
-                        (before, number),
-                        &outcome.tampered,
-                        &events,
-                        quiet,
-                    );
-                }
-                events.clear_line();
-                events.emit(&LoopEvent::Attempts {
-                    iteration: number,
-                    attempts: &outcome.judged,
-                    winner: outcome.won,
-                    why: &outcome.why,
-                });
-                if !events.json && !quiet {
-                    eprintln!(
-                        "itergate loop: iteration {number}: attempt {} of {} kept, {}",
-                        outcome.won, options.attempts, outcome.why
-                    );
-                }
-                (before, outcome.run, remaining)
-            }
-            None => {
-                let before =
-                    git::resolve_commit(&repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
-                let tick =
-                    |t: Duration| events.phase(number, &format!("agent running {}", minutes(t)));
-                let mut asked = Usage::unknown();
-                let mut rounds = 0;
-                let mut prompt_now = prompt.clone();
-                let run = loop {
-                    let guard = GitGuard::take(&repo, &branch, before)?;
-                    let sandbox = confinement.as_ref().map(|c| c.policy(&env.root, &logs));
-                    let mut run = run_agent(
-                        agent,
-                        &prompt_now,
-                        (&env.root, &logs),
-                        sandbox.as_ref(),
-                        (limit.min(total_remaining(env, started)), cap),
-                        &tick,
-                    )
-                    .map_err(|e| user(format!("running the agent `{}`: {e}", agent.name)))?;
-                    let tampered = guard.restore(&repo)?;
-                    if !tampered.is_empty() {
-                        return tamper_stop(
-                            env,
-                            &repo,
-                            (before, number),
-                            &tampered,
-                            &events,
-                            quiet,
-                        );
-                    }
-                    // A context report instead of work, after an iteration: answered by
-                    // `itergate context`'s rules, and the agent runs again with what it got.
-                    let report = (!history.is_empty()
-                        && rounds < env.config.context.max_rounds
-                        && !matches!(run.exit, AgentExit::Interrupted(_))
-                        && !changed(&env.root, &repo, before, &leftovers)?)
-                    .then(|| crate::context::parse_gap_report(&run.text))
-                    .flatten()
-                    .filter(|r| !r.is_ready());
-                    let Some(report) = report else {
-                        run.usage.add(&asked);
-                        break run;
-                    };
-                    rounds += 1;
-                    let store = task::open_store(env, &repo)?;
-                    let answer = crate::app::context::answer(env, &store, &current, &report)?;
-                    events.emit(&LoopEvent::ContextRound {
-                        round: rounds,
-                        outcome: if answer.escalated {
-                            "escalated"
-                        } else {
-                            "delivered"
-                        },
-                        items: answer.reply.items.len(),
-                    });
-                    if answer.escalated {
-                        // Filed on the latest iteration: nothing of this run is committed.
-                        let summary = format!(
-                            "\nitergate loop: escalated at iteration {number}: the agent asked for context that cannot be given ({})\n",
-                            crate::context::escalation_reason(&answer.reply, "itergate loop")
-                        );
-                        events.emit(&LoopEvent::Stopped {
-                            outcome: "escalated",
-                            exit_code: ExitStatus::Escalate.code(),
-                            iteration: number,
-                            best_iteration: None,
-                            commit: before.to_string(),
-                            summary: summary.clone(),
-                            budget_stop_report: None,
-                        });
-                        if !events.json && !quiet {
-                            eprint!("{summary}");
-                        }
-                        return Err(Failure::Decided(ExitStatus::Escalate.code()));
-                    }
-                    asked.add(&run.usage);
-                    let view =
-                        crate::context::delivery_view(&answer.reply, Some(&answer.commit), false);
-                    let delivery = env.renderer()?.render("context-delivery.md.j2", &view)?;
-                    prompt_now = format!("{prompt}\n{delivery}");
-                };
-                (before, run, remaining)
-            }
+        let remaining = total_remaining(env, self.started);
+        let cap = spend_cap(env, &history, &self.carried);
+        // The run's limit, the loop's wall clock left when it starts, the spend cap.
+        let budget = (self.limit.min(remaining), remaining, cap);
+        let work = match worked {
+            Some(done) => Some(done),
+            None if options.attempts > 1 => self.attempts(number, &prompt, &logs, budget)?,
+            None => self.agent(number, &prompt, &logs, (&history, &current), budget)?,
         };
+        let Some((before, run, remaining)) = work else {
+            return Ok(Step::Done);
+        };
+        drop(store);
+        let tip = self.commit(number, before, run, remaining)?;
+        self.judge(iteration, number, tip)
+    }
+
+    /// Best of `--attempts` agents; `None` when one changed what the loop owns (stopped).
+    fn attempts(
+        &self,
+        number: u32,
+        prompt: &str,
+        logs: &Path,
+        (limit, remaining, cap): (Duration, Duration, crate::agent::process::SpendCap),
+    ) -> Result<Option<Work>, Failure> {
+        let (env, options) = (self.env, self.options);
+        let before = git::resolve_commit(&self.repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+        self.events
+            .phase(number, &format!("{} attempts running", options.attempts));
+        let outcome = attempts::best_of(
+            env,
+            &self.repo,
+            &options.agent,
+            prompt,
+            (number, options.attempts),
+            before,
+            (limit, cap),
+            (logs, self.confinement.as_ref()),
+        )?;
+        if !outcome.tampered.is_empty() {
+            let (repo, events) = (&self.repo, &self.events);
+            tamper_stop(
+                env,
+                repo,
+                (before, number),
+                &outcome.tampered,
+                events,
+                options.quiet,
+            )?;
+            return Ok(None);
+        }
+        self.events.clear_line();
+        self.events.emit(&LoopEvent::Attempts {
+            iteration: number,
+            attempts: &outcome.judged,
+            winner: outcome.won,
+            why: &outcome.why,
+        });
+        if !self.events.json && !options.quiet {
+            eprintln!(
+                "itergate loop: iteration {number}: attempt {} of {} kept, {}",
+                outcome.won, options.attempts, outcome.why
+            );
+        }
+        Ok(Some((before, outcome.run, remaining)))
+    }
+
+    /// One agent, run again with what it asked for while it sends a context report instead
+    /// of work (`itergate context`'s rules); `None` when the loop stopped (the agent changed
+    /// what the loop owns, or asked for what cannot be given).
+    fn agent(
+        &self,
+        number: u32,
+        prompt: &str,
+        logs: &Path,
+        (history, current): (&crate::history::History, &Task),
+        (limit, remaining, cap): (Duration, Duration, crate::agent::process::SpendCap),
+    ) -> Result<Option<Work>, Failure> {
+        let (env, options, repo) = (self.env, self.options, &self.repo);
+        let before = git::resolve_commit(repo, "HEAD").map_err(|e| user(format!("{e:#}")))?;
+        let tick = |t: Duration| {
+            self.events
+                .phase(number, &format!("agent running {}", minutes(t)))
+        };
+        let mut asked = Usage::unknown();
+        let mut rounds = 0;
+        let mut prompt_now = prompt.to_string();
+        loop {
+            let guard = GitGuard::take(repo, &self.branch, before)?;
+            let sandbox = self.confinement.as_ref().map(|c| c.policy(&env.root, logs));
+            let budget = (limit.min(total_remaining(env, self.started)), cap);
+            let mut run = run_agent(
+                &options.agent,
+                &prompt_now,
+                (&env.root, logs),
+                sandbox.as_ref(),
+                budget,
+                &tick,
+            )
+            .map_err(|e| user(format!("running the agent `{}`: {e}", options.agent.name)))?;
+            let tampered = guard.restore(repo)?;
+            if !tampered.is_empty() {
+                tamper_stop(
+                    env,
+                    repo,
+                    (before, number),
+                    &tampered,
+                    &self.events,
+                    options.quiet,
+                )?;
+                return Ok(None);
+            }
+            // A context report instead of work, after an iteration: answered by `itergate
+            // context`'s rules, and the agent runs again with what it got.
+            let report = (!history.is_empty()
+                && rounds < env.config.context.max_rounds
+                && !matches!(run.exit, AgentExit::Interrupted(_))
+                && !changed(&env.root, repo, before, &self.leftovers)?)
+            .then(|| crate::context::parse_gap_report(&run.text))
+            .flatten()
+            .filter(|r| !r.is_ready());
+            let Some(report) = report else {
+                run.usage.add(&asked);
+                return Ok(Some((before, run, remaining)));
+            };
+            rounds += 1;
+            let store = task::open_store(env, repo)?;
+            let answer = crate::app::context::answer(env, &store, current, &report)?;
+            self.events.emit(&LoopEvent::ContextRound {
+                round: rounds,
+                outcome: if answer.escalated {
+                    "escalated"
+                } else {
+                    "delivered"
+                },
+                items: answer.reply.items.len(),
+            });
+            if answer.escalated {
+                // Filed on the latest iteration: nothing of this run is committed.
+                let summary = format!(
+                    "\nitergate loop: escalated at iteration {number}: the agent asked for context that cannot be given ({})\n",
+                    crate::context::escalation_reason(&answer.reply, "itergate loop")
+                );
+                self.stopped(
+                    LoopOutcome::Escalated,
+                    (number, None, Some(before)),
+                    &summary,
+                    None,
+                )?;
+            }
+            asked.add(&run.usage);
+            let view = crate::context::delivery_view(&answer.reply, Some(&answer.commit), false);
+            let delivery = env.renderer()?.render("context-delivery.md.j2", &view)?;
+            prompt_now = format!("{prompt}\n{delivery}");
+        }
+    }
+
+    /// What the agent left, as the iteration's commit (with the dependencies a sandboxed
+    /// agent named, installed).
+    fn commit(
+        &mut self,
+        number: u32,
+        before: Oid,
+        mut run: AgentRun,
+        remaining: Duration,
+    ) -> Result<Oid, Failure> {
+        let (env, repo) = (self.env, &self.repo);
         run.usage
-            .add(&std::mem::replace(&mut carried, Usage::unknown()));
+            .add(&std::mem::replace(&mut self.carried, Usage::unknown()));
         // The limit that stopped a run is the one that was smaller: say which.
-        let allowance = Allowance::of(limit, remaining);
-        let refused = match confinement {
+        let allowance = Allowance::of(self.limit, remaining);
+        let refused = match self.confinement {
             Some(_) => confine::refused(&run),
             None => Vec::new(),
         };
         for line in &refused {
-            if tried.len() < 5 && !tried.contains(line) {
-                tried.push(line.clone());
+            if self.tried.len() < 5 && !self.tried.contains(line) {
+                self.tried.push(line.clone());
             }
         }
-        events.emit(&LoopEvent::AgentFinished {
+        self.events.emit(&LoopEvent::AgentFinished {
             iteration: number,
             exit: exit_text(&run, &allowance),
             seconds: run.elapsed.as_secs_f64(),
@@ -384,54 +479,63 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             refused: &refused,
         });
         if let AgentExit::Interrupted(signal) = run.exit {
-            events.clear_line();
+            self.events.clear_line();
             eprintln!(
                 "itergate: interrupted: the agent was stopped; the branch is at {}, nothing of this iteration was committed or recorded",
-                short(git::resolve_commit(&repo, "HEAD").unwrap_or(before))
+                short(git::resolve_commit(repo, "HEAD").unwrap_or(before))
             );
             return Err(Failure::Interrupted(signal));
         }
+        let agent = &self.options.agent;
         let tip = commit_iteration(
             &env.root,
-            &repo,
+            repo,
             before,
             number,
             agent,
             (&run, &allowance),
-            &leftovers,
+            &self.leftovers,
         )?;
         // A dependency the sandboxed agent named in a manifest: installed by the loop.
-        if confinement.is_some() {
-            for said in install::install_dependencies(&env.root, &repo, (before, tip))? {
-                if !quiet {
+        if self.confinement.is_some() {
+            for said in install::install_dependencies(&env.root, repo, (before, tip))? {
+                if !self.options.quiet {
                     eprintln!("itergate loop: iteration {number}: {said}");
                 }
             }
         }
+        Ok(tip)
+    }
+
+    /// The iteration's commit judged as `itergate run` judges it; the hooks told; then
+    /// another iteration, or the stop.
+    fn judge(&mut self, iteration: u32, number: u32, tip: Oid) -> Result<Step, Failure> {
+        let (env, options, repo) = (self.env, self.options, &self.repo);
         // The agent ran: what the checks execute is scanned again and compared with the
         // start's (`app::sealed`).
         env.sealed.rescan();
-        events.phase(number, "checks");
-        let store = task::open_store(env, &repo)?;
+        self.events.phase(number, "checks");
+        let store = task::open_store(env, repo)?;
         let current = current_task(env, store.repository(), None)?;
         let record = RecordOptions {
             progress: Progress::from_quiet(true),
             rescore: false,
         };
         task::record_commit(env, &store, &current, tip, record)?;
-        leftovers = untracked(&env.root)?;
+        self.leftovers = untracked(&env.root)?;
         let history = current.history(env, &store)?;
         let feedback = current.feedback(&store, &history)?;
         let base = task::stored_base(env, &store, &current)?;
         let evaluation = task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
-        events.clear_line();
-        (terminal.report)(
+        self.events.clear_line();
+        let quiet = options.quiet || self.events.json;
+        (self.terminal.report)(
             env,
             store.repository(),
             &current,
             &history,
             &evaluation,
-            quiet || events.json,
+            quiet,
         )?;
         let records = history.into_records();
         let latest = records.last();
@@ -442,7 +546,7 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
         let quality = latest
             .filter(|r| r.status != crate::model::Status::Void)
             .and_then(|r| r.quality);
-        events.emit(&LoopEvent::Judged {
+        self.events.emit(&LoopEvent::Judged {
             iteration: number,
             commit: tip.to_string(),
             recommendation: recommendation.as_str(),
@@ -454,24 +558,18 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
             task: Some(current.report(env)),
         })
         .map_err(|e| Failure::Internal(e.into()))?;
-        run_hooks(
-            env,
-            "on_iteration",
-            &env.config.agent_loop.on_iteration,
-            &report_json,
-        );
-        if let (Some(now), Some(before)) = (quality, previous_quality) {
-            if now < before {
-                run_hooks(
-                    env,
-                    "on_regression",
-                    &env.config.agent_loop.on_regression,
-                    &report_json,
-                );
-            }
+        let hooks = &env.config.agent_loop;
+        run_hooks(env, "on_iteration", &hooks.on_iteration, &report_json);
+        if quality
+            .zip(self.previous_quality)
+            .is_some_and(|(now, before)| now < before)
+        {
+            run_hooks(env, "on_regression", &hooks.on_regression, &report_json);
         }
-        previous_quality = quality.or(previous_quality);
-        max = max.max(decision.budget.max_iterations.saturating_add(1));
+        self.previous_quality = quality.or(self.previous_quality);
+        self.max = self
+            .max
+            .max(decision.budget.max_iterations.saturating_add(1));
         // A test that failed earlier and now expects something else is a person's call,
         // not another round for the agent.
         let to_confirm = latest
@@ -487,44 +585,57 @@ pub fn run(env: &Env, options: &LoopOptions, terminal: &Terminal) -> Result<(), 
                 let said = i.finding.split(": ").next().unwrap_or(&i.finding);
                 format!("a person confirms the behaviour change: {said}")
             });
-        if recommendation == Recommendation::Iterate && iteration < max && to_confirm.is_none() {
-            continue;
+        if recommendation == Recommendation::Iterate && iteration < self.max && to_confirm.is_none()
+        {
+            return Ok(Step::Again(None));
         }
         let cause = to_confirm.as_deref().map_or(Cause::Decided, Cause::Confirm);
+        let targets = (records.as_slice(), current.targets.as_slice());
         let mut stop = stop(
             env,
-            &repo,
+            repo,
             (options.restore_best, cause),
-            (&records, &current.targets),
+            targets,
             &evaluation,
             tip,
         )?;
-        if !tried.is_empty() {
+        if !self.tried.is_empty() {
             // What the agent tried that the sandbox refused: a person should know.
             stop.summary.push_str(&format!(
                 "The sandbox refused some of the agent's writes; its output said:\n{}\n",
-                confine::quoted(&tried)
+                confine::quoted(&self.tried)
             ));
         }
-        events.emit(&LoopEvent::Stopped {
-            outcome: stop.outcome,
-            exit_code: stop.exit_code,
-            iteration: number,
-            best_iteration: stop.best,
-            commit: stop.commit.to_string(),
-            summary: stop.summary.clone(),
-            budget_stop_report: decision.budget_stop_report.as_ref(),
-        });
-        if !events.json && !quiet {
-            eprint!("{}", stop.summary);
+        let at = (number, stop.best, Some(stop.commit));
+        let said = self.stopped(
+            stop.outcome,
+            at,
+            &stop.summary,
+            decision.budget_stop_report.as_ref(),
+        );
+        run_hooks(env, "on_stop", &hooks.on_stop, &report_json);
+        if stop.outcome == LoopOutcome::Accepted {
+            end_task(env, repo, &self.branch)?;
         }
-        run_hooks(env, "on_stop", &env.config.agent_loop.on_stop, &report_json);
-        if stop.exit_code == 0 {
-            end_task(env, &repo, &branch)?;
-        }
-        return match stop.exit_code {
-            0 => Ok(()),
-            code => Err(Failure::Decided(code)),
-        };
+        said.map(|()| Step::Done)
+    }
+
+    /// Says how the loop ended (the `stopped` event, the hand-off on stderr): `Ok` for an
+    /// accept, else the outcome's exit status as [`Failure::Decided`].
+    fn stopped(
+        &self,
+        outcome: LoopOutcome,
+        (iteration, best, commit): (u32, Option<u32>, Option<Oid>),
+        summary: &str,
+        budget_stop_report: Option<&crate::engine::BudgetStopReport>,
+    ) -> Result<(), Failure> {
+        announce(
+            &self.events,
+            self.options.quiet,
+            outcome,
+            (iteration, best, commit),
+            summary,
+            budget_stop_report,
+        )
     }
 }

@@ -16,10 +16,38 @@ use super::start::loop_start;
 use super::work::short;
 use super::LoopOptions;
 
+/// How the loop ended, as the `stopped` event names it and the exit table maps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LoopOutcome {
+    Accepted,
+    Escalated,
+    /// A budget or the loop's wall clock ran out: a person decides, as for an escalation.
+    BudgetExhausted,
+    Aborted,
+}
+
+impl LoopOutcome {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            LoopOutcome::Accepted => "accepted",
+            LoopOutcome::Escalated => "escalated",
+            LoopOutcome::BudgetExhausted => "budget_exhausted",
+            LoopOutcome::Aborted => "aborted",
+        }
+    }
+
+    pub(super) fn exit(self) -> ExitStatus {
+        match self {
+            LoopOutcome::Accepted => ExitStatus::Success,
+            LoopOutcome::Escalated | LoopOutcome::BudgetExhausted => ExitStatus::Escalate,
+            LoopOutcome::Aborted => ExitStatus::Abort,
+        }
+    }
+}
+
 /// How the loop ended.
 pub(super) struct Stop {
-    pub(super) outcome: &'static str,
-    pub(super) exit_code: u8,
+    pub(super) outcome: LoopOutcome,
     /// Where the branch is left.
     pub(super) commit: Oid,
     /// The iteration the loop calls its best: honest, scored, its targets passing.
@@ -55,24 +83,20 @@ pub(super) fn stop(
     // `run --exit-code`'s statuses: a budget that ran out stops for a person, as an
     // escalation does.
     let recommendation = decision.recommendation();
-    let (outcome, exit_code) = match recommendation {
-        _ if matches!(cause, Cause::Tampered(_) | Cause::Confirm(_)) => {
-            ("escalated", ExitStatus::Escalate)
-        }
-        Recommendation::Accept => ("accepted", ExitStatus::Success),
-        _ if clock_out || decision.budget_stop_report.is_some() => {
-            ("budget_exhausted", ExitStatus::Escalate)
-        }
-        Recommendation::Abort => ("aborted", ExitStatus::Abort),
-        _ => ("escalated", ExitStatus::Escalate),
+    let outcome = match recommendation {
+        _ if matches!(cause, Cause::Tampered(_) | Cause::Confirm(_)) => LoopOutcome::Escalated,
+        Recommendation::Accept => LoopOutcome::Accepted,
+        _ if clock_out || decision.budget_stop_report.is_some() => LoopOutcome::BudgetExhausted,
+        Recommendation::Abort => LoopOutcome::Aborted,
+        _ => LoopOutcome::Escalated,
     };
-    let exit_code = exit_code.code();
+    let accepted = outcome == LoopOutcome::Accepted;
     let mut commit = tip;
     let mut restored = None;
     // Whatever stopped the loop short of an accept, the branch is left at the best
     // iteration (never a VOID one: it has no score), the last kept as a ref.
     // A behaviour change to confirm is confirmed where it was made.
-    if outcome != "accepted" && restore_best && !matches!(cause, Cause::Confirm(_)) {
+    if !accepted && restore_best && !matches!(cause, Cause::Confirm(_)) {
         if let Some(best) = best.filter(|b| b.commit.0 != tip.to_string()) {
             let oid = Oid::from_str(&best.commit.0).map_err(anyhow::Error::from)?;
             restore(repo, tip, oid)?;
@@ -89,7 +113,7 @@ pub(super) fn stop(
             }
         }
     }
-    if outcome != "accepted" {
+    if !accepted {
         // Where the branch is left, the history alone may read as "iterate" (a limit that
         // a flag tightened for this run only, a wall clock): the escalation is filed there,
         // so the next loop waits for a person's accept, adjust or budget all the same.
@@ -99,7 +123,7 @@ pub(super) fn stop(
             Cause::Decided => decision
                 .stopping_reason
                 .as_ref()
-                .map_or_else(|| outcome.to_string(), |r| r.summary.clone()),
+                .map_or_else(|| outcome.as_str().to_string(), |r| r.summary.clone()),
         };
         let last = if restored.is_some() {
             format!("; its last iteration is {}", kept_ref(repo, "last"))
@@ -118,7 +142,6 @@ pub(super) fn stop(
     );
     Ok(Stop {
         outcome,
-        exit_code,
         commit,
         best: best_iteration,
         summary,
@@ -217,12 +240,12 @@ pub(super) fn restore(repo: &Repository, last: Oid, best: Oid) -> Result<(), Fai
 pub(super) fn hand_off(
     records: &[IterationRecord],
     evaluation: &Evaluation,
-    (outcome, cause): (&str, Cause),
+    (outcome, cause): (LoopOutcome, Cause),
     (best, restored): (Option<u32>, Option<u32>),
     (tip, kept): (Oid, &str),
 ) -> String {
     let decision = &evaluation.decision;
-    let mut text = format!("\nitergate loop: {}", outcome.replace('_', " "));
+    let mut text = format!("\nitergate loop: {}", outcome.as_str().replace('_', " "));
     match (cause, &decision.stopping_reason) {
         (Cause::Tampered(what) | Cause::Confirm(what), _) => {
             text.push_str(&format!(" ({what})"));
@@ -284,7 +307,8 @@ pub(super) fn hand_off(
         )),
         None => {}
     }
-    if outcome != "accepted" && (restored == Some(0) || !decision.next_steps.is_empty()) {
+    if outcome != LoopOutcome::Accepted && (restored == Some(0) || !decision.next_steps.is_empty())
+    {
         text.push_str("What remains:\n");
         // Back at the start there is no iteration to accept: a person adjusts or budgets.
         let steps = decision
@@ -349,12 +373,14 @@ pub(super) fn clock_stop(
             stop.best,
         )
     };
-    stopped_for_a_person(
+    let at = (iteration, best, Some(commit));
+    announce(
         events,
         quiet,
-        "budget_exhausted",
-        (iteration, best, commit),
+        LoopOutcome::BudgetExhausted,
+        at,
         &summary,
+        None,
     )
 }
 
@@ -432,31 +458,37 @@ pub(super) fn tamper_stop(
             stop.best,
         )
     };
-    stopped_for_a_person(events, quiet, "escalated", (number, best, commit), &summary)
+    let at = (number, best, Some(commit));
+    announce(events, quiet, LoopOutcome::Escalated, at, &summary, None)
 }
 
-/// Says the loop stopped for a person (exit 20): the `stopped` event and the hand-off.
-fn stopped_for_a_person(
+/// Says how the loop ended: the `stopped` event and the hand-off on stderr. `Ok` for an
+/// accept, else the outcome's exit status as [`Failure::Decided`].
+pub(super) fn announce(
     events: &Events,
     quiet: bool,
-    outcome: &'static str,
-    (iteration, best, commit): (u32, Option<u32>, Oid),
+    outcome: LoopOutcome,
+    (iteration, best, commit): (u32, Option<u32>, Option<Oid>),
     summary: &str,
+    budget_stop_report: Option<&crate::engine::BudgetStopReport>,
 ) -> Result<(), Failure> {
     events.clear_line();
     events.emit(&LoopEvent::Stopped {
-        outcome,
-        exit_code: ExitStatus::Escalate.code(),
+        outcome: outcome.as_str(),
+        exit_code: outcome.exit().code(),
         iteration,
         best_iteration: best,
-        commit: commit.to_string(),
+        commit: commit.map(|c| c.to_string()).unwrap_or_default(),
         summary: summary.to_string(),
-        budget_stop_report: None,
+        budget_stop_report,
     });
     if !events.json && !quiet {
         eprint!("{summary}");
     }
-    Err(Failure::Decided(ExitStatus::Escalate.code()))
+    match outcome.exit() {
+        ExitStatus::Success => Ok(()),
+        status => Err(Failure::Decided(status.code())),
+    }
 }
 
 #[cfg(test)]
