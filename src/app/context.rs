@@ -60,9 +60,7 @@ pub fn answer(
     let (tree, observation, policy) = commit_context(env, store, commit)?;
     let log = store.read_context_rounds(commit)?;
     let answered = context_use(latest.iteration, &log).rounds;
-    let feedback = task.feedback(store, &history)?;
-    let base = task::stored_base(env, store, task)?;
-    let evaluation = task::evaluate_task(env, task, &history, &feedback, base.as_ref())?;
+    let evaluation = task.evaluate(env, store, &history)?;
     let decision = serde_norway::to_string(&DecisionReport {
         iteration_decision: evaluation.decision,
         task: None,

@@ -378,6 +378,19 @@ impl Task {
         Ok(History::by_position(records))
     }
 
+    /// The decision on `history` (this task's), with what people said and the base's record:
+    /// the one sequence every command and mode runs before it reports.
+    pub fn evaluate(
+        &self,
+        env: &Env,
+        store: &NotesStore,
+        history: &History,
+    ) -> Result<Evaluation, Failure> {
+        let feedback = self.feedback(store, history)?;
+        let base = stored_base(env, store, self)?;
+        evaluate_task(env, self, history, &feedback, base.as_ref())
+    }
+
     /// What people decided on this task, as the engine reads it, given its recorded
     /// `history`. The decisions of each commit up to the latest recorded one are applied in
     /// order; each recorded iteration first clears what was said about the one before

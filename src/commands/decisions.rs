@@ -133,9 +133,7 @@ fn decide(
             );
         }
     }
-    let feedback = task.feedback(&store, &history)?;
-    let base = task::stored_base(env, &store, &task)?;
-    let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
+    let evaluation = task.evaluate(env, &store, &history)?;
     let checked_out = match branch {
         None => true,
         Some(name) => git::head_branch(repo)?.as_deref() == Some(name),

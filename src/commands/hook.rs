@@ -129,9 +129,7 @@ fn score_push(
         }
         task.record_start(env, &store)?;
         let history = task.history(env, &store)?;
-        let feedback = task.feedback(&store, &history)?;
-        let base = task::stored_base(env, &store, &task)?;
-        let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
+        let evaluation = task.evaluate(env, &store, &history)?;
         let decision = &evaluation.decision;
         if !quiet {
             eprintln!();

@@ -45,9 +45,7 @@ pub fn run(env: &Env, args: &RunArgs, quiet: bool) -> Result<(), Failure> {
         );
     }
     let history = task.history(env, &store)?;
-    let feedback = task.feedback(&store, &history)?;
-    let base = task::stored_base(env, &store, &task)?;
-    let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
+    let evaluation = task.evaluate(env, &store, &history)?;
     report::report(env, store.repository(), &task, &history, &evaluation, quiet)?;
     deliver(&evaluation, Some(task.report(env)), &args.output)
 }
@@ -91,9 +89,7 @@ fn recorded_decision(env: &Env) -> Result<(Task, Vec<IterationRecord>, Evaluatio
     if history.is_empty() {
         return Err(nothing_recorded(&task.name));
     }
-    let feedback = task.feedback(&store, &history)?;
-    let base = task::stored_base(env, &store, &task)?;
-    let evaluation = task::evaluate_task(env, &task, &history, &feedback, base.as_ref())?;
+    let evaluation = task.evaluate(env, &store, &history)?;
     Ok((task, history.into_records(), evaluation))
 }
 

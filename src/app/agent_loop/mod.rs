@@ -259,10 +259,7 @@ impl LoopRun<'_> {
         let prompt = if history.is_empty() {
             self.first_prompt.clone()
         } else {
-            let feedback = current.feedback(&store, &history)?;
-            let base = task::stored_base(env, &store, &current)?;
-            let evaluation =
-                task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+            let evaluation = current.evaluate(env, &store, &history)?;
             // The task comes first in every prompt; then what to revise.
             format!(
                 "{}\n{}",
@@ -524,9 +521,7 @@ impl LoopRun<'_> {
         task::record_commit(env, &store, &current, tip, record)?;
         self.leftovers = untracked(&env.root)?;
         let history = current.history(env, &store)?;
-        let feedback = current.feedback(&store, &history)?;
-        let base = task::stored_base(env, &store, &current)?;
-        let evaluation = task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+        let evaluation = current.evaluate(env, &store, &history)?;
         self.events.clear_line();
         let quiet = options.quiet || self.events.json;
         (self.terminal.report)(

@@ -52,10 +52,7 @@ pub(super) fn record_start(
             let current = current_task(env, store.repository(), Some(branch))?;
             let history = current.history(env, &store)?;
             if !history.is_empty() {
-                let feedback = current.feedback(&store, &history)?;
-                let base = task::stored_base(env, &store, &current)?;
-                let evaluation =
-                    task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+                let evaluation = current.evaluate(env, &store, &history)?;
                 if evaluation.decision.recommendation() == Recommendation::Escalate {
                     let why = evaluation
                         .decision

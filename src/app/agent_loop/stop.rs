@@ -351,9 +351,7 @@ pub(super) fn clock_stop(
         )
     } else {
         let store = task::open_store(env, repo)?;
-        let feedback = current.feedback(&store, &history)?;
-        let base = task::stored_base(env, &store, current)?;
-        let evaluation = task::evaluate_task(env, current, &history, &feedback, base.as_ref())?;
+        let evaluation = current.evaluate(env, &store, &history)?;
         let records = history.into_records();
         let stop = stop(
             env,
@@ -440,9 +438,7 @@ pub(super) fn tamper_stop(
             None,
         )
     } else {
-        let feedback = current.feedback(&store, &history)?;
-        let base = task::stored_base(env, &store, &current)?;
-        let evaluation = task::evaluate_task(env, &current, &history, &feedback, base.as_ref())?;
+        let evaluation = current.evaluate(env, &store, &history)?;
         let records = history.into_records();
         let stop = stop(
             env,
