@@ -9,6 +9,7 @@
 //! was recorded), [`Failure::Blocked`] a gate that stopped a push, and
 //! [`Failure::Internal`] everything else (exit status 1).
 
+pub mod actions;
 pub mod agent_loop;
 pub mod clean_env;
 pub mod context;
