@@ -455,11 +455,13 @@ impl Task {
         let earlier = self.earlier_observations(env, store, commit)?;
         let void = Task::void_iterations(store, &earlier)?;
         let trusted_run = match self.start {
-            Some(start) => match super::trusted::cached(env, store, start, commit, &observed)? {
-                super::trusted::Cached::Missing => return Ok(None),
-                super::trusted::Cached::Found(run) => Some(run),
-                super::trusted::Cached::NotNeeded => None,
-            },
+            Some(start) => {
+                match super::trusted::cached(env, store, (start, &earlier), commit, &observed)? {
+                    super::trusted::Cached::Missing => return Ok(None),
+                    super::trusted::Cached::Found(run) => Some(run),
+                    super::trusted::Cached::NotNeeded => None,
+                }
+            }
             None => None,
         };
         let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
@@ -592,8 +594,13 @@ pub fn record_commit(
         };
         (&unsealed, format!("{key}{UNSEALED_RECORD}"))
     };
+    // The start's tests judge the code: the recorded start's, so a spec committed on the
+    // branch before the work is trusted like one on the base (and a spec an earlier
+    // iteration added, as it failed there).
+    let earlier = task.earlier_observations(env, store, commit)?;
+    let starts = task.start.map(|start| (start, earlier.as_slice()));
     let observed_with_base =
-        beside_the_starts_tests(env, store, (task.start, commit), options.progress, || {
+        beside_the_starts_tests(env, store, (starts, commit), options.progress, || {
             observe_with_base(env, store, commit, base, options)
         })?;
     let (observed, ran, base_observed) = match observed_with_base {
@@ -605,12 +612,11 @@ pub fn record_commit(
     if !ran && !environment.is_empty() {
         environment.measured = Some(Measured::Before);
     }
-    // The start's tests judge the code: the recorded start's, so a spec committed on the
-    // branch before the work is trusted like one on the base.
-    let earlier = task.earlier_observations(env, store, commit)?;
     let void = Task::void_iterations(store, &earlier)?;
     let trusted_run = match task.start {
-        Some(start) => super::trusted::observe(env, store, start, commit, &observed, options)?,
+        Some(start) => {
+            super::trusted::observe(env, store, (start, &earlier), commit, &observed, options)?
+        }
         None => None,
     };
     let trusted = super::trusted::verdict(&env.config, trusted_run.as_ref());
@@ -660,7 +666,7 @@ pub fn record_commit(
 fn beside_the_starts_tests<T>(
     env: &Env,
     store: &NotesStore,
-    (start, commit): (Option<Oid>, Oid),
+    (start, commit): (Option<(Oid, &[(Oid, Observation)])>, Oid),
     progress: Progress,
     observe: impl FnOnce() -> T,
 ) -> Result<T, Failure> {

@@ -58,12 +58,12 @@ pub enum Cached {
 pub fn observe(
     env: &Env,
     store: &NotesStore,
-    start: Oid,
+    (start, earlier): (Oid, &[(Oid, Observation)]),
     commit: Oid,
     observed: &Observation,
     options: RecordOptions,
 ) -> Result<Option<Run>, Failure> {
-    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
         return Ok(None);
     };
     let options = RecordOptions {
@@ -90,11 +90,11 @@ pub fn observe(
 pub fn cached(
     env: &Env,
     store: &NotesStore,
-    start: Oid,
+    (start, earlier): (Oid, &[(Oid, Observation)]),
     commit: Oid,
     observed: &Observation,
 ) -> Result<Cached, Failure> {
-    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
         return Ok(Cached::NotNeeded);
     };
     Ok(match found(env, store, &plan)? {
@@ -163,11 +163,14 @@ pub fn harness_files(config: &Config) -> Result<impl Fn(&str) -> bool, Failure> 
 }
 
 /// The trusted tree of `commit` against `start`, or `None` when the change touched no
-/// test or harness file (or no check reports tests).
+/// test or harness file (or no check reports tests). `earlier` are the task's iterations
+/// before `commit` (commit and observation, oldest first): a test file the task added whose
+/// tests failed in one of them (a spec committed as the task's first iteration) takes the
+/// version they failed with, as the start's files do.
 pub fn plan(
     env: &Env,
     repo: &Repository,
-    start: Oid,
+    (start, earlier): (Oid, &[(Oid, Observation)]),
     commit: Oid,
     observed: &Observation,
 ) -> Result<Option<Plan>, Failure> {
@@ -186,7 +189,7 @@ pub fn plan(
         })
         .map(|c| c.name.split('.').next().unwrap_or(&c.name))
         .collect();
-    plan_for(env, repo, (start, commit), &test_checks)
+    plan_for(env, repo, (start, earlier, commit), &test_checks)
 }
 
 /// The trusted tree [`plan`] will most likely ask for, before the commit's own checks ran:
@@ -195,7 +198,7 @@ pub fn plan(
 pub fn predicted(
     env: &Env,
     repo: &Repository,
-    start: Oid,
+    (start, earlier): (Oid, &[(Oid, Observation)]),
     commit: Oid,
 ) -> Result<Option<Plan>, Failure> {
     let test_checks: Vec<&str> = env
@@ -209,13 +212,13 @@ pub fn predicted(
         })
         .map(|(name, _)| name.as_str())
         .collect();
-    plan_for(env, repo, (start, commit), &test_checks)
+    plan_for(env, repo, (start, earlier, commit), &test_checks)
 }
 
 fn plan_for(
     env: &Env,
     repo: &Repository,
-    (start, commit): (Oid, Oid),
+    (start, earlier, commit): (Oid, &[(Oid, Observation)], Oid),
     test_checks: &[&str],
 ) -> Result<Option<Plan>, Failure> {
     let config = &env.config;
@@ -262,7 +265,7 @@ fn plan_for(
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
-                (Part::Whole, _, None) => None,
+                (Part::Whole, _, None) => first_failing_version(repo, earlier, &path),
                 (_, Some(text), _) => {
                     if Some(&text) == head_text.as_ref() {
                         continue; // its test settings did not change
@@ -331,6 +334,36 @@ fn plan_for(
         env,
         edited,
     }))
+}
+
+/// The version of `path` in the task's earliest iteration where a test of that file failed:
+/// a spec the task added, as it was written before anything made it pass.
+fn first_failing_version(
+    repo: &Repository,
+    earlier: &[(Oid, Observation)],
+    path: &str,
+) -> Option<(Oid, i32)> {
+    earlier.iter().find_map(|(commit, observed)| {
+        let failed_here = observed.checks.iter().any(|c| match &c.result {
+            CheckResult::Report {
+                report: Report::Tests(t),
+                ..
+            } => t.problems.iter().any(|case| {
+                matches!(
+                    case.outcome,
+                    crate::signals::report::TestOutcome::Failed
+                        | crate::signals::report::TestOutcome::Errored
+                ) && case.file.as_deref() == Some(path)
+            }),
+            _ => false,
+        });
+        if !failed_here {
+            return None;
+        }
+        let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
+        let entry = tree.get_path(std::path::Path::new(path)).ok()?;
+        Some((entry.id(), entry.filemode()))
+    })
 }
 
 fn text(repo: &Repository, entry: Option<&git2::TreeEntry>) -> Option<String> {

@@ -181,3 +181,37 @@ fn a_tests_check_that_runs_no_test_is_not_a_pass() {
         "{text}"
     );
 }
+
+/// A spec committed as the task's first iteration (its test fails), then its assertion
+/// rewritten alone, then a README-only commit: the spec as first written judges the code in
+/// every later iteration, so none is accepted. Its honest implementation is.
+#[test]
+fn a_spec_added_by_the_task_judges_every_later_iteration() {
+    const SPEC: &str = "from slugs import slug\n\n\ndef test_collapses_spaces():\n    assert slug('a  b') == 'a-b'\n";
+    let p = Project::new(CONFIG);
+    let (code, text) = p.iteration(
+        &[("slugs.py", CODE), ("tests/test_spec.py", SPEC)],
+        "spec: collapse runs of spaces",
+    );
+    assert_eq!(code, 10, "the spec fails: {text}");
+    let (code, text) = p.iteration(
+        &[("tests/test_spec.py", &SPEC.replace("'a-b'", "'a--b'"))],
+        "agent: align the spec",
+    );
+    assert_ne!(code, 0, "{text}");
+    let (code, text) = p.iteration(&[("README.md", "# slugs\n")], "docs: a README");
+    assert_ne!(code, 0, "never ACCEPT after a rewrite: {text}");
+    assert!(
+        text.contains("test_collapses_spaces was changed to pass"),
+        "{text}"
+    );
+    let honest = CODE.replace(
+        "text.strip().lower().replace(' ', '-')",
+        "'-'.join(text.strip().lower().split())",
+    );
+    let (code, text) = p.iteration(
+        &[("slugs.py", &honest), ("tests/test_spec.py", SPEC)],
+        "agent: collapse runs of spaces",
+    );
+    assert_eq!(code, 0, "the honest implementation is ACCEPT: {text}");
+}
