@@ -658,6 +658,9 @@ pub fn record_commit(
     Ok((record, ran))
 }
 
+/// The task's recorded start and its iterations before the commit (commit, observation).
+type Starts<'a> = (Oid, &'a [(Oid, Observation)]);
+
 /// Runs `observe` (the commit's checks, and the base's) while the start's tests run on the
 /// commit's code (the trusted run, [`super::trusted::predicted`]) when the change touched
 /// tests and that run is not cached yet: an iteration after a test edit then costs about one
@@ -666,7 +669,7 @@ pub fn record_commit(
 fn beside_the_starts_tests<T>(
     env: &Env,
     store: &NotesStore,
-    (start, commit): (Option<(Oid, &[(Oid, Observation)])>, Oid),
+    (start, commit): (Option<Starts>, Oid),
     progress: Progress,
     observe: impl FnOnce() -> T,
 ) -> Result<T, Failure> {
