@@ -138,10 +138,6 @@ async fn run(args: &Settings) -> Result<(), Failure> {
         Ok(n) => tracing::info!("{n} jobs of a process that is gone run again now"),
         Err(e) => tracing::warn!("freeing the leases of processes that are gone: {e}"),
     }
-    tokio::spawn(heartbeat(
-        store.clone(),
-        Duration::from_secs(args.lease_seconds.max(3) / 3),
-    ));
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.identify(&me.id, store.backend());
     let wake = Arc::new(Notify::new());
@@ -216,12 +212,15 @@ async fn run(args: &Settings) -> Result<(), Failure> {
         schedule,
         stop.clone(),
     ));
+    let pacer = Arc::new(paced::Pacer::new(args.writes_per_minute));
+    let beat = Duration::from_secs(args.lease_seconds.max(3) / 3);
+    tokio::spawn(heartbeat(store.clone(), beat, pacer.clone()));
     let workers = tokio::spawn(start_workers(
         args.workers.max(1),
         WorkerParts {
             store: store.clone(),
             installations,
-            pacer: Arc::new(paced::Pacer::new(args.writes_per_minute)),
+            pacer: pacer.clone(),
             metrics,
             renderer,
             wake,
@@ -414,12 +413,19 @@ fn machine() -> String {
     }
 }
 
-/// Beats this replica's heart every `every` until the process ends.
-async fn heartbeat(store: store::Store, every: Duration) {
+/// Beats this replica's heart every `every` until the process ends, and gives the pacer
+/// this replica's share among the live ones (a heartbeat within three beats).
+async fn heartbeat(store: store::Store, every: Duration, pacer: Arc<paced::Pacer>) {
     loop {
         tokio::time::sleep(every).await;
-        if let Err(e) = store.heartbeat(&replica().id, store::now_ms()).await {
+        let now = store::now_ms();
+        if let Err(e) = store.heartbeat(&replica().id, now).await {
             tracing::warn!("the replica's heartbeat: {e}");
+        }
+        let recent = now - 3 * i64::try_from(every.as_millis()).unwrap_or(i64::MAX / 4);
+        if let Ok(replicas) = store.replicas().await {
+            let live = replicas.iter().filter(|r| r.3 >= recent).count();
+            pacer.share_with(u32::try_from(live).unwrap_or(u32::MAX));
         }
     }
 }

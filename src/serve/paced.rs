@@ -6,6 +6,8 @@
 //! [`MAX_INLINE_WAIT`] waits; a longer wait is not slept inside the worker (which other
 //! installations' jobs need): the job ends with [`ForgeError::Paced`] and is rescheduled for
 //! when its installation may write again, without counting an attempt. Nothing is dropped.
+//! With N replicas live on one database, each paces at its share (`--writes-per-minute` / N,
+//! the burst too), so the installation's writes stay under the limit together.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -29,7 +31,10 @@ pub const BURST: u32 = 10;
 
 /// The pace of every installation's writes.
 pub struct Pacer {
-    interval: Duration,
+    /// One replica's interval between writes.
+    alone: Duration,
+    /// This replica's share: the interval and the burst, with the replicas live now.
+    share: Mutex<(Duration, u32)>,
     turns: Mutex<Turns>,
     /// Reactions made lately: a job run again does not react (and pay a turn) twice.
     reacted: Mutex<Recent>,
@@ -51,8 +56,10 @@ const RESERVATION_KEPT: Duration = Duration::from_secs(600);
 
 impl Pacer {
     pub fn new(writes_per_minute: u32) -> Pacer {
+        let alone = Duration::from_secs(60) / writes_per_minute.max(1);
         Pacer {
-            interval: Duration::from_secs(60) / writes_per_minute.max(1),
+            alone,
+            share: Mutex::new((alone, BURST)),
             turns: Mutex::new(Turns::default()),
             reacted: Mutex::new(Recent::default()),
         }
@@ -67,6 +74,7 @@ impl Pacer {
         max_wait: Duration,
         job: Option<i64>,
     ) -> Result<(), Duration> {
+        let (interval, burst) = *self.share.lock().unwrap_or_else(|p| p.into_inner());
         let wait = {
             let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
@@ -86,13 +94,13 @@ impl Pacer {
                     .unwrap_or(now)
                     .max(now);
                 let allowed_at = tat
-                    .checked_sub(self.interval * BURST.saturating_sub(1))
+                    .checked_sub(interval * burst.saturating_sub(1))
                     .unwrap_or(now);
                 let wait = allowed_at.saturating_duration_since(now);
                 if wait > max_wait && job.is_none() {
                     return Err(wait);
                 }
-                turns.next.insert(installation, tat + self.interval);
+                turns.next.insert(installation, tat + interval);
                 if wait > max_wait {
                     turns.reserved.insert(job.unwrap_or_default(), allowed_at);
                     return Err(wait);
@@ -109,6 +117,14 @@ impl Pacer {
             tokio::time::sleep(wait).await;
         }
         Ok(())
+    }
+
+    /// `replicas` pace writes at once (the live ones on the database): this one takes its
+    /// share of the rate and of the burst.
+    pub fn share_with(&self, replicas: u32) {
+        let n = replicas.max(1);
+        let mut share = self.share.lock().unwrap_or_else(|p| p.into_inner());
+        *share = (self.alone * n, BURST.div_ceil(n));
     }
 
     /// Whether this reaction was made lately (by any job of this process).
@@ -420,5 +436,24 @@ mod tests {
         assert!(still <= second, "{still:?} after {second:?}");
         // Another installation has turns of its own.
         pacer.acquire(2, Duration::ZERO, Some(9)).await.unwrap();
+    }
+
+    /// Two replicas live: each writes half as often, and bursts half as much.
+    #[tokio::test]
+    async fn a_replica_among_two_paces_at_half_the_rate() {
+        let pacer = Pacer::new(600);
+        pacer.share_with(2);
+        for _ in 0..BURST.div_ceil(2) {
+            pacer.acquire(1, Duration::ZERO, None).await.unwrap();
+        }
+        let wait = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        assert!(
+            wait > Duration::from_millis(150) && wait <= Duration::from_millis(200),
+            "{wait:?}"
+        );
+        // Alone again: the full rate.
+        pacer.share_with(1);
+        let wait = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        assert!(wait <= Duration::from_millis(200), "{wait:?}");
     }
 }
