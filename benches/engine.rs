@@ -36,6 +36,8 @@ fn history(n: usize) -> Vec<IterationRecord> {
                 finding: format!("test t{i} failed"),
                 affected_field: Some(format!("src/lib.rs:{i}")),
                 suggested_fix: None,
+                kind: None,
+                subject: None,
             }];
             r
         })

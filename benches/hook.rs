@@ -44,6 +44,8 @@ fn record(i: usize, commit: Oid, tree: Oid) -> IterationRecord {
             finding: format!("test case_{k} failed: assertion `left == right` failed"),
             affected_field: Some(format!("src/lib.rs:{}", 10 * k + 1)),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         })
         .collect();
     r

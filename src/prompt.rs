@@ -378,6 +378,8 @@ pub fn issues_yaml(issues: &[&CheckerIssue]) -> String {
             finding: neutralise_tags(&issue.finding),
             affected_field: issue.affected_field.as_deref().map(neutralise_tags),
             suggested_fix: issue.suggested_fix.as_deref().map(neutralise_tags),
+            kind: None,
+            subject: None,
         })
         .collect();
     serde_norway::to_string(&neutral)

@@ -265,7 +265,7 @@ fn plan_for(
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
-                (Part::Whole, _, None) => first_failing_version(repo, earlier, &path),
+                (Part::Whole, _, None) => spec_version(repo, earlier, &path, &is_harness),
                 (_, Some(text), _) => {
                     if Some(&text) == head_text.as_ref() {
                         continue; // its test settings did not change
@@ -336,14 +336,31 @@ fn plan_for(
     }))
 }
 
-/// The version of `path` in the task's earliest iteration where a test of that file failed:
-/// a spec the task added, as it was written before anything made it pass.
-fn first_failing_version(
+/// The version of `path` in the task's earliest iteration where a test of that file failed,
+/// when that iteration was a spec: a commit of tests alone (a person's failing spec, before
+/// the work). A test file added with code is that iteration's own, which a later one may
+/// correct.
+fn spec_version(
     repo: &Repository,
     earlier: &[(Oid, Observation)],
     path: &str,
+    is_harness: &dyn Fn(&str) -> bool,
 ) -> Option<(Oid, i32)> {
-    earlier.iter().find_map(|(commit, observed)| {
+    let tests_alone = |commit: Oid| -> Option<bool> {
+        let commit = repo.find_commit(commit).ok()?;
+        let parent = commit.parent(0).ok()?.tree().ok()?;
+        let diff = repo
+            .diff_tree_to_tree(Some(&parent), Some(&commit.tree().ok()?), None)
+            .ok()?;
+        Some(diff.deltas().all(|d| {
+            [d.old_file().path(), d.new_file().path()]
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.to_str())
+                .all(|p| harness::part(p, is_harness).is_some())
+        }))
+    };
+    let (commit, _) = earlier.iter().find(|(_, observed)| {
         let failed_here = observed.checks.iter().any(|c| match &c.result {
             CheckResult::Report {
                 report: Report::Tests(t),
@@ -357,13 +374,14 @@ fn first_failing_version(
             }),
             _ => false,
         });
-        if !failed_here {
-            return None;
-        }
-        let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
-        let entry = tree.get_path(std::path::Path::new(path)).ok()?;
-        Some((entry.id(), entry.filemode()))
-    })
+        failed_here
+    })?;
+    if !tests_alone(*commit)? {
+        return None;
+    }
+    let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
+    let entry = tree.get_path(std::path::Path::new(path)).ok()?;
+    Some((entry.id(), entry.filemode()))
 }
 
 fn text(repo: &Repository, entry: Option<&git2::TreeEntry>) -> Option<String> {

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::model::{CheckerIssue, Severity};
+use crate::model::{CheckerIssue, FindingKind, Severity};
 
 /// One item of the prompt's issue list: an issue, or failing tests with one cause.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,10 +28,22 @@ pub struct PromptIssue {
 /// Test ids an item of grouped failures names; the count says how many there are.
 pub const MAX_GROUP_TEST_IDS: usize = 5;
 
-/// A failing test's finding (`test ID failed: MESSAGE`) split into id and message.
+/// A failing test's id and its failure's message. The test is the finding's data
+/// ([`FindingKind::TestFailed`] and its subject), its message what the finding says after
+/// the id and a colon; a record of an older version's is read from its words (`test ID
+/// failed: MESSAGE`).
 pub(crate) fn failed_test(issue: &CheckerIssue) -> Option<(&str, &str)> {
     if issue.dimension != "tests" || issue.severity != Severity::Blocker {
         return None;
+    }
+    if let Some(kind) = issue.kind {
+        let id = issue
+            .subject
+            .as_deref()
+            .filter(|_| kind == FindingKind::TestFailed)?;
+        let after = issue.finding.split_once(id).map_or("", |(_, rest)| rest);
+        let message = after.split_once(": ").map_or("", |(_, m)| m);
+        return Some((id, message));
     }
     let rest = issue.finding.strip_prefix("test ")?;
     ["failed", "errored"].iter().find_map(|verb| {

@@ -23,7 +23,7 @@ pub struct Context<'a> {
 fn fitted(record: &IterationRecord) -> bool {
     record.issues.iter().any(|i| {
         i.dimension == crate::model::INTEGRITY_DIMENSION
-            && i.finding.starts_with(crate::model::FITTED)
+            && i.is(crate::model::FindingKind::FittedToVisibleTests)
     })
 }
 

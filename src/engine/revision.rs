@@ -72,7 +72,7 @@ pub fn progress(
 }
 
 /// Whether an issue that asks for revision in `earlier` is still in `later` (same
-/// dimension, finding and place).
+/// dimension, kind and subject, or the same finding where it has no kind, and place).
 fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
     type Key = (String, String, Option<String>);
     let open = |r: &IterationRecord| -> std::collections::HashSet<Key> {
@@ -80,11 +80,11 @@ fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
             .iter()
             .filter(|i| i.severity.counts_for_revision())
             .map(|i| {
-                (
-                    i.dimension.clone(),
-                    i.finding.clone(),
-                    i.affected_field.clone(),
-                )
+                let what = match (i.kind, i.subject.as_deref()) {
+                    (Some(kind), Some(subject)) => format!("{kind:?} {subject}"),
+                    _ => i.finding.clone(),
+                };
+                (i.dimension.clone(), what, i.affected_field.clone())
             })
             .collect()
     };
@@ -150,6 +150,8 @@ pub fn revision_items(latest: &IterationRecord, triggers: &[Trigger]) -> Vec<Che
             finding,
             affected_field: None,
             suggested_fix: None,
+            kind: None,
+            subject: None,
         });
     }
     items

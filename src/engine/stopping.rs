@@ -180,11 +180,9 @@ fn integrity(ctx: &StopContext) -> Option<Outcome> {
             .iter()
             .filter(|i| i.dimension == crate::model::INTEGRITY_DIMENSION)
     };
-    let latest_says = |words: &str| integrity_findings().any(|i| i.finding.starts_with(words));
-    let unmeasured = integrity_findings().any(|i| {
-        i.finding.starts_with(crate::model::ENVIRONMENT_CHANGED)
-            && i.finding.contains(crate::model::ENVIRONMENT_UNMEASURED)
-    });
+    use crate::model::FindingKind;
+    let latest_says = |kind: FindingKind| integrity_findings().any(|i| i.is(kind));
+    let unmeasured = latest_says(FindingKind::EnvironmentUnmeasured);
     if voids && unmeasured {
         return Some(ctx.stop(
             Recommendation::Escalate,
@@ -193,13 +191,15 @@ fn integrity(ctx: &StopContext) -> Option<Outcome> {
         ));
     }
     (voids && ctx.violations >= 2 && is_violation(ctx.latest)).then(|| {
-        let what = if latest_says(crate::model::FITTED) {
+        let what = if latest_says(FindingKind::FittedToVisibleTests) {
             "were fitted to the visible tests instead of doing the task (the latest: the \
              targets pass and a holdout check still fails)"
-        } else if latest_says(crate::model::HARD_CODED) || latest_says(crate::model::TEST_AWARE) {
+        } else if latest_says(FindingKind::HardCoded) || latest_says(FindingKind::TestAware) {
             "fitted the code to the tests instead of fixing it (the latest: production code \
              that hard-codes a failing test's values or asks for the test runner)"
-        } else if latest_says(crate::model::ENVIRONMENT_CHANGED) {
+        } else if latest_says(FindingKind::EnvironmentChanged)
+            || latest_says(FindingKind::EnvironmentUnmeasured)
+        {
             "changed the tests or the environment they run in instead of the code (the \
              latest: what the checks execute changed since the task started)"
         } else {

@@ -125,18 +125,24 @@ fn derived_triggers(record: &IterationRecord) -> Vec<Trigger> {
 }
 
 fn status_trigger(record: &IterationRecord) -> Option<Trigger> {
-    let integrity = |prefixes: &[&str]| {
+    use crate::model::FindingKind;
+    let integrity = |kinds: &[FindingKind]| {
         record.issues.iter().any(|i| {
             i.dimension == crate::model::INTEGRITY_DIMENSION
                 && i.severity == crate::model::Severity::Blocker
-                && prefixes.iter().any(|p| i.finding.starts_with(p))
+                && kinds.iter().any(|k| i.is(*k))
         })
     };
     let details = match record.status {
-        Status::Void if integrity(&[crate::model::ENVIRONMENT_CHANGED]) => {
+        Status::Void
+            if integrity(&[
+                FindingKind::EnvironmentChanged,
+                FindingKind::EnvironmentUnmeasured,
+            ]) =>
+        {
             "iteration is VOID: what the checks execute changed since the task started"
         }
-        Status::Void if integrity(&[crate::model::HARD_CODED, crate::model::TEST_AWARE]) => {
+        Status::Void if integrity(&[FindingKind::HardCoded, FindingKind::TestAware]) => {
             "iteration is VOID: production code was fitted to the tests instead of fixed"
         }
         Status::Void => "iteration is VOID: a check that guards the harness was violated",

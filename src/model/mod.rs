@@ -59,6 +59,17 @@ pub const FITTED: &str = "fitted to the visible tests";
 /// makes (`signals::integrity::test_aware`).
 pub const TEST_AWARE: &str = "production code checks whether it runs under";
 
+/// How a suppression's finding begins.
+pub const SUPPRESSION: &str = "suppression added";
+
+/// What an "expectation changed" note says (a test that passed at the start, edited with
+/// the code).
+pub const EXPECTATION_CHANGED: &str = "had its expectation changed";
+
+/// What a test that failed earlier in the task and now expects something else says.
+pub const EXPECTATION_TO_CONFIRM: &str =
+    "failed earlier in this task and now expects something else";
+
 /// The first words of the integrity finding production code fitted to a failing test's
 /// own values makes (`signals::integrity::hard_coded`).
 pub const HARD_CODED: &str = "production code hard-codes values of test";
@@ -300,6 +311,105 @@ pub struct CheckerIssue {
     pub affected_field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_fix: Option<String>,
+    /// What the finding is, as data: acceptance, grouping, the stopping rules and the loop
+    /// read this, never the finding's words. `None` in records of older versions (and for
+    /// findings no reader tells apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FindingKind>,
+    /// What it is about: a test's id, a rule, a path (see [`FindingKind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+}
+
+/// What a finding is. Its `subject` is the test's id for the kinds about a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// A test failed or errored.
+    TestFailed,
+    /// A target test that no test check of the iteration ran.
+    TargetNotRun,
+    /// A test removed, newly skipped, deselected, or still away since an earlier iteration.
+    TestPutAway,
+    /// A failing test rewritten, or changed to pass under the start's tests.
+    TestChangedToPass,
+    /// A test that failed earlier in the task and now expects something else: a person
+    /// confirms.
+    ExpectationToConfirm,
+    /// A test that passed at the start had its expectation changed with the code.
+    ExpectationChanged,
+    /// A suppression added (`subject`: the path and line).
+    Suppression,
+    /// Production code that asks whether the test runner runs it.
+    TestAware,
+    /// Production code that hard-codes a failing test's values (`subject`: the test).
+    HardCoded,
+    /// The environment the checks execute changed since the task started.
+    EnvironmentChanged,
+    /// That, and no environment of itergate's could measure the iteration again.
+    EnvironmentUnmeasured,
+    /// The task's visible targets pass while a holdout check fails.
+    FittedToVisibleTests,
+    /// A check's own script or a tool's configuration edited or loosened.
+    HarnessEdited,
+    /// A failing test of the previous iteration the record alone cannot follow.
+    TestUnverified,
+}
+
+impl CheckerIssue {
+    /// Whether the finding is of `kind`: by its data, or, in a record of an older version
+    /// that has none, by the words that kind's findings were written with.
+    pub fn is(&self, kind: FindingKind) -> bool {
+        match self.kind {
+            Some(own) => own == kind,
+            None => kind.legacy_words().is_some_and(|(words, at_start)| {
+                if at_start {
+                    self.finding.starts_with(words)
+                } else {
+                    self.finding.contains(words)
+                }
+            }),
+        }
+    }
+
+    /// The test the finding is about, for the kinds about a test.
+    pub fn test(&self) -> Option<&str> {
+        self.subject
+            .as_deref()
+            .filter(|_| self.kind.is_some_and(FindingKind::is_about_a_test))
+    }
+}
+
+impl FindingKind {
+    /// How records written before findings carried their kind said it: the words, and
+    /// whether they open the finding.
+    fn legacy_words(self) -> Option<(&'static str, bool)> {
+        Some(match self {
+            FindingKind::EnvironmentChanged => (ENVIRONMENT_CHANGED, true),
+            FindingKind::EnvironmentUnmeasured => (ENVIRONMENT_UNMEASURED, false),
+            FindingKind::FittedToVisibleTests => (FITTED, true),
+            FindingKind::TestAware => (TEST_AWARE, true),
+            FindingKind::HardCoded => (HARD_CODED, true),
+            FindingKind::Suppression => (SUPPRESSION, true),
+            FindingKind::ExpectationToConfirm => (EXPECTATION_TO_CONFIRM, false),
+            FindingKind::ExpectationChanged => (EXPECTATION_CHANGED, false),
+            _ => return None,
+        })
+    }
+
+    /// The kinds about one test, whose `subject` is its id.
+    pub fn is_about_a_test(self) -> bool {
+        matches!(
+            self,
+            FindingKind::TestFailed
+                | FindingKind::TargetNotRun
+                | FindingKind::TestPutAway
+                | FindingKind::TestChangedToPass
+                | FindingKind::ExpectationToConfirm
+                | FindingKind::ExpectationChanged
+                | FindingKind::TestUnverified
+        )
+    }
 }
 
 /// Why an output may need another iteration.

@@ -115,6 +115,8 @@ pub fn test_issue(case: &TestCase) -> (CheckerIssue, Option<TriggerType>) {
         finding,
         affected_field: Some(at),
         suggested_fix: None,
+        kind: (severity == Severity::Blocker).then_some(crate::model::FindingKind::TestFailed),
+        subject: Some(case.id.clone()),
     };
     (
         issue,

@@ -60,7 +60,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use trusted::Trusted;
 
 use crate::config::Visibility;
-use crate::model::{ChangedLines, CheckerIssue, RemovedLine, Severity, Trigger, TriggerType};
+use crate::model::{
+    ChangedLines, CheckerIssue, FindingKind, RemovedLine, Severity, Trigger, TriggerType,
+};
 
 use super::markers::{normalise, same_line_edited};
 use super::observation::{CheckResult, Observation};
@@ -70,7 +72,7 @@ use super::report::{Report, TestOutcome};
 pub const DIMENSION: &str = crate::model::INTEGRITY_DIMENSION;
 
 /// How a suppression's finding begins.
-pub const SUPPRESSION: &str = "suppression added";
+pub const SUPPRESSION: &str = crate::model::SUPPRESSION;
 
 /// The metric that counts the suppressions a change added.
 pub const SUPPRESSIONS_METRIC: &str = "integrity.suppressions";
@@ -164,6 +166,13 @@ pub struct Finding {
 /// a test's id for the findings about a test (their wording changes from "removed" to
 /// "still missing"), the finding itself otherwise.
 pub fn acceptance_key(issue: &CheckerIssue) -> String {
+    if let Some(test) = issue.test() {
+        return format!("test {test}");
+    }
+    if let (Some(kind), Some(subject)) = (issue.kind, issue.subject.as_deref()) {
+        let at = issue.affected_field.as_deref().unwrap_or_default();
+        return format!("{kind:?} {subject} at {at}");
+    }
     let text = issue.finding.as_str();
     if let Some(rest) = text.strip_prefix("test ") {
         let end = [" was ", " is ", " ran ", " had "]
@@ -179,18 +188,17 @@ pub fn acceptance_key(issue: &CheckerIssue) -> String {
 
 /// What an "expectation changed" note says (a test that passed at the start, edited with
 /// the code): INFO, but shown wherever a reviewer reads, never only in the record.
-pub const EXPECTATION_CHANGED: &str = "had its expectation changed";
+pub const EXPECTATION_CHANGED: &str = crate::model::EXPECTATION_CHANGED;
 
 /// What a test that failed earlier in the task and now expects something else says: a
 /// WARNING a person confirms (`itergate loop` stops for one).
-pub const EXPECTATION_TO_CONFIRM: &str =
-    "failed earlier in this task and now expects something else";
+pub const EXPECTATION_TO_CONFIRM: &str = crate::model::EXPECTATION_TO_CONFIRM;
 
 /// An integrity issue a person reading the summary or the comment is shown: everything
 /// that asks for a revision, and the notes that ask a reviewer to confirm a behaviour change.
 pub fn shown_to_reviewers(issue: &CheckerIssue) -> bool {
     issue.dimension == DIMENSION
-        && (issue.severity.counts_for_revision() || issue.finding.contains(EXPECTATION_CHANGED))
+        && (issue.severity.counts_for_revision() || issue.is(FindingKind::ExpectationChanged))
 }
 
 /// How an accepted finding reads in the iterations after a person accepted it.
@@ -238,6 +246,13 @@ pub fn apply_acceptance(record: &mut crate::model::IterationRecord, accepted: &[
 }
 
 impl Finding {
+    /// The finding's kind and what it is about, as data.
+    pub(crate) fn about(mut self, kind: FindingKind, subject: impl Into<String>) -> Finding {
+        self.issue.kind = Some(kind);
+        self.issue.subject = Some(subject.into());
+        self
+    }
+
     /// A BLOCKER: the iteration is a violation of the harness.
     pub fn is_violation(&self) -> bool {
         self.issue.severity == Severity::Blocker
@@ -427,7 +442,7 @@ fn edited_check_files(changed: &ChangedLines, files: &[(String, String)]) -> Vec
                 ),
                 format!("{path}:{line}"),
                 "keep the checks' scripts as the base has them; fix the code they check instead".into(),
-            ))
+            ).about(FindingKind::HarnessEdited, path.as_str()))
         })
         .collect()
 }
@@ -459,6 +474,8 @@ fn finding(severity: Severity, finding: String, affected: String, fix: String) -
             finding,
             affected_field: Some(affected),
             suggested_fix: Some(fix),
+            kind: None,
+            subject: None,
         },
         trigger,
     }
@@ -490,6 +507,13 @@ pub fn environment_changed(unsealed: &crate::signals::environment::Unsealed) -> 
         ),
         first.key().split_once(": ").map_or(first.key(), |(_, place)| place).trim_matches('`').to_string(),
         "restore the environment the task started in (reinstall it from the lockfile, remove what was added); a dependency the work needs goes in the manifest or lockfile, committed. A person who made the change on purpose runs `itergate accept`".to_string(),
+    ).about(
+        if matches!(unsealed.measured, Some(Measured::Unmeasured(_))) {
+            FindingKind::EnvironmentUnmeasured
+        } else {
+            FindingKind::EnvironmentChanged
+        },
+        first.key(),
     ))
 }
 
@@ -508,7 +532,7 @@ pub fn fitted_to_visible_tests(holdouts: &[(String, u64, u64)]) -> Option<Findin
         format!("{FITTED}: the task's target tests pass, and {counts}"),
         first.clone(),
         "make the code do what the task asks for every input, not the visible tests' inputs; the holdout's tests are not shown".to_string(),
-    ))
+    ).about(FindingKind::FittedToVisibleTests, first.as_str()))
 }
 
 /// The first words of the finding [`fitted_to_visible_tests`] makes.

@@ -140,6 +140,8 @@ fn judged(
         finding,
         affected_field: Some(at),
         suggested_fix: None,
+        kind: None,
+        subject: None,
     };
     (issue, trigger)
 }

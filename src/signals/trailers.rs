@@ -45,6 +45,8 @@ pub fn apply(trailers: &[(String, String)], record: &mut IterationRecord) -> Vec
         finding: p.clone(),
         affected_field: Some("commit message".into()),
         suggested_fix: Some("fix the trailer value in the next commit".into()),
+        kind: None,
+        subject: None,
     }));
     problems
 }

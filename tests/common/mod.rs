@@ -34,6 +34,8 @@ pub fn issue(severity: Severity, finding: &str) -> CheckerIssue {
         finding: finding.into(),
         affected_field: Some(format!("src/lib.rs:{}", finding.len())),
         suggested_fix: None,
+        kind: None,
+        subject: None,
     }
 }
 

@@ -15,3 +15,4 @@ mod props;
 mod rules;
 mod scenarios;
 mod scoring;
+mod typed;

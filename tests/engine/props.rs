@@ -80,7 +80,7 @@ prop_compose! {
         let mut r = IterationRecord::new(0, t0());
         r.scores = Scores { tests_passing: scores.0, code_quality: scores.1, coverage: scores.2, complexity: scores.3 };
         r.status = status;
-        let issue = |severity, i| CheckerIssue { dimension: "tests".into(), severity, finding: format!("f{i}"), affected_field: None, suggested_fix: None };
+        let issue = |severity, i| CheckerIssue { dimension: "tests".into(), severity, finding: format!("f{i}"), affected_field: None, suggested_fix: None, kind: None, subject: None };
         r.issues = (0..blockers).map(|i| issue(Severity::Blocker, i))
             .chain((0..warnings).map(|i| issue(Severity::Warning, i)))
             .chain((0..infos).map(|i| issue(Severity::Info, i)))

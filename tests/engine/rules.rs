@@ -949,6 +949,8 @@ fn next_steps_name_failures_with_one_cause_once() {
             ),
             affected_field: Some("src/parse.rs:17".into()),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         });
     }
     let d = decide_default(&[r]);
@@ -977,6 +979,8 @@ fn an_iteration_with_an_open_integrity_finding_is_not_the_best() {
         finding: "test t::case[1] was removed from check `tests`".into(),
         affected_field: Some("tests/test_t.py:3".into()),
         suggested_fix: None,
+        kind: None,
+        subject: None,
     });
     let history = vec![removed.clone(), failing(2, 0.8, 1)];
     let d = decide_default(&history);
@@ -1041,6 +1045,8 @@ fn iterations_fitted_to_the_visible_tests_escalate_saying_so() {
             ),
             affected_field: Some("holdout".into()),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         });
         r
     };
@@ -1068,6 +1074,8 @@ fn a_void_iterations_integrity_item_comes_first_and_its_files_findings_go() {
             finding: finding.into(),
             affected_field: Some(at.into()),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         };
     let mut r = rec(1, 0.5);
     r.status = Status::Void;
@@ -1137,6 +1145,8 @@ fn iterations_that_hard_code_test_values_escalate_saying_so() {
             ),
             affected_field: Some("src/slug.rs:3".into()),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         });
         r
     };

@@ -193,6 +193,8 @@ fn failing_at(iteration: u32, spans: &[&str]) -> IterationRecord {
             finding: format!("test at {s} failed"),
             affected_field: Some((*s).into()),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         })
         .collect();
     if !spans.is_empty() {

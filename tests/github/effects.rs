@@ -374,6 +374,8 @@ fn dropping_records_keeps_every_budget_total_and_the_wall_clock() {
                 finding: format!("a long finding about something {i} {}", "x".repeat(40)),
                 affected_field: Some(format!("src/m{i}.rs:{i}")),
                 suggested_fix: None,
+                kind: None,
+                subject: None,
             })
             .collect();
         r.metrics.insert("patch_coverage".into(), 0.5);

@@ -323,6 +323,8 @@ fn record(iteration: u32, failing: usize) -> IterationRecord {
             finding: format!("test_{i} fails: assertion failed"),
             affected_field: Some(format!("src/lib.rs:{}", 10 + i)),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         })
         .collect();
     r

@@ -38,6 +38,8 @@ fn record(iteration: u32, issues: usize) -> IterationRecord {
             finding: format!("clippy::needless_clone in a rather long explanation number {i}"),
             affected_field: Some(format!("src/module_{i}.rs:{}", i + 10)),
             suggested_fix: Some("remove the clone".into()),
+            kind: None,
+            subject: None,
         })
         .collect();
     r.triggers = vec![Trigger {

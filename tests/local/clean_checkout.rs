@@ -182,15 +182,19 @@ fn a_tests_check_that_runs_no_test_is_not_a_pass() {
     );
 }
 
-/// A spec committed as the task's first iteration (its test fails), then its assertion
-/// rewritten alone, then a README-only commit: the spec as first written judges the code in
-/// every later iteration, so none is accepted. Its honest implementation is.
+/// A spec committed on its own as an iteration of the task (its test fails), then its
+/// assertion rewritten alone, then a README-only commit: the spec as first written judges
+/// the code in every later iteration, so none is accepted. Its honest implementation is.
+/// (A test added together with code is that iteration's own, which a later one may
+/// correct: `engine::scenarios::a_python_package_with_pytest`.)
 #[test]
 fn a_spec_added_by_the_task_judges_every_later_iteration() {
     const SPEC: &str = "from slugs import slug\n\n\ndef test_collapses_spaces():\n    assert slug('a  b') == 'a-b'\n";
     let p = Project::new(CONFIG);
+    let (code, text) = p.iteration(&[("slugs.py", CODE)], "agent: lower-case again");
+    assert_eq!(code, 0, "{text}");
     let (code, text) = p.iteration(
-        &[("slugs.py", CODE), ("tests/test_spec.py", SPEC)],
+        &[("tests/test_spec.py", SPEC)],
         "spec: collapse runs of spaces",
     );
     assert_eq!(code, 10, "the spec fails: {text}");

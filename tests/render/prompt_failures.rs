@@ -207,6 +207,7 @@ fn prompt_with_grouped_failures_assertion_values_and_a_cut_middle() {
 fn output_with_backtick_runs_stays_inside_a_longer_fence() {
     let mut issues = fixture_issues();
     issues[0].finding = "test t failed: expected\n```\nfn a() {}\n```\nand ```` too".into();
+    issues[0].subject = Some("t".into());
     let text = prompt(&history_with(vec![issues]), None);
     let open = text.find("`````yaml\n").expect("a fence of five backticks");
     let body = &text[open + "`````yaml\n".len()..];

@@ -51,6 +51,8 @@ fn issue(finding: &str, at: Option<&str>, fix: Option<&str>) -> CheckerIssue {
         finding: finding.into(),
         affected_field: at.map(str::to_owned),
         suggested_fix: fix.map(str::to_owned),
+        kind: None,
+        subject: None,
     }
 }
 
@@ -108,6 +110,8 @@ fn findings_round_trip_through_the_prompts_yaml_with_only_tags_neutralised() {
             finding: neutralise_tags(&i.finding),
             affected_field: i.affected_field.as_deref().map(neutralise_tags),
             suggested_fix: i.suggested_fix.as_deref().map(neutralise_tags),
+            kind: None,
+            subject: None,
         })
         .collect();
     assert_eq!(parsed, expected, "{block}");
@@ -145,6 +149,8 @@ fn a_prompt_lists_at_most_fifty_issues_blockers_first() {
             finding: format!("finding {i}"),
             affected_field: Some(format!("src/a.rs:{i}")),
             suggested_fix: None,
+            kind: None,
+            subject: None,
         });
     }
     let decision = itergate::engine::decide(&itergate::engine::DecideInput {

@@ -572,8 +572,7 @@ impl LoopRun<'_> {
             .and_then(|r| {
                 r.issues.iter().find(|i| {
                     i.severity == crate::model::Severity::Warning
-                        && i.finding
-                            .contains(crate::signals::integrity::EXPECTATION_TO_CONFIRM)
+                        && i.is(crate::model::FindingKind::ExpectationToConfirm)
                 })
             })
             .map(|i| {

@@ -182,7 +182,11 @@ fn fails_a_target(record: &IterationRecord, targets: &[String]) -> bool {
         .filter_map(|i| {
             crate::engine::grouping::failed_test(i)
                 .map(|(id, _)| id)
-                .or_else(|| crate::model::target::not_run_id(&i.finding))
+                .or_else(|| match i.kind {
+                    Some(crate::model::FindingKind::TargetNotRun) => i.subject.as_deref(),
+                    Some(_) => None,
+                    None => crate::model::target::not_run_id(&i.finding),
+                })
         })
         .collect();
     visible.any(|t| failing.contains(t.as_str()))

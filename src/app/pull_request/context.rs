@@ -200,11 +200,18 @@ fn record_use(log: &mut Vec<context::ContextUse>, iteration: u32, reply: &contex
     log[index].add(reply.kind, reply.round);
 }
 
-/// A failing test of the record: the finding `test ID failed: ...` and where it failed.
+/// A failing test of the record (the test its finding is about: its subject, or in a
+/// record of an older version the words `test ID failed: ...`) and where it failed.
 fn test_of(record: &IterationRecord, id: &str) -> Option<TestDetail> {
     record.issues.iter().find_map(|issue| {
-        let rest = issue.finding.strip_prefix("test ")?;
-        let (name, _) = rest.split_once(' ')?;
+        let name = match issue.test() {
+            Some(test) => test,
+            None if issue.kind.is_none() => {
+                let rest = issue.finding.strip_prefix("test ")?;
+                rest.split_once(' ')?.0
+            }
+            None => return None,
+        };
         let same = name == id
             || name
                 .strip_suffix(id)

@@ -303,7 +303,7 @@ pub(super) fn reexpected(input: &Input, head: &Inventory, chain: &[Inventory]) -
                 "a person confirms the new expectation (`itergate accept`); if it is not intended, restore `{}` and fix the code",
                 key.1
             ),
-        ));
+        ).about(crate::model::FindingKind::ExpectationToConfirm, key.1.as_str()));
     }
     out
 }
@@ -396,6 +396,7 @@ pub(super) fn rewritten_finding(
              rewrite it (a person who intends the new expectation runs `itergate accept`)"
         ),
     )
+    .about(crate::model::FindingKind::TestChangedToPass, id)
 }
 
 /// What marks a test skipped in its source.

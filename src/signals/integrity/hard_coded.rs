@@ -166,17 +166,24 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
 /// With a holdout check failing while the visible tests pass, a hard-coded value is no
 /// longer a question: every such WARNING is a violation.
 pub fn with_holdouts_failing(findings: &mut [Finding]) {
-    if !findings.iter().any(|f| f.issue.finding.starts_with(FITTED)) {
+    use crate::model::FindingKind;
+    let is = |f: &Finding, kind: FindingKind| f.issue.kind == Some(kind);
+    if !findings
+        .iter()
+        .any(|f| is(f, FindingKind::FittedToVisibleTests))
+    {
         return;
     }
     for f in findings.iter_mut() {
-        if f.issue.finding.starts_with(HARD_CODED) && f.issue.severity == Severity::Warning {
+        if is(f, FindingKind::HardCoded) && f.issue.severity == Severity::Warning {
+            let subject = f.issue.subject.clone().unwrap_or_default();
             *f = finding(
                 Severity::Blocker,
                 f.issue.finding.clone(),
                 f.issue.affected_field.clone().unwrap_or_default(),
                 f.issue.suggested_fix.clone().unwrap_or_default(),
-            );
+            )
+            .about(FindingKind::HardCoded, subject);
         }
     }
 }
@@ -243,7 +250,7 @@ fn judge(path: &str, hits: &[Hit]) -> Vec<Finding> {
             format!(
                 "make the code right for every input, not the values of `{test}` (a person who intends this constant runs `itergate accept`)"
             ),
-        ));
+        ).about(crate::model::FindingKind::HardCoded, test));
     }
     out
 }

@@ -216,7 +216,7 @@ pub(super) fn still_away(
                 ),
                 at(entry.file.as_deref(), entry.line, id),
                 restore(id),
-            ));
+            ).about(crate::model::FindingKind::TestPutAway, id.as_str()));
         }
     }
     out
@@ -325,6 +325,7 @@ pub(super) fn skipped(
         },
         restore(id),
     )
+    .about(crate::model::FindingKind::TestPutAway, id)
 }
 
 /// A test that no longer runs and has no successor.
@@ -363,7 +364,7 @@ pub(super) fn vanished(
                 } else {
                     "nothing to do, if that is intended".into()
                 },
-            ));
+            ).about(crate::model::FindingKind::TestPutAway, id.as_str()));
         };
         return Some(finding(
             severity_for(was_failing),
@@ -374,7 +375,7 @@ pub(super) fn vanished(
             ),
             format!("{file}:{line}"),
             restore(id),
-        ));
+        ).about(crate::model::FindingKind::TestPutAway, id.as_str()));
     };
     if let Some(code) = body
         .iter()
@@ -385,24 +386,30 @@ pub(super) fn vanished(
         if !in_base {
             return None;
         }
-        return Some(finding(
-            Severity::Info,
-            format!("test {id} was removed together with `{code}`, the code it tested"),
-            format!("{file}:{line}"),
-            "nothing to do, if the code is meant to go".into(),
-        ));
+        return Some(
+            finding(
+                Severity::Info,
+                format!("test {id} was removed together with `{code}`, the code it tested"),
+                format!("{file}:{line}"),
+                "nothing to do, if the code is meant to go".into(),
+            )
+            .about(crate::model::FindingKind::TestPutAway, id.as_str()),
+        );
     }
     let why = if was_failing {
         "it was failing when it last ran"
     } else {
         "no test took its place"
     };
-    Some(finding(
-        severity_for(was_failing),
-        format!("test {id} was removed from check `{check}`: {why}"),
-        format!("{file}:{line}"),
-        restore(id),
-    ))
+    Some(
+        finding(
+            severity_for(was_failing),
+            format!("test {id} was removed from check `{check}`: {why}"),
+            format!("{file}:{line}"),
+            restore(id),
+        )
+        .about(crate::model::FindingKind::TestPutAway, id.as_str()),
+    )
 }
 
 /// Whether `line` uses the identifier `name` (not as part of a longer one).

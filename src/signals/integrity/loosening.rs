@@ -82,7 +82,7 @@ pub(super) fn loosened_tools(changed: &ChangedLines) -> Vec<Finding> {
                 format!("{path}:{}", l.line),
                 "keep the tools' configuration as the base has it; fix what they report instead"
                     .into(),
-            ));
+            ).about(crate::model::FindingKind::HarnessEdited, path.to_string()));
         }
     }
     out

@@ -94,6 +94,7 @@ pub fn unverified_gone(gone: &[GoneFailure], why: &str) -> Vec<Finding> {
                     g.id
                 ),
             )
+            .about(crate::model::FindingKind::TestUnverified, g.id.as_str())
         })
         .collect()
 }
@@ -120,7 +121,7 @@ pub fn skipped_since_record(gone: &[GoneFailure], since: &ChangedLines) -> Vec<F
                 ),
                 format!("{}:{}", g.file, marker.line),
                 restore(&g.id),
-            ))
+            ).about(crate::model::FindingKind::TestPutAway, g.id.as_str()))
         })
         .collect()
 }
@@ -149,6 +150,7 @@ pub fn missing_tests_score(
             "tests".into(),
             "make the tests check run and write its report".into(),
         )
+        .about(crate::model::FindingKind::TestUnverified, "tests")
     })
 }
 

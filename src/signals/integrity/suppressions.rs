@@ -273,7 +273,7 @@ pub(super) fn suppressions(
                 ),
                 format!("{path}:{}", l.line),
                 "fix what the tool reports instead of silencing it, or say in the commit why it is wrong".into(),
-            ));
+            ).about(crate::model::FindingKind::Suppression, format!("{path}:{}", l.line)));
         }
     }
     out

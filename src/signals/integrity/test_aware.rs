@@ -128,7 +128,7 @@ pub(super) fn test_aware(changed: &ChangedLines, is_test: &dyn Fn(&str) -> bool)
                 format!(
                     "remove the check for {runner} (`{words}`): the code must do the same under the tests as in use, so fix what the tests exercise"
                 ),
-            ));
+            ).about(crate::model::FindingKind::TestAware, format!("{path}:{}", line.line)));
         }
     }
     out

@@ -160,7 +160,7 @@ pub fn findings(
                 format!(
                     "a person confirms the new expectation (`itergate accept`); if it is not intended, restore `{first}` and fix the code"
                 ),
-            ));
+            ).about(crate::model::FindingKind::ExpectationToConfirm, first.as_str()));
         } else if kind == Kind::ChangedToPass {
             out.push(finding(
                 Severity::Blocker,
@@ -169,7 +169,7 @@ pub fn findings(
                 ),
                 place.to_string(),
                 restore(first),
-            ));
+            ).about(crate::model::FindingKind::TestChangedToPass, first.as_str()));
         } else {
             let severity = match trusted.expectation_changes {
                 ExpectationChanges::Note => Severity::Info,
@@ -185,7 +185,7 @@ pub fn findings(
                 format!(
                     "if the new behaviour is intended, a person accepts it (`itergate accept`); otherwise restore `{first}` and fix the code"
                 ),
-            ));
+            ).about(crate::model::FindingKind::ExpectationChanged, first.as_str()));
         }
     }
     out

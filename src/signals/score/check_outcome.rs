@@ -226,6 +226,8 @@ impl Accumulator {
                     finding,
                     affected_field: location(d.file.as_deref(), d.line),
                     suggested_fix: None,
+                    kind: None,
+                    subject: None,
                 });
             }
         }

@@ -97,6 +97,8 @@ impl Accumulator {
                     finding: "changed lines not covered by any test".into(),
                     affected_field: Some(at),
                     suggested_fix: Some("add a test that exercises these lines".into()),
+                    kind: None,
+                    subject: None,
                 });
             }
         }
@@ -134,6 +136,8 @@ impl Accumulator {
                     ),
                     affected_field: location(Some(&f.file), f.line),
                     suggested_fix: Some("split the function or simplify its branches".into()),
+                    kind: None,
+                    subject: None,
                 });
             }
         }

@@ -54,6 +54,8 @@ pub(super) fn issue(
         finding,
         affected_field: at,
         suggested_fix: None,
+        kind: None,
+        subject: None,
     }
 }
 
@@ -125,6 +127,8 @@ pub(super) fn tracked_files_changed(files: &[String], checks: &[String]) -> Chec
              `cargo fmt --check`, so it reports what it would change"
                 .into(),
         ),
+        kind: None,
+        subject: None,
     }
 }
 

@@ -263,6 +263,8 @@ pub(super) fn lint_issue(f: &LintFinding) -> CheckerIssue {
         finding: format!("{rule}{}", f.message),
         affected_field: location(f.file.as_deref(), f.line),
         suggested_fix: f.suggested_fix.clone(),
+        kind: None,
+        subject: None,
     }
 }
 

@@ -133,7 +133,7 @@ pub fn score(input: &ScoreInput, record: &mut IterationRecord) {
         integrity::with_holdouts_failing(&mut findings);
         let suppressions = findings
             .iter()
-            .filter(|f| f.issue.finding.starts_with(integrity::SUPPRESSION))
+            .filter(|f| f.issue.is(crate::model::FindingKind::Suppression))
             .count();
         record
             .metrics
@@ -218,12 +218,16 @@ fn missing_targets(input: &ScoreInput, acc: &mut Accumulator) {
         if ran.contains(target.as_str()) {
             continue;
         }
-        acc.issues.push(issue(
-            "tests",
-            Severity::Blocker,
-            crate::model::target::not_run(target),
-            Some(target.clone()),
-        ));
+        acc.issues.push(CheckerIssue {
+            kind: Some(crate::model::FindingKind::TargetNotRun),
+            subject: Some(target.clone()),
+            ..issue(
+                "tests",
+                Severity::Blocker,
+                crate::model::target::not_run(target),
+                Some(target.clone()),
+            )
+        });
         acc.triggers.push(trigger(
             TriggerType::RequirementUnmet,
             "tests",
