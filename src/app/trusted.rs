@@ -336,9 +336,9 @@ fn plan_for(
     }))
 }
 
-/// The version of `path` in the task's earliest iteration where a test of that file failed,
-/// when that iteration was a spec: a commit of tests alone (a person's failing spec, before
-/// the work). A test file added with code is that iteration's own, which a later one may
+/// The version of `path` in the task's earliest iteration where a test of that file failed
+/// an assertion, when that iteration was a spec: a commit of tests alone (a person's
+/// failing spec, before the work). A test file added with code is that iteration's own, which a later one may
 /// correct.
 fn spec_version(
     repo: &Repository,
@@ -366,11 +366,10 @@ fn spec_version(
                 report: Report::Tests(t),
                 ..
             } => t.problems.iter().any(|case| {
-                matches!(
-                    case.outcome,
-                    crate::signals::report::TestOutcome::Failed
-                        | crate::signals::report::TestOutcome::Errored
-                ) && case.file.as_deref() == Some(path)
+                // An assertion that failed: a test file that did not build or import is
+                // the test's own defect, which the next iteration may fix.
+                case.outcome == crate::signals::report::TestOutcome::Failed
+                    && case.file.as_deref() == Some(path)
             }),
             _ => false,
         });

@@ -37,10 +37,8 @@ pub(crate) fn failed_test(issue: &CheckerIssue) -> Option<(&str, &str)> {
         return None;
     }
     if let Some(kind) = issue.kind {
-        let id = issue
-            .subject
-            .as_deref()
-            .filter(|_| kind == FindingKind::TestFailed)?;
+        let failed = matches!(kind, FindingKind::TestFailed | FindingKind::TestFlaky);
+        let id = issue.subject.as_deref().filter(|_| failed)?;
         let after = issue.finding.split_once(id).map_or("", |(_, rest)| rest);
         let message = after.split_once(": ").map_or("", |(_, m)| m);
         return Some((id, message));
@@ -66,7 +64,9 @@ pub fn group_issues(issues: &[&CheckerIssue]) -> Vec<PromptIssue> {
     }
     let mut groups: Vec<Group> = Vec::new();
     for issue in issues {
-        let Some((id, message)) = failed_test(issue) else {
+        // A flaky failure says so on its own line.
+        let grouped = failed_test(issue).filter(|_| !issue.is(FindingKind::TestFlaky));
+        let Some((id, message)) = grouped else {
             groups.push(Group {
                 first: issue,
                 place: None,

@@ -71,8 +71,9 @@ pub fn progress(
     }
 }
 
-/// Whether an issue that asks for revision in `earlier` is still in `later` (same
-/// dimension, kind and subject, or the same finding where it has no kind, and place).
+/// Whether an issue that asks for revision in `earlier` is still in `later`: the same
+/// dimension, place and finding — the same test failing with another message is something
+/// changed, not the same issue again.
 fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
     type Key = (String, String, Option<String>);
     let open = |r: &IterationRecord| -> std::collections::HashSet<Key> {
@@ -80,11 +81,11 @@ fn shares_an_issue(earlier: &IterationRecord, later: &IterationRecord) -> bool {
             .iter()
             .filter(|i| i.severity.counts_for_revision())
             .map(|i| {
-                let what = match (i.kind, i.subject.as_deref()) {
-                    (Some(kind), Some(subject)) => format!("{kind:?} {subject}"),
-                    _ => i.finding.clone(),
-                };
-                (i.dimension.clone(), what, i.affected_field.clone())
+                (
+                    i.dimension.clone(),
+                    i.finding.clone(),
+                    i.affected_field.clone(),
+                )
             })
             .collect()
     };

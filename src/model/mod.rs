@@ -327,6 +327,8 @@ pub struct CheckerIssue {
 pub enum FindingKind {
     /// A test failed or errored.
     TestFailed,
+    /// A test that failed, then passed, and fails again with nothing related changed.
+    TestFlaky,
     /// A target test that no test check of the iteration ran.
     TargetNotRun,
     /// A test removed, newly skipped, deselected, or still away since an earlier iteration.
@@ -402,6 +404,7 @@ impl FindingKind {
         matches!(
             self,
             FindingKind::TestFailed
+                | FindingKind::TestFlaky
                 | FindingKind::TargetNotRun
                 | FindingKind::TestPutAway
                 | FindingKind::TestChangedToPass

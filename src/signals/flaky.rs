@@ -62,6 +62,9 @@ pub fn mark(
                 "(flaky: fails and passes without related changes) {}",
                 issue.finding
             );
+            if issue.kind == Some(crate::model::FindingKind::TestFailed) {
+                issue.kind = Some(crate::model::FindingKind::TestFlaky);
+            }
         }
     }
     let all_flaky = failures(current).iter().all(|f| flaky.contains(*f));

@@ -23,7 +23,7 @@ use crate::signals::report::TestCase;
 pub const HARD_CODED: &str = crate::model::HARD_CODED;
 
 /// At most this many failing tests are read, and this many values of each.
-const MAX_TESTS: usize = 500;
+const MAX_TESTS: usize = 200;
 const MAX_VALUES: usize = 200;
 /// At most this many changed files are searched for a test's definition.
 const MAX_FILES: usize = 50;
@@ -83,10 +83,11 @@ pub(super) fn hard_coded(input: &Input) -> Vec<Finding> {
     if failing.is_empty() {
         return Vec::new();
     }
+    let changed = Changed::default();
     // value → the failing tests it belongs to, in order.
     let mut owners: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for (id, cases) in failing.iter().take(MAX_TESTS) {
-        for value in values_of(id, cases, input) {
+        for value in values_of(id, cases, input, &changed) {
             owners.entry(value).or_default().push(id);
         }
     }
@@ -283,8 +284,28 @@ fn failing_tests<'a>(input: &Input<'a>) -> BTreeMap<&'a str, Vec<&'a TestCase>> 
     out
 }
 
+/// The code files the change touched, with their text: read once, when a test's report
+/// names no file.
+#[derive(Default)]
+struct Changed(std::cell::OnceCell<Vec<(String, String)>>);
+
+impl Changed {
+    fn get(&self, input: &Input) -> &[(String, String)] {
+        self.0.get_or_init(|| {
+            input
+                .changed
+                .files
+                .keys()
+                .filter(|f| CODE.iter().any(|(ext, _)| f.ends_with(ext)))
+                .take(MAX_FILES)
+                .filter_map(|f| (input.head_source)(f).map(|t| (f.clone(), t)))
+                .collect()
+        })
+    }
+}
+
 /// The distinctive values of one failing test.
-fn values_of(id: &str, cases: &[&TestCase], input: &Input) -> BTreeSet<String> {
+fn values_of(id: &str, cases: &[&TestCase], input: &Input, changed: &Changed) -> BTreeSet<String> {
     let mut values = BTreeSet::new();
     // A parametrised id's case: `test_lower[Rust and Go]`, its parts joined by `-`.
     if let Some((_, case)) = id.split_once('[') {
@@ -301,7 +322,7 @@ fn values_of(id: &str, cases: &[&TestCase], input: &Input) -> BTreeSet<String> {
             values.extend(reported_values(&text[..floor(text, 8_000)]));
         }
     }
-    if let Some((file, text, span)) = definition(id, cases, input) {
+    if let Some((file, text, span)) = definition(id, cases, input, changed) {
         let single = !file.ends_with(".go") && !file.ends_with(".rs") && !file.ends_with(".java");
         // Decorators and attributes above the definition hold its cases.
         let from = span.start().saturating_sub(6).max(1);
@@ -329,6 +350,7 @@ fn definition(
     id: &str,
     cases: &[&TestCase],
     input: &Input,
+    changed: &Changed,
 ) -> Option<(String, String, std::ops::RangeInclusive<u32>)> {
     let mut names = vec![leaf(id)];
     names.extend(
@@ -343,21 +365,14 @@ fn definition(
     names.push(class);
     let names: Vec<&str> = names.into_iter().filter(|n| !n.is_empty()).collect();
     let reported = cases.iter().find_map(|c| c.file.clone());
-    let candidates: Vec<String> = match reported {
-        Some(file) => vec![file],
-        None => input
-            .changed
-            .files
-            .keys()
-            .filter(|f| CODE.iter().any(|(ext, _)| f.ends_with(ext)))
-            .take(MAX_FILES)
-            .cloned()
+    let candidates: Vec<(String, String)> = match reported {
+        Some(file) => (input.head_source)(&file)
+            .map(|t| (file, t))
+            .into_iter()
             .collect(),
+        None => changed.get(input).to_vec(),
     };
-    for file in candidates {
-        let Some(text) = (input.head_source)(&file) else {
-            continue;
-        };
+    for (file, text) in candidates {
         let span = names
             .iter()
             .find_map(|n| definition_span(&text, n).or_else(|| block_span(&text, n)));
