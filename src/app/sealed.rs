@@ -132,6 +132,7 @@ pub fn drift(
         return Ok(Drift::default());
     };
     let changes = environment::changes(recorded, &now.fingerprint);
+    let changes = environment::reinstalled(changes, recorded, &now.fingerprint, &env.root);
     if changes.is_empty() {
         return Ok(Drift::default());
     }

@@ -305,6 +305,12 @@ fn site_packages(site: &Path, shown: &str, entries: &mut BTreeMap<String, String
             if name.ends_with(".dist-info") || name.ends_with(".egg-info") {
                 entry_points(&path.join("entry_points.txt"), &name, entries);
             }
+            if let Ok(record) = std::fs::read(path.join("RECORD")) {
+                entries.insert(
+                    format!("{}: {shown}/{name}", super::installed::RECORD_KIND),
+                    digest_bytes(&record),
+                );
+            }
             entries.insert(key, tree_digest(&path));
         } else {
             entries.insert(key, file_digest(&path, &meta));
@@ -627,22 +633,66 @@ impl std::fmt::Display for Change {
     }
 }
 
-/// What differs between `start` and `now`.
+/// What differs between `start` and `now` (a distribution's `RECORD` only vouches for its
+/// files, [`reinstalled`]: it is no change itself).
 pub fn changes(start: &Fingerprint, now: &Fingerprint) -> Vec<Change> {
+    let record = format!("{}: ", super::installed::RECORD_KIND);
     let mut out = Vec::new();
-    for (key, digest) in &now.entries {
+    for (key, digest) in now.entries.iter().filter(|(k, _)| !k.starts_with(&record)) {
         match start.entries.get(key) {
             None => out.push(Change::Added(key.clone())),
             Some(was) if was != digest => out.push(Change::Changed(key.clone())),
             Some(_) => {}
         }
     }
-    for key in start.entries.keys() {
+    for key in start.entries.keys().filter(|k| !k.starts_with(&record)) {
         if !now.entries.contains_key(key) {
             out.push(Change::Removed(key.clone()));
         }
     }
     out
+}
+
+/// `changes` without the Python packages that were reinstalled as they were: each changed
+/// file or directory exactly what a distribution's `RECORD` lists, that `RECORD` the same
+/// as at the start ([`super::installed`]). Places are shown as scanned: absolute, or
+/// relative to `root`.
+pub fn reinstalled(
+    changes: Vec<Change>,
+    start: &Fingerprint,
+    now: &Fingerprint,
+    root: &Path,
+) -> Vec<Change> {
+    let prefix = format!("{}: ", super::installed::RECORD_KIND);
+    let resolve = |shown: &str| {
+        let path = Path::new(shown);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            root.join(path)
+        }
+    };
+    let unchanged: Vec<PathBuf> = now
+        .entries
+        .iter()
+        .filter_map(|(key, digest)| {
+            let shown = key.strip_prefix(&prefix)?;
+            (start.entries.get(key) == Some(digest)).then(|| resolve(shown))
+        })
+        .collect();
+    if unchanged.is_empty() {
+        return changes;
+    }
+    changes
+        .into_iter()
+        .filter(|change| match change {
+            Change::Changed(key) => !key
+                .strip_prefix("python: ")
+                .filter(|shown| !shown.starts_with('`'))
+                .is_some_and(|shown| super::installed::as_recorded(&resolve(shown), &unchanged)),
+            _ => true,
+        })
+        .collect()
 }
 
 /// The manifests and lockfiles that install a kind of entry: a change to one of them,

@@ -173,3 +173,66 @@ fn a_venv_a_check_names_by_path_outside_the_repository_is_watched() {
     assert!(names_it(&scan_with(&commands)));
     assert!(!names_it(&scan_with(&[])));
 }
+
+/// `pip uninstall` then `pip install` of the same version: new files, the same bytes, the
+/// same `RECORD` — no change. An edit of one of its files, or a file its `RECORD` does not
+/// list, is one.
+#[test]
+fn a_package_reinstalled_as_its_record_lists_it_is_no_change() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let site = root.join(".venv/lib/python3.12/site-packages");
+    let hash = |text: &str| {
+        let digest = Sha256::digest(text.as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    };
+    let install = || {
+        write(&root.join(".venv/pyvenv.cfg"), "version = 3.12.0\n");
+        write(&site.join("tool/__init__.py"), "X = 1\n");
+        write(
+            &root.join(".venv/bin/tool"),
+            "#!/bin/sh\nexec python -m tool\n",
+        );
+        write(
+            &site.join("tool-1.0.dist-info/METADATA"),
+            "Name: tool\nVersion: 1.0\n",
+        );
+        let record = format!(
+            "tool/__init__.py,sha256={},6\n../../../bin/tool,sha256={},31\ntool-1.0.dist-info/METADATA,sha256={},25\ntool-1.0.dist-info/RECORD,,\n",
+            hash("X = 1\n"),
+            hash("#!/bin/sh\nexec python -m tool\n"),
+            hash("Name: tool\nVersion: 1.0\n"),
+        );
+        write(&site.join("tool-1.0.dist-info/RECORD"), &record);
+    };
+    install();
+    let start = scan_of(root);
+    // Reinstalled: every file made again (new inodes, new times), the same bytes.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::remove_dir_all(site.join("tool")).expect("rm");
+    std::fs::remove_dir_all(site.join("tool-1.0.dist-info")).expect("rm");
+    std::fs::remove_file(root.join(".venv/bin/tool")).expect("rm");
+    install();
+    let now = scan_of(root);
+    let seen = changes(&start, &now);
+    assert!(!seen.is_empty(), "the files are new: {seen:?}");
+    assert_eq!(reinstalled(seen, &start, &now, root), Vec::new());
+    // An edit in place, with the RECORD left as it was: a change.
+    write(&site.join("tool/__init__.py"), "X = 2\n");
+    let now = scan_of(root);
+    let left = reinstalled(changes(&start, &now), &start, &now, root);
+    assert!(
+        left.iter().any(|c| c.key().ends_with("site-packages/tool")),
+        "{left:?}"
+    );
+    // A file the RECORD does not list, beside the reinstalled ones: a change.
+    write(&site.join("tool/__init__.py"), "X = 1\n");
+    write(&site.join("tool/plugin.py"), "import os\n");
+    let now = scan_of(root);
+    let left = reinstalled(changes(&start, &now), &start, &now, root);
+    assert!(
+        left.iter().any(|c| c.key().ends_with("site-packages/tool")),
+        "{left:?}"
+    );
+}

@@ -8,6 +8,7 @@ pub mod diagnostics;
 pub mod environment;
 pub mod flaky;
 pub mod harness;
+pub mod installed;
 pub mod integrity;
 pub mod markers;
 pub mod observation;
