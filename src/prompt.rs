@@ -166,7 +166,13 @@ fn view_with(record: &IterationRecord, decision: &Decision, shrink: &Shrink) -> 
     revision.sort_by_key(|i| i.severity);
     let mut items = group_issues(&revision);
     let entry_points = entry_points(&items);
-    let task_sentences = task_sentences(decision, &revision, items.len());
+    // What `integrity_first` left out: findings in the files the integrity item names.
+    let left_out = record
+        .issues
+        .iter()
+        .filter(|i| i.severity.counts_for_revision() && !owned.contains(i))
+        .count();
+    let task_sentences = task_sentences(decision, &revision, (items.len(), left_out));
     let omitted_count = items.len().saturating_sub(shrink.max_items);
     items.truncate(shrink.max_items);
     for item in &mut items {
@@ -279,7 +285,11 @@ fn entry_points(items: &[PromptIssue]) -> Vec<String> {
 }
 
 /// The task in one to three sentences: what the decision asks of the agent.
-fn task_sentences(decision: &Decision, revision: &[&CheckerIssue], items: usize) -> String {
+fn task_sentences(
+    decision: &Decision,
+    revision: &[&CheckerIssue],
+    (items, left_out): (usize, usize),
+) -> String {
     let blockers = revision
         .iter()
         .filter(|i| i.severity == Severity::Blocker)
@@ -294,10 +304,18 @@ fn task_sentences(decision: &Decision, revision: &[&CheckerIssue], items: usize)
             } else {
                 String::new()
             };
+            let restored = if left_out > 0 {
+                format!(
+                    " The {left_out} other issue(s) of this iteration are in the files the \
+                     integrity finding names: restoring those files removes them."
+                )
+            } else {
+                String::new()
+            };
             format!(
                 "Revise `{task}` so that its checks pass: fix the {blockers} BLOCKER and \
                  {warnings} WARNING issue(s) below{grouped}. Change only what they point at \
-                 and introduce no new issue."
+                 and introduce no new issue.{restored}"
             )
         }
         _ => format!("`{task}` is escalated to a human: make no further change until they decide."),

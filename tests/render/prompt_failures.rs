@@ -342,3 +342,42 @@ fn a_vitest_snapshot_mismatch_keeps_its_diff() {
         "{inline}"
     );
 }
+
+/// A VOID iteration: the integrity item is what to do, the type errors in the `conftest.py`
+/// it names are left out of the list — and the task sentence says so, so its counts agree
+/// with the summary's.
+#[test]
+fn a_void_iterations_prompt_says_what_restoring_removes() {
+    let issue = |dimension: &str, severity, finding: &str, at: &str| CheckerIssue {
+        dimension: dimension.into(),
+        severity,
+        finding: finding.into(),
+        affected_field: Some(at.into()),
+        suggested_fix: None,
+        kind: None,
+        subject: None,
+    };
+    let issues = vec![
+        issue(
+            "integrity",
+            itergate::model::Severity::Blocker,
+            "test t::a was changed to pass: the change edited `tests/conftest.py`",
+            "tests/conftest.py:3",
+        ),
+        issue(
+            "code_quality",
+            itergate::model::Severity::Warning,
+            "mypy: Function is missing a type annotation",
+            "tests/conftest.py:5",
+        ),
+    ];
+    let mut history = history_with(vec![issues]);
+    history[0].status = itergate::model::Status::Void;
+    let text = prompt(&history, None);
+    assert!(
+        text.contains("fix the 1 BLOCKER and 0 WARNING issue(s) below")
+            && text.contains("The 1 other issue(s) of this iteration are in the files the integrity finding names: restoring those files removes them."),
+        "{text}"
+    );
+    assert!(!text.contains("missing a type annotation"), "{text}");
+}
