@@ -346,38 +346,39 @@ fn spec_version(
     path: &str,
     is_harness: &dyn Fn(&str) -> bool,
 ) -> Option<(Oid, i32)> {
-    let tests_alone = |commit: Oid| -> Option<bool> {
+    // The commit changed `path`, and tests and harness alone.
+    let spec_commit = |commit: Oid| -> Option<bool> {
         let commit = repo.find_commit(commit).ok()?;
         let parent = commit.parent(0).ok()?.tree().ok()?;
         let diff = repo
             .diff_tree_to_tree(Some(&parent), Some(&commit.tree().ok()?), None)
             .ok()?;
-        Some(diff.deltas().all(|d| {
-            [d.old_file().path(), d.new_file().path()]
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.to_str())
-                .all(|p| harness::part(p, is_harness).is_some())
-        }))
+        let paths: Vec<&str> = diff
+            .deltas()
+            .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+            .flatten()
+            .filter_map(|p| p.to_str())
+            .collect();
+        Some(paths.contains(&path) && paths.iter().all(|p| harness::part(p, is_harness).is_some()))
     };
-    let (commit, _) = earlier.iter().find(|(_, observed)| {
-        let failed_here = observed.checks.iter().any(|c| match &c.result {
+    // An assertion that failed there, in `path` or in a test whose report names no file
+    // (libtest, Go): a test file that did not build or import is the test's own defect,
+    // which the next iteration may fix.
+    let failed_there = |observed: &Observation| {
+        observed.checks.iter().any(|c| match &c.result {
             CheckResult::Report {
                 report: Report::Tests(t),
                 ..
             } => t.problems.iter().any(|case| {
-                // An assertion that failed: a test file that did not build or import is
-                // the test's own defect, which the next iteration may fix.
                 case.outcome == crate::signals::report::TestOutcome::Failed
-                    && case.file.as_deref() == Some(path)
+                    && case.file.as_deref().is_none_or(|f| f == path)
             }),
             _ => false,
-        });
-        failed_here
-    })?;
-    if !tests_alone(*commit)? {
-        return None;
-    }
+        })
+    };
+    let (commit, _) = earlier
+        .iter()
+        .find(|(commit, observed)| failed_there(observed) && spec_commit(*commit) == Some(true))?;
     let tree = repo.find_commit(*commit).ok()?.tree().ok()?;
     let entry = tree.get_path(std::path::Path::new(path)).ok()?;
     Some((entry.id(), entry.filemode()))

@@ -219,3 +219,58 @@ fn a_spec_added_by_the_task_judges_every_later_iteration() {
     );
     assert_eq!(code, 0, "the honest implementation is ACCEPT: {text}");
 }
+
+/// The same with `cargo test`, whose report names no file: a spec file committed alone
+/// under `tests/` fails; its assertion rewritten with naive code, then a README-only commit,
+/// is never accepted.
+#[test]
+fn a_rust_spec_added_by_the_task_judges_every_later_iteration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"vp\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn strip(s: &str) -> &str {\n    s\n}\n",
+        ),
+        (".gitignore", "target/\n.itergate-*\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --offline --no-fail-fast --color never 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ];
+    for (file, text) in files {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let commit = |message: &str| {
+        git(p, &["add", "-A"]);
+        git(p, &["commit", "-q", "-m", message]);
+        run_in(p)
+    };
+    commit("the crate");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    const SPEC: &str =
+        "#[test]\nfn strips_one_v() {\n    assert_eq!(vp::strip(\"vv1\"), \"v1\");\n}\n";
+    std::fs::create_dir_all(p.join("tests")).expect("mkdir");
+    std::fs::write(p.join("tests/spec.rs"), SPEC).expect("write");
+    let (code, text) = commit("spec: strip one leading v");
+    assert_eq!(code, 10, "the spec fails: {text}");
+    std::fs::write(
+        p.join("src/lib.rs"),
+        "pub fn strip(s: &str) -> &str {\n    s.trim_start_matches('v')\n}\n",
+    )
+    .expect("write");
+    std::fs::write(p.join("tests/spec.rs"), SPEC.replace("\"v1\"", "\"1\"")).expect("write");
+    let (code, text) = commit("agent: strip leading v");
+    assert_ne!(code, 0, "{text}");
+    std::fs::write(p.join("README.md"), "# vp\n").expect("write");
+    let (code, text) = commit("docs: a README");
+    assert_ne!(code, 0, "never ACCEPT after a rewrite: {text}");
+    assert!(text.contains("strips_one_v was changed to pass"), "{text}");
+}
