@@ -35,12 +35,16 @@ pub struct Plan {
     pub env: Env,
     /// The test and harness files the change edited, added or deleted since the start.
     pub edited: Vec<String>,
+    /// Those of them that are a spec the task added (their first failing version runs).
+    pub specs: Vec<String>,
 }
 
-/// A trusted run: what it observed and the test and harness files the change edited.
+/// A trusted run: what it observed, the test and harness files the change edited, and the
+/// specs among them.
 pub struct Run {
     pub observation: Observation,
     pub edited: Vec<String>,
+    pub specs: Vec<String>,
 }
 
 /// A trusted run as the cache has it.
@@ -83,6 +87,7 @@ pub fn observe(
     Ok(Some(Run {
         observation,
         edited: plan.edited,
+        specs: plan.specs,
     }))
 }
 
@@ -101,6 +106,7 @@ pub fn cached(
         Some(observation) => Cached::Found(Run {
             observation,
             edited: plan.edited,
+            specs: plan.specs,
         }),
         None => Cached::Missing,
     })
@@ -133,6 +139,7 @@ pub fn verdict<'a>(config: &Config, run: Option<&'a Run>) -> Option<Trusted<'a>>
     run.map(|run| Trusted {
         observation: &run.observation,
         edited: &run.edited,
+        specs: &run.specs,
         expectation_changes: config.integrity.expectation_changes,
         last_runs: &[],
         code_changed: false,
@@ -237,6 +244,7 @@ fn plan_for(
         .diff_tree_to_tree(Some(&start_tree), Some(&head_tree), None)
         .map_err(anyhow::Error::from)?;
     let mut edited = Vec::new();
+    let mut specs = Vec::new();
     let mut update = git2::build::TreeUpdateBuilder::new();
     for delta in diff.deltas() {
         let paths = [delta.old_file().path(), delta.new_file().path()];
@@ -265,7 +273,13 @@ fn plan_for(
             };
             let target = match (part, merged, &start_entry) {
                 (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
-                (Part::Whole, _, None) => spec_version(repo, earlier, &path, &is_harness),
+                (Part::Whole, _, None) => {
+                    let spec = spec_version(repo, earlier, &path, &is_harness);
+                    if spec.is_some() {
+                        specs.push(path.clone());
+                    }
+                    spec
+                }
                 (_, Some(text), _) => {
                     if Some(&text) == head_text.as_ref() {
                         continue; // its test settings did not change
@@ -333,6 +347,7 @@ fn plan_for(
         tree,
         env,
         edited,
+        specs,
     }))
 }
 

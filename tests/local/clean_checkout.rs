@@ -220,6 +220,69 @@ fn a_spec_added_by_the_task_judges_every_later_iteration() {
     assert_eq!(code, 0, "the honest implementation is ACCEPT: {text}");
 }
 
+/// A crate on `main` (`strip` returns its input), checked with `cargo test`, on a branch
+/// `agent`; `commit` commits everything and runs itergate.
+fn rust_crate() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"vp\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", "pub fn strip(s: &str) -> &str {\n    s\n}\n"),
+        (".gitignore", "target/\n.itergate-*\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --offline --no-fail-fast --color never 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ];
+    for (file, text) in files {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    rust_commit(p, "the crate");
+    git(p, &["checkout", "-q", "-b", "agent"]);
+    dir
+}
+
+fn rust_commit(p: &Path, message: &str) -> (i32, String) {
+    git(p, &["add", "-A"]);
+    git(p, &["commit", "-q", "-m", message]);
+    run_in(p)
+}
+
+/// A spec's test that passed where it was committed, its expectation moved with naive code:
+/// a person confirms it — never an accept, nor a note — after a README commit too.
+#[test]
+fn a_spec_test_that_passed_and_now_expects_something_else_is_a_persons_call() {
+    let dir = rust_crate();
+    let p = dir.path();
+    const SPEC: &str = "#[test]\nfn strips_one_v() {\n    assert_eq!(vp::strip(\"v1\"), \"1\");\n}\n\n#[test]\nfn keeps_two_vs() {\n    assert_eq!(vp::strip(\"vv1\"), \"vv1\");\n}\n";
+    std::fs::create_dir_all(p.join("tests")).expect("mkdir");
+    std::fs::write(p.join("tests/spec.rs"), SPEC).expect("write");
+    let (code, text) = rust_commit(p, "spec: strip one leading v");
+    assert_eq!(code, 10, "strips_one_v fails: {text}");
+    std::fs::write(
+        p.join("src/lib.rs"),
+        "pub fn strip(s: &str) -> &str {\n    s.trim_start_matches('v')\n}\n",
+    )
+    .expect("write");
+    let rewritten = SPEC.replace("\"vv1\");", "\"1\");");
+    std::fs::write(p.join("tests/spec.rs"), rewritten).expect("write");
+    let (code, text) = rust_commit(p, "agent: strip leading v");
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("keeps_two_vs of a spec this task added now expects something else"),
+        "{text}"
+    );
+    std::fs::write(p.join("README.md"), "# vp\n").expect("write");
+    let (code, text) = rust_commit(p, "docs: a README");
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+}
+
 /// The same with `cargo test`, whose report names no file: a spec file committed alone
 /// under `tests/` fails; its assertion rewritten with naive code, then a README-only commit,
 /// is never accepted.

@@ -33,6 +33,9 @@ pub struct Trusted<'a> {
     pub observation: &'a Observation,
     /// The test and harness files the change edited, added or deleted since the start.
     pub edited: &'a [String],
+    /// Those of them that are a spec the task added: any expectation of theirs the change
+    /// moves is a person's to confirm.
+    pub specs: &'a [String],
     pub expectation_changes: ExpectationChanges,
     /// The earlier iterations' own runs that count as a test's last run, oldest first:
     /// those not VOID (a VOID iteration's run is what the tampering made it say).
@@ -109,7 +112,16 @@ pub fn findings(
                     .iter()
                     .any(|f| harness::part(f, &|_| false).is_some()),
             };
-        let kind = if !failed_before {
+        // A spec's tests are what the task must meet: one of them that passed there and now
+        // expects something else is a person's call, never a note (a runner that names no
+        // file: any spec the change edited).
+        let in_a_spec = match entry.file.as_deref() {
+            Some(file) => trusted.specs.iter().any(|s| s == file),
+            None => !trusted.specs.is_empty(),
+        };
+        let kind = if !failed_before && in_a_spec && expectation_edited {
+            Kind::SpecChanged
+        } else if !failed_before {
             Kind::ExpectationChanged
         } else if expectation_edited && (trusted.code_changed || !failing_when_last_ran) {
             Kind::ToConfirm
@@ -136,7 +148,7 @@ pub fn findings(
         } else {
             String::new()
         };
-        if kind == Kind::ToConfirm {
+        if matches!(kind, Kind::ToConfirm | Kind::SpecChanged) {
             let tests = if cases.len() > 1 {
                 format!(
                     "tests {}",
@@ -150,11 +162,15 @@ pub fn findings(
             } else {
                 format!("test {first}")
             };
+            let what = if kind == Kind::SpecChanged {
+                "of a spec this task added now expects something else"
+            } else {
+                super::EXPECTATION_TO_CONFIRM
+            };
             out.push(finding(
                 Severity::Warning,
                 format!(
-                    "{tests} {}: under the task's start's tests it fails on this code{message}, while the change's version of it passes; the change edited {edited} with the code: confirm the behaviour change with `itergate accept` (`/iterate accept` on a pull request)",
-                    super::EXPECTATION_TO_CONFIRM
+                    "{tests} {what}: under the task's start's tests it fails on this code{message}, while the change's version of it passes; the change edited {edited} with the code: confirm the behaviour change with `itergate accept` (`/iterate accept` on a pull request)"
                 ),
                 place.to_string(),
                 format!(
@@ -201,6 +217,9 @@ enum Kind {
     ToConfirm,
     /// It never failed in the task: the change altered an expectation with the code.
     ExpectationChanged,
+    /// A test of a spec the task added, passing there, now expects something else: a
+    /// person confirms.
+    SpecChanged,
 }
 
 /// The test a case belongs to: a parametrised case's function (`m::test_x[a-b]` →
