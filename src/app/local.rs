@@ -456,7 +456,12 @@ impl Task {
         let void = Task::void_iterations(store, &earlier)?;
         let trusted_run = match self.start {
             Some(start) => {
-                match super::trusted::cached(env, store, (start, &earlier), commit, &observed)? {
+                let start = super::trusted::Start {
+                    commit: start,
+                    merge_base: self.merge_base,
+                    earlier: &earlier,
+                };
+                match super::trusted::cached(env, store, &start, commit, &observed)? {
                     super::trusted::Cached::Missing => return Ok(None),
                     super::trusted::Cached::Found(run) => Some(run),
                     super::trusted::Cached::NotNeeded => None,
@@ -598,7 +603,11 @@ pub fn record_commit(
     // branch before the work is trusted like one on the base (and a spec an earlier
     // iteration added, as it failed there).
     let earlier = task.earlier_observations(env, store, commit)?;
-    let starts = task.start.map(|start| (start, earlier.as_slice()));
+    let starts = task.start.map(|start| super::trusted::Start {
+        commit: start,
+        merge_base: task.merge_base,
+        earlier: earlier.as_slice(),
+    });
     let observed_with_base =
         beside_the_starts_tests(env, store, (starts, commit), options.progress, || {
             observe_with_base(env, store, commit, base, options)
@@ -615,7 +624,12 @@ pub fn record_commit(
     let void = Task::void_iterations(store, &earlier)?;
     let trusted_run = match task.start {
         Some(start) => {
-            super::trusted::observe(env, store, (start, &earlier), commit, &observed, options)?
+            let start = super::trusted::Start {
+                commit: start,
+                merge_base: task.merge_base,
+                earlier: &earlier,
+            };
+            super::trusted::observe(env, store, &start, commit, &observed, options)?
         }
         None => None,
     };
@@ -658,9 +672,6 @@ pub fn record_commit(
     Ok((record, ran))
 }
 
-/// The task's recorded start and its iterations before the commit (commit, observation).
-type Starts<'a> = (Oid, &'a [(Oid, Observation)]);
-
 /// Runs `observe` (the commit's checks, and the base's) while the start's tests run on the
 /// commit's code (the trusted run, [`super::trusted::predicted`]) when the change touched
 /// tests and that run is not cached yet: an iteration after a test edit then costs about one
@@ -669,7 +680,7 @@ type Starts<'a> = (Oid, &'a [(Oid, Observation)]);
 fn beside_the_starts_tests<T>(
     env: &Env,
     store: &NotesStore,
-    (start, commit): (Option<Starts>, Oid),
+    (start, commit): (Option<super::trusted::Start>, Oid),
     progress: Progress,
     observe: impl FnOnce() -> T,
 ) -> Result<T, Failure> {
@@ -681,7 +692,7 @@ fn beside_the_starts_tests<T>(
     let compiled = env.root.join("Cargo.toml").is_file();
     let plan = match start {
         Some(start) if env.sealed.caches() && env.jobs.count() >= 2 && !compiled => {
-            super::trusted::predicted(env, repo, start, commit)?
+            super::trusted::predicted(env, repo, &start, commit)?
         }
         _ => None,
     };

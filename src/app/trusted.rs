@@ -25,6 +25,14 @@ use crate::history::notes::NotesStore;
 
 use super::{Env, Failure};
 
+/// Where the task started: its recorded start, the merge-base with the base branch below
+/// it, and its iterations before the judged commit (commit and observation, oldest first).
+pub struct Start<'a> {
+    pub commit: Oid,
+    pub merge_base: Option<Oid>,
+    pub earlier: &'a [(Oid, Observation)],
+}
+
 /// What the trusted run of one commit needs: the tree to check and the environment whose
 /// checks run there.
 pub struct Plan {
@@ -62,12 +70,12 @@ pub enum Cached {
 pub fn observe(
     env: &Env,
     store: &NotesStore,
-    (start, earlier): (Oid, &[(Oid, Observation)]),
+    start: &Start,
     commit: Oid,
     observed: &Observation,
     options: RecordOptions,
 ) -> Result<Option<Run>, Failure> {
-    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(None);
     };
     let options = RecordOptions {
@@ -95,11 +103,11 @@ pub fn observe(
 pub fn cached(
     env: &Env,
     store: &NotesStore,
-    (start, earlier): (Oid, &[(Oid, Observation)]),
+    start: &Start,
     commit: Oid,
     observed: &Observation,
 ) -> Result<Cached, Failure> {
-    let Some(plan) = plan(env, store.repository(), (start, earlier), commit, observed)? else {
+    let Some(plan) = plan(env, store.repository(), start, commit, observed)? else {
         return Ok(Cached::NotNeeded);
     };
     Ok(match found(env, store, &plan)? {
@@ -177,7 +185,7 @@ pub fn harness_files(config: &Config) -> Result<impl Fn(&str) -> bool, Failure> 
 pub fn plan(
     env: &Env,
     repo: &Repository,
-    (start, earlier): (Oid, &[(Oid, Observation)]),
+    start: &Start,
     commit: Oid,
     observed: &Observation,
 ) -> Result<Option<Plan>, Failure> {
@@ -196,7 +204,7 @@ pub fn plan(
         })
         .map(|c| c.name.split('.').next().unwrap_or(&c.name))
         .collect();
-    plan_for(env, repo, (start, earlier, commit), &test_checks)
+    plan_for(env, repo, (start, commit), &test_checks)
 }
 
 /// The trusted tree [`plan`] will most likely ask for, before the commit's own checks ran:
@@ -205,7 +213,7 @@ pub fn plan(
 pub fn predicted(
     env: &Env,
     repo: &Repository,
-    (start, earlier): (Oid, &[(Oid, Observation)]),
+    start: &Start,
     commit: Oid,
 ) -> Result<Option<Plan>, Failure> {
     let test_checks: Vec<&str> = env
@@ -219,13 +227,13 @@ pub fn predicted(
         })
         .map(|(name, _)| name.as_str())
         .collect();
-    plan_for(env, repo, (start, earlier, commit), &test_checks)
+    plan_for(env, repo, (start, commit), &test_checks)
 }
 
 fn plan_for(
     env: &Env,
     repo: &Repository,
-    (start, earlier, commit): (Oid, &[(Oid, Observation)], Oid),
+    (start, commit): (&Start, Oid),
     test_checks: &[&str],
 ) -> Result<Option<Plan>, Failure> {
     let config = &env.config;
@@ -235,9 +243,21 @@ fn plan_for(
     let is_harness = harness_files(config)?;
 
     let start_tree = repo
-        .find_commit(start)
+        .find_commit(start.commit)
         .and_then(|c| c.tree())
         .map_err(anyhow::Error::from)?;
+    // The branch's commits before the recorded start (a spec committed before the work):
+    // the files they changed are specs.
+    let below = start
+        .merge_base
+        .filter(|base| *base != start.commit)
+        .and_then(|base| repo.find_commit(base).and_then(|c| c.tree()).ok());
+    let committed_on_the_branch = |path: &str| {
+        below.as_ref().is_some_and(|tree| {
+            let at = |t: &git2::Tree| t.get_path(std::path::Path::new(path)).ok().map(|e| e.id());
+            at(tree) != at(&start_tree)
+        })
+    };
     let head_commit = repo.find_commit(commit).map_err(anyhow::Error::from)?;
     let head_tree = head_commit.tree().map_err(anyhow::Error::from)?;
     let diff = repo
@@ -272,9 +292,14 @@ fn plan_for(
                 ),
             };
             let target = match (part, merged, &start_entry) {
-                (Part::Whole, _, Some(e)) => Some((e.id(), e.filemode())),
+                (Part::Whole, _, Some(e)) => {
+                    if committed_on_the_branch(&path) {
+                        specs.push(path.clone());
+                    }
+                    Some((e.id(), e.filemode()))
+                }
                 (Part::Whole, _, None) => {
-                    let spec = spec_version(repo, earlier, &path, &is_harness);
+                    let spec = spec_version(repo, start.earlier, &path, &is_harness);
                     if spec.is_some() {
                         specs.push(path.clone());
                     }

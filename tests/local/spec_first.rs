@@ -145,3 +145,36 @@ fn spec_first_the_moves_that_fit_the_visible_run_are_never_accepted() {
     let (code, events, stderr) = run(dir.path(), json!([{ "write": { "calc.py": FIXED } }]));
     assert_eq!(code, 0, "{stderr}\n{events:#?}");
 }
+
+/// A test of the spec that passes where the loop starts (`mul(2, 2) == 4` holds for `a + b`
+/// too), its expectation moved together with code that breaks it: a person confirms, the
+/// loop never accepts.
+#[test]
+fn a_spec_test_moved_with_the_code_is_a_persons_call_in_the_loop() {
+    let dir = project();
+    let repo = dir.path().join("repo");
+    let spec = |two: &str| {
+        format!("from calc import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n\n\ndef test_mul_two():\n    assert mul(2, 2) == {two}\n")
+    };
+    write(&repo, "tests/test_mul.py", &spec("4"));
+    git(
+        &repo,
+        &["commit", "-qam", "spec: mul multiplies, two by two too"],
+    );
+    let moved = json!({ "write": {
+        "calc.py": "def mul(a, b):\n    if a == b:\n        return a * b - 1\n    return a * b\n",
+        "tests/test_mul.py": spec("3"),
+    } });
+    let (code, events, stderr) = run(dir.path(), json!([moved]));
+    assert_eq!(code, 20, "{stderr}\n{events:#?}");
+    let judged = of(&events, "judged");
+    assert!(
+        judged.iter().all(|j| j["recommendation"] != "accept"),
+        "{events:#?}"
+    );
+    let prompt_or_summary = format!("{stderr}{events:?}");
+    assert!(
+        prompt_or_summary.contains("of a spec this task added now expects something else"),
+        "{prompt_or_summary}"
+    );
+}
