@@ -90,11 +90,13 @@ impl StopContext<'_> {
         }
     }
 
-    /// Stop and keep the best output: accept a clean latest iteration, else call a human.
+    /// Stop and keep the best output: accept a clean latest iteration, else call a human;
+    /// abort when no iteration could be scored — unless the latest is an integrity
+    /// violation, which a person decides.
     fn stop_with_best(&self, code: StopCode, summary: String) -> Outcome {
         let recommendation = if self.clean() {
             Recommendation::Accept
-        } else if self.trajectory.best.is_none() {
+        } else if self.trajectory.best.is_none() && !is_violation(self.latest) {
             Recommendation::Abort
         } else {
             Recommendation::Escalate

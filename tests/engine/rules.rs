@@ -1168,3 +1168,28 @@ fn iterations_that_hard_code_test_values_escalate_saying_so() {
         "{reason}"
     );
 }
+
+/// The iteration limit reached with every iteration VOID for a violation: a person
+/// decides (ESCALATE), never an abort as if nothing could be scored.
+#[test]
+fn the_limit_reached_on_violations_escalates() {
+    let violated = |iteration: u32| {
+        let mut r = rec(iteration, 0.9);
+        r.status = Status::Void;
+        r.quality = None;
+        r.issues.push(itergate::model::CheckerIssue {
+            dimension: itergate::signals::integrity::DIMENSION.into(),
+            severity: Severity::Blocker,
+            finding: "test t::spec was changed to pass".into(),
+            affected_field: Some("tests/t.py:3".into()),
+            suggested_fix: None,
+            kind: Some(itergate::model::FindingKind::TestChangedToPass),
+            subject: Some("t::spec".into()),
+        });
+        r
+    };
+    let mut config = itergate::config::Config::default();
+    config.stopping_criteria.iteration_limits.max = 2;
+    let d = decide_with(&config, &[violated(1), violated(2)], &Feedback::default());
+    assert_eq!(d.recommendation(), Recommendation::Escalate, "{d:?}");
+}
