@@ -46,6 +46,10 @@ pub fn build(ctx: &Context) -> Vec<String> {
         Recommendation::Escalate => {
             if let Some(best) = ctx.best.filter(|b| *b != ctx.latest.iteration) {
                 steps.push(format!("Review iteration {best}, the best output so far"));
+            } else if ctx.latest.status == Status::Void && fitted(ctx.latest) {
+                steps.push("No iteration could be scored, and this one is VOID: the targets pass while a holdout check fails; the code must do the task for every input, not the visible tests' (see Integrity)".into());
+            } else if ctx.latest.status == Status::Void && ctx.best.is_none() {
+                steps.push("No iteration could be scored, and this one is VOID: restore the tests and checks the change edited (see Integrity), then fix the code".into());
             }
             steps.push(human_decides(ctx.surface).into());
         }

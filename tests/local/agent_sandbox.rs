@@ -288,8 +288,9 @@ fn a_holdout_the_agent_cannot_see_fails_an_iteration_fitted_to_the_visible_test(
         stderr.contains("and 2 of the holdout checks' tests") && !stderr.contains("secret product"),
         "the holdout is a target, counted, not named:\n{stderr}"
     );
-    // Every iteration VOID: aborted at the iteration limit, the branch back at the start.
-    assert_eq!(code, 30, "{stderr}\n{events:?}");
+    // Every iteration VOID for a violation: at the iteration limit a person decides
+    // (escalated), the branch back at the start.
+    assert_eq!(code, 20, "{stderr}\n{events:?}");
     let judged = of(&events, "judged");
     assert!(
         judged.iter().all(|j| j["recommendation"] != "accept"),
