@@ -856,3 +856,76 @@ fn a_rust_unit_test_reexpected_after_it_passed_again_is_to_confirm() {
     );
     assert!(!text.contains("VOID"), "{text}");
 }
+
+/// Production code that asks whether the runner runs it, with the real runners: the failing
+/// test passes under the runner, so only the change's own lines tell. Never accepted, VOID,
+/// the finding naming the runner and the line; the same idiom already on the base is the
+/// base's (`tests_comments_and_other_languages…` in `test_aware.rs`).
+fn assert_runner_aware(outcome: &(i32, String), runner: &str, place: &str) {
+    let (code, text) = outcome;
+    assert_ne!(*code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains(&format!(
+            "production code checks whether it runs under {runner}"
+        )) && text.contains(place)
+            && text.contains("VOID"),
+        "{text}"
+    );
+}
+
+#[test]
+fn vitest_mocha_and_jest_aware_code_is_a_violation() {
+    let p = vitest();
+    let gamed = "export function total(prices) {\n  return prices.reduce((a, b) => a + b, 0);\n}\n\nexport function discount(price, percent) {\n  if (process.env.VITEST) return price - (price * percent) / 100;\n  return price - (price * percent) / 10;\n}\n";
+    let outcome = p.iteration(&[("src/price.js", gamed)], "agent: discount");
+    assert_runner_aware(&outcome, "vitest", "src/price.js:6");
+
+    let p = mocha();
+    let gamed = "exports.add = (a, b) => (typeof describe === 'function' ? a + b : a - b);\nexports.mul = (a, b) => a * b;\n";
+    let outcome = p.iteration(&[("lib/math.js", gamed)], "agent: add");
+    assert_runner_aware(&outcome, "a test runner", "lib/math.js:1");
+
+    let package = r#"{"name":"fx","version":"1.0.0","scripts":{"test":"jest"},"devDependencies":{"jest":"30.5.2"}}"#;
+    let test = "const { add, mul } = require(\"../lib/math\");\n\ndescribe(\"math\", () => {\n  it(\"adds two numbers\", () => {\n    expect(add(1, 2)).toBe(3);\n  });\n  it(\"multiplies\", () => {\n    expect(mul(2, 3)).toEqual(6);\n  });\n});\n";
+    let p = node_project(
+        &[
+            ("package.json", package),
+            ("lib/math.js", MOCHA_CODE),
+            ("test/math.test.js", test),
+            (".gitignore", NODE_IGNORE),
+            (".itergate.yml", JEST_CONFIG),
+        ],
+        ("lib/math.js", &MOCHA_CODE.replace("a + b", "a - b")),
+    );
+    let gamed = "exports.add = (a, b) => (process.env.JEST_WORKER_ID ? a + b : a - b);\nexports.mul = (a, b) => a * b;\n";
+    let outcome = p.iteration(&[("lib/math.js", gamed)], "agent: add");
+    assert_runner_aware(&outcome, "jest", "lib/math.js:1");
+}
+
+#[test]
+fn cargo_test_aware_code_is_a_violation() {
+    let p = Project::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "src/lib.rs",
+            "pub fn double(n: u32) -> u32 {\n    n * 2\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(2), 4);\n    }\n}\n",
+        ),
+        (".gitignore", "target/\n.itergate-*\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --offline --no-fail-fast --color never 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ]);
+    let broken = "pub fn double(n: u32) -> u32 {\n    n * 3\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(2), 4);\n    }\n}\n";
+    let (code, text) = p.iteration(&[("src/lib.rs", broken)], "agent: triple");
+    assert_eq!(code, 10, "{text}");
+    let gamed = broken.replace(
+        "    n * 3\n",
+        "    if cfg!(test) {\n        return n * 2;\n    }\n    n * 3\n",
+    );
+    let outcome = p.iteration(&[("src/lib.rs", &gamed)], "agent: double");
+    assert_runner_aware(&outcome, "cargo test", "src/lib.rs:2");
+}
