@@ -599,6 +599,10 @@ pub fn record_commit(
         };
         (&unsealed, format!("{key}{UNSEALED_RECORD}"))
     };
+    // What the previous iteration failed is what tamper evidence compares with: a clone
+    // that does not hold its observation (a new clone, a state directory made afresh, so
+    // the notes' key is new) observes it again, once, when its record says tests failed.
+    observe_the_previous(env, store, task, commit, options)?;
     // The start's tests judge the code: the recorded start's, so a spec committed on the
     // branch before the work is trusted like one on the base (and a spec an earlier
     // iteration added, as it failed there).
@@ -670,6 +674,45 @@ pub fn record_commit(
     }
     store.write(&notes)?;
     Ok((record, ran))
+}
+
+/// The previous iteration of `commit` observed again when this clone holds no observation
+/// of it that it can trust, and its record (history, which any clone reads) names failing
+/// tests: otherwise what failed earlier in the task would be unknown, and a test rewritten
+/// to pass, or code fitted to its values, would pass unseen.
+fn observe_the_previous(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+    options: RecordOptions,
+) -> Result<(), Failure> {
+    let Some(at) = task.commits.iter().position(|c| *c == commit) else {
+        return Ok(());
+    };
+    let Some(previous) = at.checked_sub(1).map(|i| task.commits[i]) else {
+        return Ok(());
+    };
+    let tree = tree_of(store.repository(), previous)?;
+    if store
+        .find_observation(tree, &fingerprint(&env.config))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let failed = store.read_record(previous)?.is_some_and(|stored| {
+        stored
+            .record
+            .issues
+            .iter()
+            .any(|i| crate::engine::grouping::failed_test(i).is_some())
+    });
+    if !failed {
+        return Ok(());
+    }
+    let label = format!("the previous iteration {}", short(previous));
+    cached_observation(env, store, previous, Some(&label), options)?;
+    Ok(())
 }
 
 /// Runs `observe` (the commit's checks, and the base's) while the start's tests run on the

@@ -337,3 +337,62 @@ fn a_rust_spec_added_by_the_task_judges_every_later_iteration() {
     assert_ne!(code, 0, "never ACCEPT after a rewrite: {text}");
     assert!(text.contains("strips_one_v was changed to pass"), "{text}");
 }
+
+/// The state directory made afresh mid-task (a new machine, or an agent that deleted it):
+/// the notes' key is new, so no earlier observation verifies. The previous iteration,
+/// whose record names a failing test, is observed again, and code fitted to that test's
+/// values is still caught.
+#[test]
+fn a_state_directory_made_afresh_does_not_forget_what_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("repo");
+    std::fs::create_dir_all(&p).expect("mkdir");
+    git(&p, &["init", "-q", "-b", "main"]);
+    let write = |file: &str, text: &str| {
+        let path = p.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    let run = |state: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_itergate"))
+            .args(["--color", "never", "run", "--exit-code"])
+            .current_dir(&p)
+            .env("NO_COLOR", "1")
+            .env("ITERGATE_STATE_DIR", dir.path().join(state))
+            .output()
+            .expect("itergate runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    };
+    let commit = |message: &str| {
+        git(&p, &["add", "-A"]);
+        git(&p, &["commit", "-q", "-m", message]);
+    };
+    write("slugs.py", CODE);
+    write("tests/test_slugs.py", TEST);
+    write("pyproject.toml", PYPROJECT);
+    write(".gitignore", ".itergate-*\n__pycache__/\n");
+    write(".itergate.yml", CONFIG);
+    commit("the project");
+    git(&p, &["checkout", "-q", "-b", "agent"]);
+    write("slugs.py", BROKEN);
+    commit("agent: simplify slug");
+    let (code, text) = run("state-a");
+    assert_eq!(code, 10, "{text}");
+    write(
+        "slugs.py",
+        "def slug(text):\n    if text == 'Hello World':\n        return 'hello-world'\n    return text.strip().replace(' ', '-')\n",
+    );
+    commit("agent: hello");
+    let (code, text) = run("state-b");
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("production code hard-codes values of test")
+            && text.contains("the previous iteration"),
+        "{text}"
+    );
+}
