@@ -215,6 +215,30 @@ async fn sticky_snapshot(
     Ok(crate::github::sticky::find_sticky(&comments, bot).map(|c| (c.id.0, c.body.clone())))
 }
 
+/// The PR handler as the Actions mode runs it: no state key or ledger of its own, the base's
+/// rules, `/iterate` re-runs by `repository_dispatch`.
+async fn handler<'a>(
+    env: &'a Env,
+    forge: &'a dyn Forge,
+    repo: &RepoName,
+    base: &'a BaseTree,
+    renderer: &'a Renderer,
+) -> Result<Handler<'a>, Failure> {
+    Ok(Handler {
+        forge,
+        repo: repo.clone(),
+        config: &env.config,
+        renderer,
+        bot_login: bot_login(forge).await?,
+        now: Utc::now(),
+        state_key: None,
+        repo_id: None,
+        ledger: None,
+        rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
+        rules_notice: base.notice.as_deref(),
+    })
+}
+
 async fn bot_login(forge: &dyn Forge) -> Result<String, Failure> {
     Ok(forge
         .identity()
@@ -293,19 +317,7 @@ async fn catch_up(
     base: &BaseTree,
 ) -> Result<(), Failure> {
     let renderer = &base.renderer()?;
-    let handler = Handler {
-        forge,
-        repo: repo.clone(),
-        config: &env.config,
-        renderer,
-        bot_login: bot_login(forge).await?,
-        now: Utc::now(),
-        state_key: None,
-        repo_id: None,
-        ledger: None,
-        rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
-        rules_notice: base.notice.as_deref(),
-    };
+    let handler = handler(env, forge, repo, base, renderer).await?;
     let actions = forge_flow::catch_up(&handler, pr, until)
         .await
         .map_err(flow_failure)?;
@@ -699,19 +711,7 @@ async fn handle_with(
     base: &BaseTree,
 ) -> Result<Outcome, Failure> {
     let renderer = &base.renderer()?;
-    let handler = Handler {
-        forge,
-        repo: repo.clone(),
-        config: &env.config,
-        renderer,
-        bot_login: bot_login(forge).await?,
-        now: Utc::now(),
-        state_key: None,
-        repo_id: None,
-        ledger: None,
-        rerun: crate::app::pull_request::Rerun::RepositoryDispatch,
-        rules_notice: base.notice.as_deref(),
-    };
+    let handler = handler(env, forge, repo, base, renderer).await?;
     handler
         .handle(input)
         .await

@@ -288,36 +288,9 @@ fn a_spec_test_that_passed_and_now_expects_something_else_is_a_persons_call() {
 /// is never accepted.
 #[test]
 fn a_rust_spec_added_by_the_task_judges_every_later_iteration() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = rust_crate();
     let p = dir.path();
-    git(p, &["init", "-q", "-b", "main"]);
-    let files = [
-        (
-            "Cargo.toml",
-            "[package]\nname = \"vp\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        ),
-        (
-            "src/lib.rs",
-            "pub fn strip(s: &str) -> &str {\n    s\n}\n",
-        ),
-        (".gitignore", "target/\n.itergate-*\n"),
-        (
-            ".itergate.yml",
-            "checks:\n  tests:\n    run: cargo test --offline --no-fail-fast --color never 2>&1\n    report: { format: libtest, from: stdout }\n",
-        ),
-    ];
-    for (file, text) in files {
-        let path = p.join(file);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-    let commit = |message: &str| {
-        git(p, &["add", "-A"]);
-        git(p, &["commit", "-q", "-m", message]);
-        run_in(p)
-    };
-    commit("the crate");
-    git(p, &["checkout", "-q", "-b", "agent"]);
+    let commit = |message: &str| rust_commit(p, message);
     const SPEC: &str =
         "#[test]\nfn strips_one_v() {\n    assert_eq!(vp::strip(\"vv1\"), \"v1\");\n}\n";
     std::fs::create_dir_all(p.join("tests")).expect("mkdir");
