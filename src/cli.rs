@@ -448,6 +448,10 @@ pub struct CiArgs {
     /// runs the PR's code.
     #[arg(long, value_name = "FILE")]
     pub publish_record: Option<PathBuf>,
+    /// The record's SHA-256 as the scoring step output it (`record-digest`): the record
+    /// is published only if it is still what itergate wrote.
+    #[arg(long, value_name = "HEX", requires = "publish_record")]
+    pub record_digest: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

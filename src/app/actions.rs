@@ -63,6 +63,9 @@ pub struct ActionsRequest {
     pub write_on_fork: bool,
     pub score_only: bool,
     pub publish_record: Option<PathBuf>,
+    /// The SHA-256 the scoring step gave for the record (its `record-digest` output):
+    /// `publish_record` is refused unless it is that record.
+    pub record_digest: Option<String>,
 }
 
 /// Runs the event: what was published and the configuration that judged it, or nothing
@@ -140,7 +143,7 @@ fn pull_request(
         ..env.clone()
     };
     if let Some(path) = &args.publish_record {
-        let artifact = read_artifact_file(path)?;
+        let artifact = read_artifact_file(path, args.record_digest.as_deref())?;
         if pr.is_fork() && !args.write_on_fork {
             return Err(user(
                 "a fork's record is published by the workflow_run workflow, never by a job of the fork's own run",
@@ -618,11 +621,15 @@ fn save_for_artifact(
         record: record.clone(),
     };
     let json = serde_json::to_vec_pretty(&artifact).map_err(anyhow::Error::from)?;
-    std::fs::write(path, json).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    std::fs::write(path, &json).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+    // Written once every process the checks started is gone: the digest is of what itergate
+    // wrote, and the step's output is the runner's to keep.
+    let digest = crate::github::artifact::record_digest(&json);
     eprintln!(
-        "itergate: scored without writing to GitHub; the record is in {} for the publishing job",
+        "itergate: scored without writing to GitHub; the record is in {} for the publishing job (sha256 {digest})",
         path.display()
     );
+    append_env_file("GITHUB_OUTPUT", &format!("record-digest={digest}\n"))?;
     append_env_file(
         "GITHUB_STEP_SUMMARY",
         "itergate scored this pull request; the decision is published by a job that does not run its code.\n",
@@ -640,7 +647,7 @@ fn flow_failure(e: FlowError) -> Failure {
     }
 }
 
-fn read_artifact_file(path: &Path) -> Result<ArtifactRecord, Failure> {
+fn read_artifact_file(path: &Path, digest: Option<&str>) -> Result<ArtifactRecord, Failure> {
     let bytes = std::fs::read(path)
         .map_err(|e| user(format!("--publish-record {}: {e}", path.display())))?;
     if bytes.len() as u64 > crate::github::artifact::MAX_FILE_BYTES {
@@ -650,6 +657,8 @@ fn read_artifact_file(path: &Path) -> Result<ArtifactRecord, Failure> {
             crate::github::artifact::MAX_FILE_BYTES
         )));
     }
+    crate::github::artifact::check_digest(&bytes, digest)
+        .map_err(|e| user(format!("--publish-record {}: {e}", path.display())))?;
     parse_artifact(&bytes)
 }
 

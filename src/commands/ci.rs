@@ -26,6 +26,7 @@ pub fn ci(env: &Env, args: &CiArgs, quiet: bool) -> Result<(), Failure> {
         write_on_fork: args.write_on_fork,
         score_only: args.score_only,
         publish_record: args.publish_record.clone(),
+        record_digest: args.record_digest.clone(),
     };
     let Some((outcome, config)) = actions::run(env, &request, quiet)? else {
         return Ok(());

@@ -5,6 +5,46 @@
 
 use std::io::{Cursor, Read};
 
+/// The SHA-256 of a record as `itergate ci --score-only` wrote it, in lowercase hex: the
+/// step's `record-digest` output and the suffix of the artifact's name
+/// (`itergate-record-<digest>`), so a record rewritten after itergate wrote it (by a process
+/// an earlier step started) is refused where it is published.
+pub fn record_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether an artifact's `name` is the one configured (`base`), bare or bound to its
+/// record's digest (`<base>-<64 hex digits>`): `None` when it is neither, else the digest
+/// the name carries.
+pub fn bound_name<'n>(name: &'n str, base: &str) -> Option<Option<&'n str>> {
+    if name == base {
+        return Some(None);
+    }
+    let digest = name.strip_prefix(base)?.strip_prefix('-')?;
+    let hex = digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    hex.then_some(Some(digest))
+}
+
+/// Refuses `bytes` unless they are the record the digest names (when a digest is given).
+pub fn check_digest(bytes: &[u8], digest: Option<&str>) -> Result<(), String> {
+    match digest {
+        Some(expected) if record_digest(bytes) != expected.to_ascii_lowercase() => Err(format!(
+            "its {} bytes are not the record itergate wrote in the scoring step (sha256 {}, \
+             expected {expected}): it was changed after it was written",
+            bytes.len(),
+            record_digest(bytes)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The largest file read out of an artifact (an `IterationRecord` is a few KiB).
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 

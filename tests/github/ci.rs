@@ -129,6 +129,15 @@ async fn ci_with_files(
 }
 
 /// `itergate ci` with extra arguments and environment variables.
+/// The SHA-256 of `bytes` in lowercase hex, as the scoring step outputs it.
+fn record_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 async fn run_ci(
     server: &FakeGithub,
     dir: &Path,
@@ -751,27 +760,30 @@ async fn a_check_in_ci_sees_no_token_and_no_runner_file() {
     );
 }
 
-/// The PR's check starts a daemon in a session of its own (out of the check's process
-/// group) that waits and then rewrites the record: it never outlives the checks.
+/// The PR's check starts a daemon by a double fork in a session of its own (out of the
+/// check's process group, its parent gone) that waits and then rewrites the record: it
+/// never outlives the checks, and the step's `record-digest` is the record's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_the_checks_start_does_not_outlive_them_to_rewrite_the_record() {
     let server = FakeGithub::start().await;
     let c = checkout("");
     write_script(&c.repo.path.join("check-real.sh"), CHECK);
     let forger = format!(
-        "#!/bin/sh\nsetsid sh -c 'sleep 2; touch {marker}; mkdir -p itergate-record; echo {{}} > itergate-record/record.json' </dev/null >/dev/null 2>&1 &\nexec ./check-real.sh\n",
+        "#!/bin/sh\n( setsid sh -c 'sleep 2; touch {marker}; mkdir -p itergate-record; echo {{}} > itergate-record/record.json' </dev/null >/dev/null 2>&1 & ) &\nwait\nexec ./check-real.sh\n",
         marker = c.repo.sibling("daemon-ran").display()
     );
     write_script(&c.repo.path.join("check.sh"), &forger);
     let head = c
         .repo
         .commit_file("results.txt", "3 1\n", "one failing, and a daemon");
+    let files = c.repo.sibling("runner-files");
+    std::fs::create_dir_all(&files).expect("mkdir");
     let out = run_ci(
         &server,
         &c.repo.path,
         "pull_request",
         &pull_request_event(&c, &head, false),
-        None,
+        Some(files.clone()),
         &["--score-only"],
         &[],
     )
@@ -782,11 +794,12 @@ async fn a_daemon_the_checks_start_does_not_outlive_them_to_rewrite_the_record()
         !c.repo.sibling("daemon-ran").exists(),
         "the daemon was still running after itergate wrote the record"
     );
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record"),
-    )
-    .expect("json");
+    let bytes = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
+    let record: Value = serde_json::from_slice(&bytes).expect("json");
     assert_eq!(record["head_ref"], "feature", "itergate's record: {record}");
+    let digest = record_digest(&bytes);
+    let outputs = std::fs::read_to_string(files.join("output.txt")).expect("step outputs");
+    assert_eq!(outputs, format!("record-digest={digest}\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -816,19 +829,27 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     // The publishing job: another checkout (the base), the record downloaded from the artifact.
     let publisher = checkout("");
     let downloaded = publisher.repo.sibling("download.json");
-    std::fs::write(&downloaded, serde_json::to_vec(&record).expect("json")).expect("write");
+    std::fs::copy(&record_path, &downloaded).expect("copy");
     let mut event = event;
     event["pull_request"]["base"]["sha"] = json!(publisher.base);
     seed(&server, &publisher, &head, false);
     let path = downloaded.to_string_lossy().into_owned();
     let publish = ["--publish-record", path.as_str()];
+    // The digest the scoring step gave binds the record: the same bytes are published.
+    let digest = record_digest(&std::fs::read(&record_path).expect("record"));
+    let bound = [
+        "--publish-record",
+        path.as_str(),
+        "--record-digest",
+        &digest,
+    ];
     let out = run_ci(
         &server,
         &publisher.repo.path,
         "pull_request",
         &event,
         None,
-        &publish,
+        &bound,
         &[],
     )
     .await;
@@ -845,6 +866,26 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     let mut forged = record.clone();
     forged["head_ref"] = json!("other-branch");
     std::fs::write(&downloaded, serde_json::to_vec(&forged).expect("json")).expect("write");
+    // Bound to the digest, a record changed after itergate wrote it is refused as such.
+    let out = run_ci(
+        &server,
+        &publisher.repo.path,
+        "pull_request",
+        &event,
+        None,
+        &bound,
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    insta::with_settings!({ filters => redact::filters() }, {
+        let forged = std::fs::read(&downloaded).expect("forged");
+        let message = stderr(&out)
+            .replace(&digest, "<digest>")
+            .replace(&record_digest(&forged), "<forged>")
+            .replace(&format!("its {} bytes", forged.len()), "its <n> bytes");
+        insta::assert_snapshot!(message, @"itergate: error: --publish-record [tmp]/download.json: its <n> bytes are not the record itergate wrote in the scoring step (sha256 <forged>, expected <digest>): it was changed after it was written");
+    });
     let out = run_ci(
         &server,
         &publisher.repo.path,

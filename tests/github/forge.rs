@@ -522,6 +522,61 @@ async fn artifact_file_is_downloaded_without_sending_the_token_to_storage() {
     server.assert_no_violations();
 }
 
+/// An artifact named `<name>-<sha256 of its record>` is preferred to a plain one, and its
+/// record is read only if it still hashes to the name's digest.
+#[tokio::test]
+async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_was_changed() {
+    use sha2::Digest;
+    let server = FakeGithub::start().await;
+    let (forge, _) = server.forge();
+    let written = br#"{"iteration":2,"written":"by itergate"}"#;
+    let digest: String = sha2::Sha256::digest(written)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let artifact = |id, run_id, name: String, content: &[u8]| fake_github::model::FakeArtifact {
+        id,
+        run_id,
+        name,
+        zip: zip_with("record.json", content),
+        expired: false,
+    };
+    server.with(|m| {
+        m.artifacts.push(artifact(
+            601,
+            11,
+            format!("itergate-record-{digest}"),
+            written,
+        ));
+        m.artifacts
+            .push(artifact(602, 11, "itergate-record".into(), b"{}"));
+        m.artifacts
+            .push(artifact(603, 11, "itergate-recordings".into(), b"{}"));
+        let rewritten = br#"{"iteration":2,"written":"by a daemon"}"#;
+        m.artifacts.push(artifact(
+            604,
+            12,
+            format!("itergate-record-{digest}"),
+            rewritten,
+        ));
+    });
+    let got = forge
+        .download_artifact_file(&repo(), RunId(11), "itergate-record", "record.json")
+        .await
+        .expect("download");
+    assert_eq!(got, written, "the bound artifact, not the plain one");
+
+    let refused = forge
+        .download_artifact_file(&repo(), RunId(12), "itergate-record", "record.json")
+        .await;
+    let Err(error @ ForgeError::ArtifactRefused { .. }) = refused else {
+        panic!("a rewritten record is refused: {refused:?}");
+    };
+    let message = error.to_string().replace(&digest, "<digest>");
+    insta::assert_snapshot!(message, @"download artifact: `record.json` of artifact `itergate-record-<digest>` of run 12: its 39 bytes are not the record itergate wrote in the scoring step (sha256 a7980a2b0abae95ee15e1977d1d474be3f9464b52686f1af9065a5e12573b68f, expected <digest>): it was changed after it was written");
+    server.assert_no_violations();
+}
+
 #[tokio::test]
 async fn workflow_and_repository_dispatches_are_recorded() {
     let server = FakeGithub::start().await;

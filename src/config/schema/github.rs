@@ -29,7 +29,8 @@ pub struct Github {
     pub check_run: bool,
     /// Exit status of `itergate ci`, like `hook.gate`.
     pub gate: Gate,
-    /// Name of the workflow artifact that carries a fork PR's iteration record.
+    /// Name of the workflow artifact that carries a scored iteration record; an artifact
+    /// named `<name>-<sha256 of the record>` is preferred and its record checked against it.
     pub artifact: String,
     /// The App only: reports the project's CI already uploads as workflow artifacts, read
     /// when a completed run has no itergate record (scored as the whole tree: CI ran no

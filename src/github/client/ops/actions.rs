@@ -29,21 +29,36 @@ pub(super) async fn download_artifact_file(
     file: &str,
 ) -> Result<Vec<u8>, ForgeError> {
     let operation = "download artifact";
-    let zip = forge
+    let found = forge
         .artifact_zip(repo, run, artifact)
         .await?
         .ok_or_else(|| ForgeError::Artifact {
             operation,
             message: format!("workflow run {run} has no unexpired artifact named `{artifact}`"),
         })?;
-    artifact::extract_file(&zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
-        let message = format!("artifact `{artifact}` of run {run}: {e}");
-        match e {
-            artifact::ArtifactError::Missing(_) => ForgeError::Artifact { operation, message },
-            // There, but not read: said as such, not as "no record".
-            _ => ForgeError::ArtifactRefused { operation, message },
+    let bytes =
+        artifact::extract_file(&found.zip, file, artifact::MAX_FILE_BYTES).map_err(|e| {
+            let message = format!("artifact `{}` of run {run}: {e}", found.name);
+            match e {
+                artifact::ArtifactError::Missing(_) => ForgeError::Artifact { operation, message },
+                // There, but not read: said as such, not as "no record".
+                _ => ForgeError::ArtifactRefused { operation, message },
+            }
+        })?;
+    artifact::check_digest(&bytes, found.digest.as_deref()).map_err(|e| {
+        ForgeError::ArtifactRefused {
+            operation,
+            message: format!("`{file}` of artifact `{}` of run {run}: {e}", found.name),
         }
-    })
+    })?;
+    Ok(bytes)
+}
+
+/// A run's artifact, downloaded: its name and the record digest the name carries.
+pub(super) struct FoundArtifact {
+    name: String,
+    digest: Option<String>,
+    zip: bytes::Bytes,
 }
 
 pub(super) async fn download_artifact_files(
@@ -53,11 +68,11 @@ pub(super) async fn download_artifact_files(
     artifact: &str,
     matches: &(dyn for<'n> Fn(&'n str) -> bool + Sync),
 ) -> Result<Vec<(String, Vec<u8>)>, ForgeError> {
-    let Some(zip) = forge.artifact_zip(repo, run, artifact).await? else {
+    let Some(found) = forge.artifact_zip(repo, run, artifact).await? else {
         return Ok(Vec::new());
     };
     artifact::extract_matching(
-        &zip,
+        &found.zip,
         matches,
         artifact::MAX_FILE_BYTES,
         forge.settings.max_download_bytes,
@@ -100,25 +115,33 @@ pub(super) async fn completed_pull_request_runs(
 }
 
 impl OctocrabForge {
-    /// The zip of the run's unexpired artifact named `artifact`, read up to the download
-    /// limit while it streams in; `None` when there is none.
+    /// The zip of the run's unexpired artifact named `artifact`, or `artifact-<digest>`
+    /// (preferred: the name binds the record to what itergate wrote), read up to the
+    /// download limit while it streams in; `None` when there is none.
     pub(super) async fn artifact_zip(
         &self,
         repo: &RepoName,
         run: RunId,
         artifact: &str,
-    ) -> Result<Option<bytes::Bytes>, ForgeError> {
+    ) -> Result<Option<FoundArtifact>, ForgeError> {
         let operation = "download artifact";
-        let path = format!(
-            "{}/actions/runs/{run}/artifacts?name={}",
-            repo_path(repo),
-            segment(artifact)
-        );
+        // Every artifact of the run: `?name=` matches a name exactly, not a bound one.
+        let path = format!("{}/actions/runs/{run}/artifacts", repo_path(repo));
         let artifacts: Vec<ArtifactJson> = self
             .paginate("list workflow run artifacts", &path, Some("artifacts"))
             .await?;
-        let Some(found) = artifacts.iter().find(|a| a.name == artifact && !a.expired) else {
+        let Some((found, digest)) = artifacts
+            .iter()
+            .filter(|a| !a.expired)
+            .filter_map(|a| Some((a, artifact::bound_name(&a.name, artifact)?)))
+            .max_by_key(|(_, digest)| digest.is_some())
+        else {
             return Ok(None);
+        };
+        let found_artifact = |zip| FoundArtifact {
+            name: found.name.clone(),
+            digest: digest.map(str::to_string),
+            zip,
         };
         let path = format!("{}/actions/artifacts/{}/zip", repo_path(repo), found.id);
         let reply = self.send(call(operation, Method::GET, path, None)).await?;
@@ -134,9 +157,9 @@ impl OctocrabForge {
             // Storage gets a signed URL, never the token.
             let mut fetch = call(operation, Method::GET, location.to_string(), None);
             fetch.authenticated = false;
-            return Ok(Some(self.send(fetch).await?.body));
+            return Ok(Some(found_artifact(self.send(fetch).await?.body)));
         }
-        Ok(Some(reply.body))
+        Ok(Some(found_artifact(reply.body)))
     }
 
     /// The check runs of `sha` as GitHub lists them.
