@@ -345,9 +345,10 @@ pub struct ServeArgs {
     /// third of it while it runs; what a crashed replica held runs again after this).
     #[arg(long, default_value_t = 6, value_name = "SECONDS")]
     pub lease_seconds: u64,
-    /// How long after a lease ran out its job is left alone before another worker takes it
-    /// over: time for a write the dead worker had in flight to land, so that it is not made
-    /// twice (GitHub ends a request it takes over 10 s to serve).
+    /// When a lease ran out while its worker had a write to GitHub in flight, how long the
+    /// job is left alone before another worker takes it over: time for the write to land,
+    /// so that it is not made twice (GitHub ends a request it takes over 10 s to serve).
+    /// With no write in flight the job is taken over at once.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub takeover_settle_seconds: u64,
     /// How often the App's recent deliveries are checked for ones GitHub could not hand

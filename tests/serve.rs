@@ -429,24 +429,12 @@ async fn kill_9_under_load_then_restart_processes_every_acknowledged_delivery_on
     server.assert_no_violations();
 }
 
-/// A job in flight when its process is killed (its lease a minute long) is run again as
-/// soon as the process restarts on the same host, not when the lease ends.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_takes_over_its_killed_predecessors_jobs_at_once() {
-    let server = fake().await;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("itergate.db");
-    let long = ["--lease-seconds", "60"];
-    let mut serve = Serve::start(&server.api_url(), &db, &long);
-    grant(&server, "maintainer", "admin", "admin");
-    let head = "a".repeat(40);
-    seed_pr(&server, &head);
-    // The job's first call hangs: it is in flight when the process dies.
-    server.fail_next(
-        "reactions/create-for-issue-comment",
-        Fault::Timeout(Duration::from_secs(120)),
-        1,
-    );
+/// A `/iterate help` on the PR whose job's first call to `hang` hangs, delivered to
+/// `serve`; returns once the call is in flight.
+async fn a_job_hanging_on(server: &FakeGithub, serve: &Serve, hang: &str) {
+    grant(server, "maintainer", "admin", "admin");
+    seed_pr(server, &"a".repeat(40));
+    server.fail_next(hang, Fault::Timeout(Duration::from_secs(120)), 1);
     let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
     comment["issue"]["number"] = json!(PR);
     let id = server.with(|m| m.add_comment(PR, "maintainer", "User", "/iterate help"));
@@ -454,22 +442,71 @@ async fn a_restart_takes_over_its_killed_predecessors_jobs_at_once() {
     comment["comment"]["body"] = json!("/iterate help");
     comment["comment"]["user"]["login"] = json!("maintainer");
     assert_eq!(serve.deliver("issue_comment", "d-hang", &comment), 202);
-    eventually(&serve, 20, "the job in flight", || {
-        server.count("reactions/create-for-issue-comment") == 1
+    eventually(serve, 20, "the job in flight", || server.count(hang) == 1).await;
+}
+
+fn bot_replies(server: &FakeGithub) -> usize {
+    server.with(|m| m.comments_on(PR).iter().filter(|c| c.author == BOT).count())
+}
+
+/// A job in flight when its process is killed (its lease a minute long) is run again as
+/// soon as the process restarts on the same host, not when the lease ends: at once when it
+/// waited on a read, after the settle when a write to GitHub was in flight (it may land).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_takes_over_its_killed_predecessors_jobs_at_once() {
+    for (hang, from, to) in [
+        ("repos/get-collaborator-permission-level", 0, 3),
+        ("reactions/create-for-issue-comment", 10, 20),
+    ] {
+        let server = fake().await;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("itergate.db");
+        let long = ["--lease-seconds", "60"];
+        let mut serve = Serve::start(&server.api_url(), &db, &long);
+        a_job_hanging_on(&server, &serve, hang).await;
+        serve.child.kill().unwrap();
+        serve.child.wait().unwrap();
+        let killed = Instant::now();
+        let serve = Serve::start(&server.api_url(), &db, &long);
+        eventually(&serve, 30, "the job done after the restart", || {
+            rows_now(&db, DONE) == 1
+        })
+        .await;
+        let took = killed.elapsed();
+        assert!(
+            took >= Duration::from_secs(from) && took < Duration::from_secs(to),
+            "{hang} in flight: taken over after {took:?}"
+        );
+        assert_eq!(bot_replies(&server), 1, "{hang} in flight: one reply");
+    }
+}
+
+/// Two replicas on one SQLite database: the one holding a job that waits on a read is
+/// killed with SIGKILL, and the other takes the job over within 3 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_job_with_no_write_in_flight_is_taken_over_within_3_s() {
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    let mut holder = Serve::start(&server.api_url(), &db, &[]);
+    a_job_hanging_on(&server, &holder, "repos/get-collaborator-permission-level").await;
+    let other = Serve::start(&server.api_url(), &db, &[]);
+    // The other replica is up (registered) before the kill.
+    eventually(&other, 20, "the second replica", || {
+        rows_now(&db, "SELECT COUNT(*) FROM replicas") == 2
     })
     .await;
-    serve.child.kill().unwrap();
-    serve.child.wait().unwrap();
+    holder.kill_9();
     let killed = Instant::now();
-    let serve = Serve::start(&server.api_url(), &db, &long);
-    eventually(&serve, 30, "the job done after the restart", || {
+    eventually(&other, 30, "the job taken over", || {
         rows_now(&db, DONE) == 1
     })
     .await;
     let took = killed.elapsed();
-    assert!(took < Duration::from_secs(10), "taken over after {took:?}");
-    let replies = server.with(|m| m.comments_on(PR).iter().filter(|c| c.author == BOT).count());
-    assert_eq!(replies, 1, "one reply");
+    eprintln!("taken over {took:?} after the kill");
+    assert!(took < Duration::from_secs(3), "taken over after {took:?}");
+    assert_eq!(bot_replies(&server), 1, "one reply");
+    server.assert_no_violations();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1160,6 +1197,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
              ALTER TABLE deliveries DROP COLUMN payload_encoding;
              ALTER TABLE deliveries DROP COLUMN body_sha;
              ALTER TABLE deliveries DROP COLUMN guid;
+             ALTER TABLE deliveries DROP COLUMN write_settle_ms;
              DROP TABLE state_revisions;
              DROP TABLE replicas;
              INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
@@ -1183,7 +1221,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 9);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 10);
     for name in [
         "deliveries_unfinished",
         "waiting",
@@ -1215,6 +1253,12 @@ async fn sqlite_store() -> (tempfile::TempDir, itergate::serve::store::Store) {
 async fn the_table_of_waiting_heads_keeps_its_rules() {
     let (_dir, store) = sqlite_store().await;
     app_server::check_waiting_rules(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_lease_is_taken_over_at_once_unless_a_write_was_in_flight() {
+    let (_dir, store) = sqlite_store().await;
+    app_server::check_takeover_waits_only_for_writes_in_flight(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1577,19 +1621,8 @@ async fn a_job_cut_short_by_the_drain_lets_its_lease_go() {
     let db = dir.path().join("itergate.db");
     let args = ["--lease-seconds", "120", "--drain-seconds", "1"];
     let mut serve = Serve::start(&server.api_url(), &db, &args);
-    grant(&server, "maintainer", "admin", "admin");
-    seed_pr(&server, &"a".repeat(40));
-    server.fail_next(
-        "reactions/create-for-issue-comment",
-        Fault::Timeout(Duration::from_secs(60)),
-        1,
-    );
-    let payload = app_server::comment(&server, PR, "maintainer", "/iterate help");
-    assert_eq!(serve.deliver("issue_comment", "d-slow", &payload), 202);
-    eventually(&serve, 20, "the job in flight", || {
-        server.count("reactions/create-for-issue-comment") == 1
-    })
-    .await;
+    // A read in flight: a write cut short may still land, and waits for the settle.
+    a_job_hanging_on(&server, &serve, "repos/get-collaborator-permission-level").await;
     unsafe { libc::kill(serve.child.id() as i32, libc::SIGTERM) };
     assert!(serve.child.wait().unwrap().success(), "{}", serve.log());
     let leased =

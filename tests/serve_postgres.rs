@@ -289,6 +289,12 @@ async fn the_table_of_waiting_heads_keeps_its_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_lease_is_taken_over_at_once_unless_a_write_was_in_flight() {
+    let pg = Postgres::start().await;
+    app_server::check_takeover_waits_only_for_writes_in_flight(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_is_its_instance_id_and_only_its_own_machine_frees_its_jobs() {
     let pg = Postgres::start().await;
     app_server::check_replica_rules(&open(&pg).await).await;
@@ -336,7 +342,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             (6, 6),
             (7, 7),
             (8, 8),
-            (9, 9)
+            (9, 9),
+            (10, 10)
         ]
     );
     for store in [a, b, c] {
@@ -352,6 +359,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             "DELETE FROM schema_version WHERE version >= 2; DROP INDEX deliveries_unfinished;
              DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;
              ALTER TABLE deliveries DROP COLUMN body_sha; ALTER TABLE deliveries DROP COLUMN guid;
+             ALTER TABLE deliveries DROP COLUMN write_settle_ms;
              DROP TABLE state_revisions; DROP TABLE replicas;",
         )
         .execute(&mut conn)
@@ -361,7 +369,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        9
+        10
     );
     for table in ["waiting", "replicas"] {
         assert_eq!(
@@ -728,9 +736,9 @@ async fn only_the_worker_that_holds_a_job_passes_its_fence() {
     assert!(!b.holds(&second, "b-0", now()).await.unwrap());
 }
 
-/// A replica killed with SIGKILL in the middle of a job: another replica takes the job over
-/// once its lease runs out (6 s by default, renewed every 2 s while the job runs) and has
-/// settled (10 s by default), and the job's effect happens once.
+/// A replica killed with SIGKILL while its job's write to GitHub is in flight: another
+/// replica sees its process gone, and takes the job over once the settle (10 s by default)
+/// has passed, for the write may land; the job's effect happens once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replicas_job_is_taken_over_by_another_once_its_lease_has_settled() {
     let pg = Postgres::start().await;
@@ -748,6 +756,27 @@ async fn a_killed_replicas_job_is_taken_over_by_another_once_its_lease_has_settl
         took >= Duration::from_secs(10) && took < Duration::from_secs(20),
         "taken over after {took:?}: the lease (at most 6 s) and its settle (10 s)"
     );
+    assert_eq!(replies(&server, 7), 1, "one reply");
+    server.assert_no_violations();
+}
+
+/// A replica killed with SIGKILL while its job waits on a read (no write to GitHub in
+/// flight): another replica on the machine sees its process gone and takes the job over
+/// within 3 s, with no settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replicas_job_with_no_write_in_flight_is_taken_over_within_3_s() {
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    grant(&server, "maintainer", "admin", "admin");
+    server.fail_next(
+        "repos/get-collaborator-permission-level",
+        fake_github::Fault::Timeout(Duration::from_secs(120)),
+        1,
+    );
+    let took =
+        kill_the_holder_mid_job(&pg, &server, "repos/get-collaborator-permission-level").await;
+    eprintln!("taken over {took:?} after the kill");
+    assert!(took < Duration::from_secs(3), "taken over after {took:?}");
     assert_eq!(replies(&server, 7), 1, "one reply");
     server.assert_no_violations();
 }

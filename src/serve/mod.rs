@@ -215,6 +215,7 @@ async fn run(args: &Settings) -> Result<(), Failure> {
     let pacer = Arc::new(paced::Pacer::new(args.writes_per_minute));
     let beat = Duration::from_secs(args.lease_seconds.max(3) / 3);
     tokio::spawn(heartbeat(store.clone(), beat, pacer.clone()));
+    tokio::spawn(watch_the_dead(store.clone(), wake.clone()));
     let workers = tokio::spawn(start_workers(
         args.workers.max(1),
         WorkerParts {
@@ -426,6 +427,26 @@ async fn heartbeat(store: store::Store, every: Duration, pacer: Arc<paced::Pacer
         if let Ok(replicas) = store.replicas().await {
             let live = replicas.iter().filter(|r| r.3 >= recent).count();
             pacer.share_with(u32::try_from(live).unwrap_or(u32::MAX));
+        }
+    }
+}
+
+/// How often a replica looks for replicas on its machine that were killed.
+const DEATH_WATCH: Duration = Duration::from_secs(1);
+
+/// Frees, every [`DEATH_WATCH`], the jobs of the replicas on this machine whose process is
+/// gone (`kill -9`, a crash) and wakes the workers: such a job runs again within about a
+/// second, not when its lease runs out — after the settle if a write was in flight.
+async fn watch_the_dead(store: store::Store, wake: Arc<Notify>) {
+    loop {
+        tokio::time::sleep(DEATH_WATCH).await;
+        match store.release_dead_leases(replica(), &process_alive).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!("{n} jobs of a replica that is gone run again");
+                wake.notify_waiters();
+            }
+            Err(e) => tracing::debug!("looking for replicas that are gone: {e}"),
         }
     }
 }

@@ -180,7 +180,8 @@ pub struct Fence {
 }
 
 impl PacedForge {
-    /// Waits for the installation's turn, then writes, if the job is still this worker's.
+    /// Waits for the installation's turn, then writes, if the job is still this worker's,
+    /// with the write marked in flight in the store while it is made.
     async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
@@ -190,22 +191,28 @@ impl PacedForge {
             .acquire(self.installation, MAX_INLINE_WAIT, job)
             .await
             .map_err(|wait| ForgeError::Paced { wait })?;
-        if let Some(fence) = &self.fence {
-            let now = super::store::now_ms();
-            let held = fence
-                .store
-                .holds(&fence.job, &fence.owner, now)
-                .await
-                .map_err(|e| ForgeError::Transport {
-                    operation: "checking the job's lease",
-                    message: e.to_string(),
-                    attempts: 1,
-                })?;
-            if !held {
-                return Err(ForgeError::LeaseLost);
-            }
+        let Some(fence) = &self.fence else {
+            return call.await;
+        };
+        let now = super::store::now_ms();
+        let held = fence
+            .store
+            .begin_write(&fence.job, &fence.owner, now)
+            .await
+            .map_err(|e| ForgeError::Transport {
+                operation: "checking the job's lease",
+                message: e.to_string(),
+                attempts: 1,
+            })?;
+        if !held {
+            return Err(ForgeError::LeaseLost);
         }
-        call.await
+        let result = call.await;
+        // Left marked, the job's takeover waits for the settle: slower, never wrong.
+        if let Err(e) = fence.store.end_write(&fence.job, &fence.owner).await {
+            tracing::warn!("marking the write to GitHub done: {e}");
+        }
+        result
     }
 }
 

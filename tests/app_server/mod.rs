@@ -605,14 +605,13 @@ pub async fn check_claim_rules(store: &itergate::serve::store::Store) {
     assert!(claim("w2", t + 1).await.is_none());
     let (id, attempts, _) = claim("w2", t + 3_600_000).await.unwrap();
     assert_eq!((id.as_str(), attempts), ("b0", 2));
-    // A lease that ran out (its worker died) is left alone while a write its worker sent
-    // may still land, then taken over, counted as one more attempt.
-    let settle = i64::try_from(itergate::serve::store::TAKEOVER_SETTLE.as_millis()).unwrap();
+    // A lease that ran out (its worker died, with no write in flight) is taken over at
+    // once, counted as one more attempt.
     assert!(
-        claim("w5", t + 61_000).await.is_none(),
-        "a lease that just ran out has not settled"
+        claim("w5", t + 59_000).await.is_none(),
+        "a lease that has not run out is kept"
     );
-    let expired = t + 61_000 + settle;
+    let expired = t + 61_000;
     let (id, attempts, _) = claim("w5", expired).await.unwrap();
     assert_eq!((id.as_str(), attempts), ("a1", 2));
     let (id, attempts, c0_again) = claim("w6", expired).await.unwrap();
@@ -703,6 +702,83 @@ pub async fn check_claims_avoid_installations(store: &itergate::serve::store::St
     assert_eq!(claim(&[1, 2]).await.as_deref(), Some("no-installation"));
     assert_eq!(claim(&[]).await.as_deref(), Some("flood-0"));
     assert_eq!(claim(&[2]).await.as_deref(), Some("flood-1"));
+}
+
+/// A job whose lease ran out is taken over at once, unless its worker had a write to
+/// GitHub in flight ([`Store::begin_write`] without [`Store::end_write`]): then only after
+/// the store's settle (10 s by default). A dead replica's job with a write in flight is not
+/// freed at once either.
+pub async fn check_takeover_waits_only_for_writes_in_flight(store: &itergate::serve::store::Store) {
+    use itergate::serve::store::Replica;
+    let second = 1000;
+    let lease = Duration::from_secs(1);
+    let settle = 10 * second;
+    for (id, key) in [("w1", "k/w1"), ("w2", "k/w2"), ("w3", "k/w3")] {
+        store.receive(stored_delivery(id, key)).await.unwrap();
+    }
+    let t = itergate::serve::store::now_ms() + 1;
+    // The takers hold what they take.
+    let claim = async |owner: &str, at: i64| {
+        store
+            .claim(owner, at, Duration::from_secs(600))
+            .await
+            .unwrap()
+            .map(|job| job.delivery_id)
+    };
+    // w1: a read in flight when its worker stalled; w2: a write; w3: a write that ended.
+    let w1 = store.claim("a-1", t, lease).await.unwrap().unwrap();
+    let w2 = store.claim("a-2", t, lease).await.unwrap().unwrap();
+    let w3 = store.claim("a-3", t, lease).await.unwrap().unwrap();
+    assert_eq!(
+        [w1.delivery_id.as_str(), &w2.delivery_id, &w3.delivery_id],
+        ["w1", "w2", "w3"]
+    );
+    assert!(store.begin_write(&w2, "a-2", t).await.unwrap());
+    assert!(store.begin_write(&w3, "a-3", t).await.unwrap());
+    store.end_write(&w3, "a-3").await.unwrap();
+    assert!(
+        !store.begin_write(&w1, "b-1", t).await.unwrap(),
+        "only the holder passes the fence"
+    );
+    let lapsed = t + 2 * second;
+    assert_eq!(claim("b-1", lapsed).await.as_deref(), Some("w1"));
+    assert_eq!(claim("b-2", lapsed).await.as_deref(), Some("w3"));
+    assert_eq!(
+        claim("b-3", lapsed).await,
+        None,
+        "w2's write may still land"
+    );
+    assert_eq!(claim("b-3", lapsed + settle).await.as_deref(), Some("w2"));
+
+    // A dead replica's job with a write in flight: its lease ends now, then it settles.
+    let dead = Replica {
+        id: "gone".into(),
+        machine: "boot-9 pid:[9]".into(),
+        pid: 99,
+    };
+    let me = Replica {
+        id: "here".into(),
+        machine: dead.machine.clone(),
+        pid: 100,
+    };
+    store.register(&dead, t).await.unwrap();
+    store.register(&me, t).await.unwrap();
+    store.receive(stored_delivery("w4", "k/w4")).await.unwrap();
+    let now = itergate::serve::store::now_ms();
+    let w4 = store
+        .claim("gone-0", now, Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.begin_write(&w4, "gone-0", now).await.unwrap());
+    let freed = store
+        .release_dead_leases(&me, &|pid| pid == 100)
+        .await
+        .unwrap();
+    assert_eq!(freed, 1);
+    let now = itergate::serve::store::now_ms() + 1;
+    assert_eq!(claim("here-0", now).await, None, "the write may still land");
+    assert_eq!(claim("here-0", now + settle).await.as_deref(), Some("w4"));
 }
 
 /// Replicas by instance id: a dead one's jobs are freed at a start on its own machine (the

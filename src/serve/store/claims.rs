@@ -13,20 +13,30 @@ impl Store {
     pub async fn release_leases_of(&self, replica: &str) -> Result<u64, StoreError> {
         let prefix = format!("{replica}-");
         let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
+        // A job with a write in flight keeps its owner and its lease ends now: its settle
+        // still runs, for the write may yet land.
         self.backend
             .execute(
                 Statement::new(
-                    "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                    "UPDATE deliveries
+                     SET lease_owner = CASE WHEN write_settle_ms IS NULL THEN NULL
+                                            ELSE lease_owner END,
+                         lease_until = CASE WHEN write_settle_ms IS NULL THEN NULL
+                                            WHEN lease_until > $3 THEN $3
+                                            ELSE lease_until END
                      WHERE done_at IS NULL AND substr(lease_owner, 1, $2) = $1",
                 )
                 .bind(&prefix)
-                .bind(length),
+                .bind(length)
+                .bind(super::now_ms()),
             )
             .await
     }
 
     /// Claims the next runnable job for `owner` until `now + lease`. A job another worker
-    /// leased is runnable again [`OpenOptions::takeover_settle`](super::OpenOptions::takeover_settle) after its lease ran out.
+    /// leased is runnable again when its lease runs out, or
+    /// [`OpenOptions::takeover_settle`](super::OpenOptions::takeover_settle) after that if
+    /// the worker had a write to GitHub in flight ([`Store::begin_write`]).
     pub async fn claim(
         &self,
         owner: &str,
@@ -48,7 +58,7 @@ impl Store {
         let lease_until = now + i64::try_from(lease.as_millis()).unwrap_or(i64::MAX / 2);
         let times = ClaimTimes {
             now,
-            lapsed_before: now - self.settle_ms,
+            lapsed_before: now,
             lease_until,
         };
         let job = match &self.backend {
@@ -72,7 +82,7 @@ impl Store {
             .execute(
                 Statement::new(
                     "UPDATE deliveries SET done_at = $1, outcome = $2, lease_owner = NULL,
-                        lease_until = NULL
+                        lease_until = NULL, write_settle_ms = NULL
                      WHERE seq = $3 AND lease_owner = $4 AND done_at IS NULL",
                 )
                 .bind(now)
@@ -98,7 +108,7 @@ impl Store {
             .execute(
                 Statement::new(
                     "UPDATE deliveries SET run_at = $1, last_error = $2, lease_owner = NULL,
-                        lease_until = NULL, attempts = attempts - $3
+                        lease_until = NULL, write_settle_ms = NULL, attempts = attempts - $3
                      WHERE seq = $4 AND lease_owner = $5 AND done_at IS NULL",
                 )
                 .bind(run_at)
@@ -137,6 +147,45 @@ impl Store {
                     "UPDATE deliveries SET lease_until = $1 WHERE seq = $2 AND lease_owner = $3",
                 )
                 .bind(until)
+                .bind(job.seq)
+                .bind(owner),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Passes the fence ([`Store::holds`]) before a write to GitHub and marks the write in
+    /// flight: until [`Store::end_write`], a lease that runs out (the worker died mid-call)
+    /// is taken over only after the settle, for the write may land late. False when the
+    /// job is no longer `owner`'s.
+    pub async fn begin_write(&self, job: &Job, owner: &str, now: i64) -> Result<bool, StoreError> {
+        let marked = self
+            .backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET write_settle_ms = $5
+                     WHERE seq = $1 AND lease_owner = $2 AND attempts = $3 AND done_at IS NULL
+                       AND lease_until >= $4",
+                )
+                .bind(job.seq)
+                .bind(owner)
+                .bind(job.attempts)
+                .bind(now)
+                .bind(self.settle_ms),
+            )
+            .await?;
+        Ok(marked == 1)
+    }
+
+    /// The write [`Store::begin_write`] marked has ended (answered or failed): a lease
+    /// that runs out from now on is taken over at once.
+    pub async fn end_write(&self, job: &Job, owner: &str) -> Result<(), StoreError> {
+        self.backend
+            .execute(
+                Statement::new(
+                    "UPDATE deliveries SET write_settle_ms = NULL
+                     WHERE seq = $1 AND lease_owner = $2 AND done_at IS NULL",
+                )
                 .bind(job.seq)
                 .bind(owner),
             )

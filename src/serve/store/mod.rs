@@ -300,15 +300,16 @@ fn said_by_sqlite(error: &rusqlite::Error) -> String {
 pub struct OpenOptions {
     /// Connections in this process's pool at most.
     pub max_connections: u32,
-    /// How long a lease that ran out stays untouched before another worker takes its job
-    /// over ([`TAKEOVER_SETTLE`]).
+    /// How long a lease that ran out while its worker had a write to GitHub in flight
+    /// stays untouched before another worker takes its job over ([`TAKEOVER_SETTLE`]).
     pub takeover_settle: Duration,
 }
 
-/// A job whose lease ran out (its worker died or stalled) is taken over only this long after
-/// the lease's end: a write the old worker sent just before (a reply, a check run) has
-/// landed by then, so the taker's look before each create finds it. GitHub ends a request
-/// it takes over 10 s to serve. A job released on a failure (a retry) waits for nothing.
+/// A job whose lease ran out (its worker died or stalled) while a write to GitHub was in
+/// flight is taken over only this long after the lease's end: the write (a reply, a check
+/// run) has landed by then, so the taker's look before each create finds it. GitHub ends a
+/// request it takes over 10 s to serve. With no write in flight, or released on a failure
+/// (a retry), a job waits for nothing.
 pub const TAKEOVER_SETTLE: Duration = Duration::from_secs(10);
 
 impl Default for OpenOptions {
@@ -325,7 +326,8 @@ impl Default for OpenOptions {
 struct ClaimTimes {
     /// Jobs due by now are runnable.
     now: i64,
-    /// A lease that ended before this has settled: its job may be taken over.
+    /// A lease that ended before this (after its settle, when a write was in flight) has
+    /// lapsed: its job may be taken over.
     lapsed_before: i64,
     /// The new lease's end.
     lease_until: i64,

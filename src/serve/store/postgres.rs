@@ -113,21 +113,24 @@ const SCHEMA: &[&str] = &[
         started_at BIGINT NOT NULL,
         heartbeat_at BIGINT NOT NULL
     );",
+    // Version 10: a write to GitHub in flight, as the settle its job's lease waits after
+    // it ends (NULL: none in flight; the job is taken over as soon as its lease ends).
+    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS write_settle_ms BIGINT;",
 ];
 
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
-/// leased (or its lease ran out before `$4`, settled), no earlier unfinished job of its key and no other job of
+/// leased (or its lease ran out before `$4`, with its settle if a write was in flight), no earlier unfinished job of its key and no other job of
 /// its key leased, of none of the installations in `$3`. One is usually there;
 /// [`CANDIDATE_BY_KEY`] looks further.
 const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
     WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
       AND d.done_at IS NULL AND d.run_at <= $1
-      AND (d.lease_until IS NULL OR d.lease_until < $4)
+      AND (d.lease_until IS NULL OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $4)
       AND (d.installation_id IS NULL OR d.installation_id <> ALL($3::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
-          AND (e.seq < d.seq OR e.lease_until >= $4))
+          AND (e.seq < d.seq OR e.lease_until + COALESCE(e.write_settle_ms, 0) >= $4))
     ORDER BY d.seq LIMIT 1
     FOR UPDATE OF d SKIP LOCKED";
 
@@ -146,12 +149,12 @@ const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
         SELECT h.seq FROM deliveries h
         WHERE h.done_at IS NULL AND h.job_key = keys.job_key
         ORDER BY h.seq LIMIT 1)
-    WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $3)
+    WHERE d.run_at <= $1 AND (d.lease_until IS NULL OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $3)
       AND (d.installation_id IS NULL OR d.installation_id <> ALL($2::int8[]))
       AND NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
-          AND e.lease_until >= $3)
+          AND e.lease_until + COALESCE(e.write_settle_ms, 0) >= $3)
     ORDER BY d.seq LIMIT 1
     FOR UPDATE OF d SKIP LOCKED";
 
@@ -160,14 +163,16 @@ const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
 const KEY_IS_FREE: &str = "SELECT NOT EXISTS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = $1 AND e.done_at IS NULL AND e.seq <> $2
-          AND (e.seq < $2 OR e.lease_until >= $3))";
+          AND (e.seq < $2 OR e.lease_until + COALESCE(e.write_settle_ms, 0) >= $3))";
 
 /// The claim itself, on the row's newest version: the candidate's lock alone does not prove
 /// that nobody leased or finished it since the candidate's snapshot (a locking read that
 /// joins re-checks the locked row only in part), so the update checks again.
 const TAKE: &str = concat!(
-    "UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-     WHERE seq = $3 AND done_at IS NULL AND (lease_until IS NULL OR lease_until < $4)
+    "UPDATE deliveries SET lease_owner = $1, lease_until = $2, write_settle_ms = NULL,
+         attempts = attempts + 1
+     WHERE seq = $3 AND done_at IS NULL
+       AND (lease_until IS NULL OR lease_until + COALESCE(write_settle_ms, 0) < $4)
      RETURNING ",
     job_columns!()
 );

@@ -81,7 +81,7 @@ impl Store {
     pub async fn release_dead_leases(
         &self,
         me: &Replica,
-        alive: &dyn Fn(u32) -> bool,
+        alive: &(dyn Fn(u32) -> bool + Sync),
     ) -> Result<u64, StoreError> {
         let here: Vec<(String, i64)> = self
             .backend

@@ -92,6 +92,9 @@ const SCHEMA: &[&str] = &[
         started_at INTEGER NOT NULL,
         heartbeat_at INTEGER NOT NULL
     );",
+    // Version 10: a write to GitHub in flight, as the settle its job's lease waits after
+    // it ends (NULL: none in flight; the job is taken over as soon as its lease ends).
+    "ALTER TABLE deliveries ADD COLUMN write_settle_ms INTEGER;",
 ];
 
 /// A database locked for longer is unavailable: intake answers 503 well inside GitHub's 10
@@ -413,7 +416,7 @@ pub(super) async fn claim(
     // unfinished jobs, one index seek each (a loose index scan), instead of reading every
     // delivery queued behind a running job. COALESCE runs the walk only when needed.
     // `avoid` is a JSON array of installations whose jobs are passed over. A lease that ran
-    // out is taken over once it has settled ($6).
+    // out is taken over at once ($6), or once it has settled if a write was in flight.
     let statement = Statement::new(concat!(
         "WITH RECURSIVE keys (job_key) AS (
             SELECT MIN(job_key) FROM deliveries WHERE done_at IS NULL
@@ -421,12 +424,14 @@ pub(super) async fn claim(
             SELECT (SELECT MIN(e.job_key) FROM deliveries e
                     WHERE e.done_at IS NULL AND e.job_key > keys.job_key)
             FROM keys WHERE keys.job_key IS NOT NULL)
-         UPDATE deliveries SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+         UPDATE deliveries SET lease_owner = $1, lease_until = $2, write_settle_ms = NULL,
+             attempts = attempts + 1
          WHERE seq = COALESCE(
             (SELECT d.seq FROM deliveries d
              WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL
                              ORDER BY seq LIMIT $4)
-               AND d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $6)
+               AND d.run_at <= $3 AND (d.lease_until IS NULL
+                    OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $6)
                AND (d.installation_id IS NULL
                     OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
                AND NOT EXISTS (
@@ -437,7 +442,8 @@ pub(super) async fn claim(
              JOIN deliveries d ON d.seq = (
                  SELECT MIN(h.seq) FROM deliveries h
                  WHERE h.done_at IS NULL AND h.job_key = keys.job_key)
-             WHERE d.run_at <= $3 AND (d.lease_until IS NULL OR d.lease_until < $6)
+             WHERE d.run_at <= $3 AND (d.lease_until IS NULL
+                    OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $6)
                AND (d.installation_id IS NULL
                     OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
              ORDER BY d.seq LIMIT 1))
