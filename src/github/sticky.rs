@@ -154,6 +154,23 @@ const MAC_FIELD: &str = " mac=";
 /// `" mac="` and 64 hex digits.
 const MAC_LEN: usize = MAC_FIELD.len() + 64;
 
+/// The PKCS#1 DER of an RSA private key in PEM, PKCS#1 (`RSA PRIVATE KEY`) or PKCS#8
+/// (`PRIVATE KEY`), re-encoded from its fields; `None` when it is neither.
+fn rsa_pkcs1_der(pem: &[u8]) -> Option<Vec<u8>> {
+    use pkcs1::der::{Decode, Encode};
+    let text = String::from_utf8_lossy(pem);
+    let (label, der) = pkcs8::der::pem::decode_vec(text.trim().as_bytes()).ok()?;
+    let inner = match label {
+        "RSA PRIVATE KEY" => der,
+        "PRIVATE KEY" => {
+            let info = pkcs8::PrivateKeyInfo::from_der(&der).ok()?;
+            (info.algorithm.oid == pkcs1::ALGORITHM_OID).then(|| info.private_key.to_vec())?
+        }
+        _ => return None,
+    };
+    pkcs1::RsaPrivateKey::from_der(&inner).ok()?.to_der().ok()
+}
+
 fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key");
     mac.update(data);
@@ -170,13 +187,8 @@ impl StateKey {
     /// file's bytes, so the same key re-encoded (PKCS#1 or PKCS#8, other line ends) keeps
     /// every state valid. A PEM that is not an RSA key is taken as it is.
     pub fn from_private_key(pem: &[u8]) -> StateKey {
-        use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey};
-        use rsa::pkcs8::DecodePrivateKey;
-        let text = String::from_utf8_lossy(pem);
-        let key = rsa::RsaPrivateKey::from_pkcs1_pem(text.trim())
-            .or_else(|_| rsa::RsaPrivateKey::from_pkcs8_pem(text.trim()));
-        match key.ok().and_then(|k| k.to_pkcs1_der().ok()) {
-            Some(der) => StateKey::derive(der.as_bytes()),
+        match rsa_pkcs1_der(pem) {
+            Some(der) => StateKey::derive(&der),
             None => StateKey::derive(pem),
         }
     }

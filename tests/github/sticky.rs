@@ -487,6 +487,18 @@ fn the_state_key_survives_a_re_encoded_private_key_and_a_rotation_that_names_the
         verify_state(&body, &StateKey::from_private_key(pkcs8.as_bytes())),
         Ok(())
     );
+    // The key is derived from the RSA key's PKCS#1 DER: what states written by every
+    // release so far were signed with, whatever crate reads the PEM.
+    let der = std::process::Command::new("openssl")
+        .args(["rsa", "-traditional", "-outform", "DER", "-in"])
+        .arg(format!(
+            "{}/tests/fixtures/app/test-app-key.pem",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .output()
+        .expect("openssl runs");
+    assert!(der.status.success());
+    assert_eq!(verify_state(&body, &StateKey::derive(&der.stdout)), Ok(()));
     // A new key alone does not verify the old key's state; told the previous one, it does,
     // and what it writes next verifies under the new key alone.
     let new = StateKey::derive(b"a new state secret");
