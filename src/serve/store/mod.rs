@@ -38,6 +38,7 @@ macro_rules! job_columns {
 
 mod payload;
 mod postgres;
+mod schema;
 mod sql;
 mod sqlite;
 

@@ -23,6 +23,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection as _, PgConnection, PgPool};
 use tokio::sync::Mutex;
 
+use super::schema::{self, Dialect};
 use super::{ClaimTimes, JobRow, NewDelivery, OpenOptions, Received, StoreError};
 
 /// The first key of every advisory lock this App takes ("itgt").
@@ -39,89 +40,10 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Claims retried at once when another replica took the key meanwhile.
 const CLAIM_TRIES: usize = 3;
 
-/// Schema steps; step `i` brings the database to version `i + 1`. Only ever append, and
-/// only steps that older versions can run beside (new tables, nullable columns, indexes).
-const SCHEMA: &[&str] = &[
-    // Version 1.
-    "CREATE TABLE IF NOT EXISTS deliveries (
-        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        delivery_id TEXT NOT NULL UNIQUE,
-        event TEXT NOT NULL,
-        action TEXT,
-        installation_id BIGINT,
-        repository TEXT,
-        job_key TEXT NOT NULL,
-        payload BYTEA NOT NULL,
-        received_at BIGINT NOT NULL,
-        run_at BIGINT NOT NULL,
-        attempts BIGINT NOT NULL DEFAULT 0,
-        lease_owner TEXT,
-        lease_until BIGINT,
-        done_at BIGINT,
-        outcome TEXT,
-        last_error TEXT
-    );
-    CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (job_key, seq)
-        WHERE done_at IS NULL;
-    CREATE TABLE IF NOT EXISTS installations (
-        id BIGINT PRIMARY KEY,
-        account TEXT,
-        removed BOOLEAN NOT NULL DEFAULT FALSE,
-        updated_at BIGINT NOT NULL
-    );",
-    // Version 2: the next job is found among the unfinished ones, not after every done one.
-    "CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries (seq)
-        WHERE done_at IS NULL;",
-    // Version 3: pull requests waiting for CI's verdict, for the reconcile.
-    "CREATE TABLE IF NOT EXISTS waiting (
-        job_key TEXT PRIMARY KEY,
-        installation_id BIGINT NOT NULL,
-        repository TEXT NOT NULL,
-        pr BIGINT NOT NULL,
-        head_sha TEXT NOT NULL,
-        since BIGINT NOT NULL,
-        checks BIGINT NOT NULL DEFAULT 0,
-        next_check_at BIGINT NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
-    // Version 4: how the payload is stored (NULL: as it came; see `payload.rs`).
-    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS payload_encoding TEXT;",
-    // Version 5: finished deliveries are found by age, to be deleted (`prune_finished`).
-    "CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (done_at)
-        WHERE done_at IS NOT NULL;",
-    // Version 6: the highest sticky-state revision written per pull request (its job key),
-    // so that an older comment put back, or a deleted one, is not believed.
-    "CREATE TABLE IF NOT EXISTS state_revisions (
-        job_key TEXT PRIMARY KEY,
-        revision BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL
-    );",
-    // Version 7: a webhook's event and body, hashed, so that a replay under a new delivery
-    // id is stored once.
-    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS body_sha TEXT;
-    CREATE UNIQUE INDEX IF NOT EXISTS deliveries_body ON deliveries (body_sha)
-        WHERE body_sha IS NOT NULL;",
-    // Version 8: one unique index, not two (as on SQLite): `delivery_id` holds the
-    // delivery's key ([`NewDelivery::key`]), `guid` GitHub's delivery id where they differ.
-    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS guid TEXT;
-    DROP INDEX IF EXISTS deliveries_body;",
-    // Version 9: the replicas, by a random instance id, with a heartbeat (`replicas.rs`).
-    "CREATE TABLE IF NOT EXISTS replicas (
-        id TEXT PRIMARY KEY,
-        machine TEXT NOT NULL,
-        pid BIGINT NOT NULL,
-        started_at BIGINT NOT NULL,
-        heartbeat_at BIGINT NOT NULL
-    );",
-    // Version 10: a write to GitHub in flight, as the settle its job's lease waits after
-    // it ends (NULL: none in flight; the job is taken over as soon as its lease ends).
-    "ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS write_settle_ms BIGINT;",
-];
-
 /// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
-/// leased (or its lease ran out before `$4`, with its settle if a write was in flight), no earlier unfinished job of its key and no other job of
-/// its key leased, of none of the installations in `$3`. One is usually there;
-/// [`CANDIDATE_BY_KEY`] looks further.
+/// leased (or its lease ran out before `$4`, with its settle if a write was in flight), no
+/// earlier unfinished job of its key and no other job of its key leased, of none of the
+/// installations in `$3`. One is usually there; [`CANDIDATE_BY_KEY`] looks further.
 const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
     WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
       AND d.done_at IS NULL AND d.run_at <= $1
@@ -401,7 +323,8 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
     let version: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM schema_version")
         .fetch_one(&mut *tx)
         .await?;
-    let known = i64::try_from(SCHEMA.len()).unwrap_or(i64::MAX);
+    let steps = schema::steps(Dialect::Postgres);
+    let known = i64::try_from(steps.len()).unwrap_or(i64::MAX);
     if version > known {
         tracing::warn!(
             version,
@@ -410,7 +333,7 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
              this version keeps working"
         );
     }
-    for (index, step) in SCHEMA.iter().enumerate() {
+    for (index, step) in steps.iter().enumerate() {
         let target = i64::try_from(index).unwrap_or(i64::MAX) + 1;
         if version >= target {
             continue;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use r2d2_sqlite::SqliteConnectionManager;
 
+use super::schema::{self, Dialect};
 use super::sql::{Record, Statement};
 use super::{ClaimTimes, Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply, StoreError};
 
@@ -17,85 +18,6 @@ use super::{ClaimTimes, Inbox, JobRow, NewDelivery, OpenOptions, Received, Reply
 const WAL_AUTOCHECKPOINT_PAGES: u32 = 20_000;
 /// How often the WAL is copied into the database, beside the commits.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
-
-/// Schema steps; step `i` brings the database to version `i + 1`. Only ever append.
-const SCHEMA: &[&str] = &[
-    // Version 1.
-    "CREATE TABLE IF NOT EXISTS deliveries (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        delivery_id TEXT NOT NULL UNIQUE,
-        event TEXT NOT NULL,
-        action TEXT,
-        installation_id INTEGER,
-        repository TEXT,
-        job_key TEXT NOT NULL,
-        payload BLOB NOT NULL,
-        received_at INTEGER NOT NULL,
-        run_at INTEGER NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        lease_owner TEXT,
-        lease_until INTEGER,
-        done_at INTEGER,
-        outcome TEXT,
-        last_error TEXT
-    );
-    CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries (job_key, seq)
-        WHERE done_at IS NULL;
-    CREATE TABLE IF NOT EXISTS installations (
-        id INTEGER PRIMARY KEY,
-        account TEXT,
-        removed INTEGER NOT NULL DEFAULT 0,
-        updated_at INTEGER NOT NULL
-    );",
-    // Version 2: the next job is found among the unfinished ones, not after every done one.
-    "CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries (seq)
-        WHERE done_at IS NULL;",
-    // Version 3: pull requests waiting for CI's verdict, for the reconcile.
-    "CREATE TABLE IF NOT EXISTS waiting (
-        job_key TEXT PRIMARY KEY,
-        installation_id INTEGER NOT NULL,
-        repository TEXT NOT NULL,
-        pr INTEGER NOT NULL,
-        head_sha TEXT NOT NULL,
-        since INTEGER NOT NULL,
-        checks INTEGER NOT NULL DEFAULT 0,
-        next_check_at INTEGER NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS waiting_due ON waiting (next_check_at);",
-    // Version 4: how the payload is stored (NULL: as it came; see `payload.rs`).
-    "ALTER TABLE deliveries ADD COLUMN payload_encoding TEXT;",
-    // Version 5: finished deliveries are found by age, to be deleted (`prune_finished`).
-    "CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (done_at)
-        WHERE done_at IS NOT NULL;",
-    // Version 6: the highest sticky-state revision written per pull request (its job key),
-    // so that an older comment put back, or a deleted one, is not believed.
-    "CREATE TABLE IF NOT EXISTS state_revisions (
-        job_key TEXT PRIMARY KEY,
-        revision INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
-    );",
-    // Version 7: a webhook's event and body, hashed, so that a replay under a new delivery
-    // id is stored once.
-    "ALTER TABLE deliveries ADD COLUMN body_sha TEXT;
-    CREATE UNIQUE INDEX IF NOT EXISTS deliveries_body ON deliveries (body_sha)
-        WHERE body_sha IS NOT NULL;",
-    // Version 8: one unique index, not two. `delivery_id` holds the delivery's key
-    // ([`NewDelivery::key`]), `guid` GitHub's delivery id where the two differ; a second
-    // unique index cost the writer about 30% of its rows per second.
-    "ALTER TABLE deliveries ADD COLUMN guid TEXT;
-    DROP INDEX IF EXISTS deliveries_body;",
-    // Version 9: the replicas, by a random instance id, with a heartbeat (`replicas.rs`).
-    "CREATE TABLE IF NOT EXISTS replicas (
-        id TEXT PRIMARY KEY,
-        machine TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        started_at INTEGER NOT NULL,
-        heartbeat_at INTEGER NOT NULL
-    );",
-    // Version 10: a write to GitHub in flight, as the settle its job's lease waits after
-    // it ends (NULL: none in flight; the job is taken over as soon as its lease ends).
-    "ALTER TABLE deliveries ADD COLUMN write_settle_ms INTEGER;",
-];
 
 /// A database locked for longer is unavailable: intake answers 503 well inside GitHub's 10
 /// seconds, and GitHub (or the sweep) delivers again.
@@ -376,11 +298,12 @@ async fn checkpoint_loop(sqlite: Weak<Sqlite>) {
     }
 }
 
-/// Applies the [`SCHEMA`] steps the database lacks, each in a transaction with its version
+/// Applies the [schema](super::schema) steps the database lacks, each in a transaction with its version
 /// (`PRAGMA user_version`).
 fn migrate(conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    let known = i64::try_from(SCHEMA.len()).unwrap_or(i64::MAX);
+    let steps = schema::steps(Dialect::Sqlite);
+    let known = i64::try_from(steps.len()).unwrap_or(i64::MAX);
     if version > known {
         tracing::warn!(
             version,
@@ -389,7 +312,7 @@ fn migrate(conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
              this version keeps working"
         );
     }
-    for (index, step) in SCHEMA.iter().enumerate() {
+    for (index, step) in steps.iter().enumerate() {
         let target = i64::try_from(index).unwrap_or(i64::MAX) + 1;
         if version >= target {
             continue;
