@@ -64,7 +64,7 @@ fn repository(dir: &Path, notes: usize) -> (Vec<Oid>, Oid) {
     let mut notes_tree = repo.treebuilder(None).expect("builder");
     let mut commits = Vec::new();
     let mut parent = None;
-    let mut last_tree = Oid::zero();
+    let mut last_tree = Oid::ZERO_SHA1;
     for i in 0..TASK_COMMITS {
         let content = repo
             .blob(format!("version {i}\n").as_bytes())
@@ -94,7 +94,7 @@ fn repository(dir: &Path, notes: usize) -> (Vec<Oid>, Oid) {
         last_tree = tree.id();
     }
     let filler = repo
-        .blob(envelope(&record(0, Oid::zero(), Oid::zero())).as_bytes())
+        .blob(envelope(&record(0, Oid::ZERO_SHA1, Oid::ZERO_SHA1)).as_bytes())
         .expect("blob");
     for i in 0..notes.saturating_sub(2 * TASK_COMMITS) {
         let object = Oid::hash_object(git2::ObjectType::Blob, format!("other {i}").as_bytes());

@@ -72,7 +72,7 @@ pub fn head_branch(repo: &Repository) -> Result<Option<String>> {
         return Ok(None);
     }
     let head = repo.find_reference("HEAD").context("reading HEAD")?;
-    let Some(target) = head.symbolic_target() else {
+    let Ok(Some(target)) = head.symbolic_target() else {
         return Ok(None);
     };
     Ok(target.strip_prefix("refs/heads/").map(str::to_owned))
@@ -172,7 +172,7 @@ pub fn default_base_branch(
     if let Some(tracking) = repo
         .find_reference(&remote_head)
         .ok()
-        .and_then(|r| r.symbolic_target().map(str::to_owned))
+        .and_then(|r| r.symbolic_target().ok().flatten().map(str::to_owned))
     {
         let short = tracking
             .strip_prefix(&format!("refs/remotes/{remote}/"))
@@ -468,7 +468,7 @@ pub fn foreign_filters(repo: &Repository) -> Vec<String> {
     let mut drivers: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     if let Ok(mut entries) = config.entries(Some(r"^filter\..*")) {
         while let Some(Ok(entry)) = entries.next() {
-            let (Some(name), Some(value)) = (entry.name(), entry.value()) else {
+            let (Ok(name), Ok(value)) = (entry.name(), entry.value()) else {
                 continue;
             };
             let Some(rest) = name.strip_prefix("filter.") else {
@@ -591,7 +591,7 @@ impl Drop for TempWorktree {
 /// be removed is left for the next run.
 fn prune_abandoned(repo: &Repository) {
     let Ok(names) = repo.worktrees() else { return };
-    for name in names.iter().flatten() {
+    for name in names.iter().flatten().flatten() {
         let Ok(worktree) = repo.find_worktree(name) else {
             continue;
         };
@@ -642,6 +642,8 @@ fn worktree_name(path: &Path) -> Result<String> {
         .with_context(|| format!("reading the worktree at {}", path.display()))?;
     worktree
         .name()
+        .ok()
+        .flatten()
         .map(str::to_owned)
         .ok_or_else(|| anyhow!("the worktree at {} has no name", path.display()))
 }

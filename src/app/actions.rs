@@ -484,7 +484,7 @@ fn tree_templates(
         .map_err(|_| user(format!("templates.dir {}: not a directory", dir.display())))?;
     let mut files = Vec::new();
     for item in subtree.iter() {
-        let Some(name) = item.name() else { continue };
+        let Ok(name) = item.name() else { continue };
         if !(name.ends_with(".j2") || name.ends_with(".tera")) {
             continue;
         }

@@ -600,7 +600,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = git2::Repository::init(dir.path()).unwrap();
         let start = fingerprint(&[]);
-        let oid = Oid::zero();
+        let oid = Oid::ZERO_SHA1;
         let cases = [
             (
                 Change::Changed("variable: PYTHONPATH".into()),

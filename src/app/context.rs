@@ -250,7 +250,7 @@ impl ItemSource for LocalSource<'_> {
         let mut files = Vec::new();
         let walked = self.tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
             if entry.kind() == Some(ObjectType::Blob) {
-                if let Some(name) = entry.name() {
+                if let Ok(name) = entry.name() {
                     files.push(format!("{dir}{name}"));
                 }
             }

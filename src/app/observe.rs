@@ -228,7 +228,7 @@ fn tracked_changes(root: &Path) -> Option<BTreeMap<String, Option<Oid>>> {
         .iter()
         .filter(|entry| entry.status() != git2::Status::CURRENT)
         .filter_map(|entry| {
-            let path = entry.path()?.to_string();
+            let path = entry.path().ok()?.to_string();
             let hash = Oid::hash_file(git2::ObjectType::Blob, root.join(&path)).ok();
             Some((path, hash))
         })

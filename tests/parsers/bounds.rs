@@ -53,6 +53,45 @@ fn a_64_mib_attribute_is_a_located_error_read_in_bounded_time() {
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
+/// A start tag of 80,000 distinct attributes (a failing case's, so its attributes are
+/// decoded) is read in linear time in every XML format: quick-xml's duplicate check, which
+/// is quadratic in them (RUSTSEC-2026-0194: about 6 s for this tag), is never run.
+#[test]
+fn a_start_tag_of_80_000_attributes_is_read_in_linear_time() {
+    let attributes: String = (0..80_000).map(|i| format!(" a{i}=\"{i}\"")).collect();
+    for format in XML_FORMATS {
+        let tag = |name: &str| format!("<{name}{attributes}>");
+        let document = match format {
+            ReportFormat::Junit => format!(
+                "<testsuite name=\"s\">{}<failure message=\"m\"/></testcase></testsuite>",
+                tag("testcase classname=\"s\" name=\"t\"")
+            ),
+            ReportFormat::Cobertura => format!(
+                "<coverage lines-valid=\"1\" lines-covered=\"1\">{}</package></coverage>",
+                tag("package name=\"p\"")
+            ),
+            _ => format!(
+                "<checkstyle>{}</file></checkstyle>",
+                tag("file name=\"a.rs\"")
+            ),
+        };
+        let started = Instant::now();
+        within(Duration::from_secs(20), move || {
+            parse(
+                format,
+                document.as_bytes(),
+                "wide.xml",
+                &ParseOptions::default(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(2), "{format:?}: {took:?}");
+    }
+}
+
 #[test]
 fn a_long_text_run_and_nul_bytes_are_errors() {
     for format in XML_FORMATS {

@@ -73,7 +73,7 @@ impl GitGuard {
         let head = repo.find_reference("HEAD").ok();
         let on = head
             .as_ref()
-            .and_then(|h| h.symbolic_target())
+            .and_then(|h| h.symbolic_target().ok().flatten())
             .map(str::to_string);
         if on.as_deref() != Some(self.branch.as_str()) {
             repo.set_head(&self.branch)
@@ -117,7 +117,7 @@ fn owned_refs(repo: &Repository, branch: &str) -> Result<BTreeMap<String, Oid>, 
         .references()
         .map_err(|e| internal("reading the refs", e))?;
     for reference in all.flatten() {
-        let (Some(name), Some(oid)) = (reference.name(), reference.target()) else {
+        let (Ok(name), Some(oid)) = (reference.name(), reference.target()) else {
             continue;
         };
         if name != branch && !name.starts_with("refs/remotes/") {

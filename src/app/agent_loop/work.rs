@@ -72,7 +72,14 @@ pub(super) fn commit_iteration(
         walk.hide(before).map_err(anyhow::Error::from)?;
         for oid in walk.flatten() {
             if let Ok(commit) = repo.find_commit(oid) {
-                messages.push(commit.summary().unwrap_or_default().to_string());
+                messages.push(
+                    commit
+                        .summary()
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
             }
         }
         messages.reverse();

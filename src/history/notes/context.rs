@@ -70,7 +70,7 @@ struct ContextEnvelope {
 pub fn context_key(commit: Oid) -> Oid {
     let text = format!("itergate context {commit}\n");
     // Hashing bytes in memory cannot fail for a valid object type.
-    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or_else(|_| Oid::zero())
+    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or(Oid::ZERO_SHA1)
 }
 
 pub(super) fn envelope_json(commit: Oid, rounds: &[ContextRound]) -> Result<String> {

@@ -100,7 +100,7 @@ struct DecisionsEnvelope {
 pub fn decisions_key(commit: Oid) -> Oid {
     let text = format!("itergate decisions {commit}\n");
     // Hashing bytes in memory cannot fail for a valid object type.
-    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or_else(|_| Oid::zero())
+    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or(Oid::ZERO_SHA1)
 }
 
 /// The note text (unsigned) of `commit`'s decisions.

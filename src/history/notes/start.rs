@@ -74,7 +74,7 @@ struct StartEnvelope {
 pub fn start_key(branch: &str) -> Oid {
     let text = format!("itergate start {branch}\n");
     // Hashing bytes in memory cannot fail for a valid object type.
-    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or_else(|_| Oid::zero())
+    Oid::hash_object(ObjectType::Blob, text.as_bytes()).unwrap_or(Oid::ZERO_SHA1)
 }
 
 pub(super) fn envelope_json(start: &TaskStart) -> Result<String> {

@@ -50,7 +50,7 @@ pub(super) fn insert_notes(
         .into_iter()
         .flat_map(Tree::iter)
         .filter(|entry| entry.kind() == Some(ObjectType::Blob))
-        .filter_map(|entry| Some((entry.name()?.to_owned(), entry.id())));
+        .filter_map(|entry| Some((entry.name().ok()?.to_owned(), entry.id())));
     let flat = flat.map(|(name, blob)| (name, blob, false));
     let notes = notes.into_iter().map(|(name, blob)| (name, blob, true));
     for (name, blob, new) in flat.chain(notes) {
@@ -88,6 +88,6 @@ pub(super) fn is_fanned_out(tree: &Tree<'_>) -> bool {
         entry.kind() == Some(ObjectType::Tree)
             && entry
                 .name()
-                .is_some_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()))
+                .is_ok_and(|n| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit()))
     })
 }

@@ -160,7 +160,7 @@ impl NotesStore<'_> {
         // The expected old value is checked under the ref lock; the zero id means "must not
         // exist yet" (libgit2's non-forced create checks existence before locking, so two
         // first writers could both succeed).
-        let expected = current.as_ref().map_or_else(Oid::zero, Commit::id);
+        let expected = current.as_ref().map_or(Oid::ZERO_SHA1, Commit::id);
         let swapped =
             self.repo
                 .reference_matching(&self.notes_ref, built, true, expected, &message);
