@@ -483,6 +483,53 @@ async fn of_three_replicas_one_sweeps_and_each_reports_itself() {
     server.assert_no_violations();
 }
 
+/// Two replicas on one database pace one installation's writes together: with
+/// `--writes-per-minute 120` (2 a second), the writes GitHub sees over 10 s, once the
+/// burst is spent and both replicas know of each other, stay at most near 20 — not the 40
+/// two replicas pacing alone would make. (Measured: 11. One replica alone makes 20: a job
+/// rescheduled for the turn one replica reserved may be claimed by the other, which takes
+/// a turn of its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_pace_one_installations_writes_together() {
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    grant(&server, "maintainer", "admin", "admin");
+    let pace = ["--writes-per-minute", "120"];
+    let replicas: Vec<Serve> = (0..2)
+        .map(|_| Serve::start(&server.api_url(), pg.url(), &pace))
+        .collect();
+    let all: Vec<&Serve> = replicas.iter().collect();
+    app_server::eventually(&all, 20, "both replicas registered", || {
+        replicas
+            .iter()
+            .all(|r| r.metric("itergate_replica_info").is_some())
+    })
+    .await;
+    // Each replica learns of the other at its first heartbeat (every 2 s).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for pr in 300..340u64 {
+        seed_pull(&server, pr, &[(&format!("{pr:040x}"), "c")]);
+        let payload = comment(&server, pr, "maintainer", "/iterate help");
+        let replica = &replicas[usize::try_from(pr % 2).unwrap()];
+        assert_eq!(
+            replica.deliver("issue_comment", &format!("pace-{pr}"), &payload),
+            202
+        );
+    }
+    let writes = || server.with(|m| m.requests.iter().filter(|r| r.method != "GET").count());
+    // The burst (10 writes, shared) goes at once; then the pace.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let from = writes();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let made = writes() - from;
+    eprintln!("{made} writes in 10 s");
+    assert!(
+        (5..=26).contains(&made),
+        "{made} writes in 10 s at 2 a second across both replicas"
+    );
+    server.assert_no_violations();
+}
+
 /// One delivery the load sends: where it goes first, and what it is.
 struct Planned {
     id: String,
