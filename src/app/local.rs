@@ -542,6 +542,16 @@ pub fn open_store<'r>(env: &Env, repo: &'r Repository) -> Result<NotesStore<'r>,
 /// configuration, else judged from the cached observations (running the checks only for
 /// a tree this clone has not observed, or on `rescore`). Returns the record and whether
 /// checks ran. Notes this clone did not write are never reused here.
+/// Whether `commit`'s record is cached for `task` (trusted, judged against its base with
+/// this configuration): pushing it again would judge nothing.
+pub fn is_cached(env: &Env, store: &NotesStore, task: &Task, commit: Oid) -> Result<bool, Failure> {
+    let key = record_key(env);
+    let base = task.merge_base.map(|b| b.to_string());
+    Ok(store.read_record(commit)?.is_some_and(|stored| {
+        stored.trusted && stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base
+    }))
+}
+
 pub fn record_commit(
     env: &Env,
     store: &NotesStore,

@@ -9,7 +9,7 @@ use git2::Oid;
 
 use crate::cli::{DecisionOutput, HookCommand, OutputFormat};
 use crate::config::{Gate, OnError, ScoreMode};
-use crate::hook::{self as githook, InstallOptions, PushKind, PushUpdate};
+use crate::hook::{self as githook, memo, InstallOptions, PushKind, PushUpdate};
 use crate::signals::checks::Progress;
 
 use crate::app::local::{self as task, Task};
@@ -99,11 +99,27 @@ fn score_push(
         updates = pre_commit_update().map_err(user)?;
     }
     let repo = &task::open_repository(env)?;
+    // Pushed again as it was judged: what that push printed, without judging again.
+    let material = MemoMaterial::of(env, remote, output, quiet, &updates);
+    let templates = env.config.templates.dir.as_ref().map(|d| env.path(d));
+    if material.is_some() {
+        let key = memo::key(repo, &material, templates.as_ref());
+        if let Some(memo) = memo::read(repo, &key) {
+            return replay(memo);
+        }
+    }
     let store = task::open_store(env, repo)?;
     let options = RecordOptions {
         progress: Progress::from_quiet(quiet),
         rescore: false,
     };
+    let mut printed = memo::Memo {
+        key: String::new(),
+        stderr: String::new(),
+        stdout: String::new(),
+        ending: memo::Ending::Passed,
+    };
+    let mut cached = true;
     let mut blocked = Vec::new();
     let mut worst = 0u8;
     let mut escalated = false;
@@ -112,7 +128,9 @@ fn score_push(
         let name = task_name(update);
         match kind {
             PushKind::Delete => {
-                eprintln!("itergate: {name}: deleted on {remote}; nothing to score");
+                let line = format!("itergate: {name}: deleted on {remote}; nothing to score\n");
+                eprint!("{line}");
+                printed.stderr.push_str(&line);
                 continue;
             }
             PushKind::Tag if !env.config.hook.tags => continue,
@@ -126,6 +144,7 @@ fn score_push(
         };
         for commit in to_score {
             task::record_commit(env, &store, &task, commit, options)?;
+            cached &= task::is_cached(env, &store, &task, commit)?;
         }
         task.record_start(env, &store)?;
         let history = task.history(env, &store)?;
@@ -133,15 +152,18 @@ fn score_push(
         let decision = &evaluation.decision;
         if !quiet {
             eprintln!();
+            printed.stderr.push('\n');
         }
-        report::report(env, repo, &task, &history, &evaluation, quiet)?;
+        printed.stderr += &report::report(env, repo, &task, &history, &evaluation, quiet)?;
         if output.format == OutputFormat::Json {
             let report = crate::engine::DecisionReport {
                 iteration_decision: decision.clone(),
                 task: Some(task.report(env)),
             };
             let line = serde_json::to_string(&report).map_err(|e| Failure::Internal(e.into()))?;
-            super::print(&format!("{line}\n"))?;
+            let line = format!("{line}\n");
+            super::print(&line)?;
+            printed.stdout.push_str(&line);
         }
         worst = worst.max(super::run::exit_code(decision.recommendation()));
         if super::gate_blocks(env.config.hook.gate, decision.recommendation()) {
@@ -157,22 +179,93 @@ fn score_push(
             ));
         }
     }
-    if blocked.is_empty() {
-        return match worst {
-            code if output.exit_code && code != 0 => Err(Failure::Decided(code)),
-            _ => Ok(()),
-        };
-    }
-    let decide = if escalated {
-        format!("{HOW_TO_DECIDE}\n")
+    printed.ending = if blocked.is_empty() {
+        match worst {
+            code if output.exit_code && code != 0 => memo::Ending::Decided(code),
+            _ => memo::Ending::Passed,
+        }
     } else {
-        String::new()
+        let decide = if escalated {
+            format!("{HOW_TO_DECIDE}\n")
+        } else {
+            String::new()
+        };
+        memo::Ending::Blocked(format!(
+            "push blocked by hook.gate `{}`:\n  {}\n{decide}{HOW_TO_PROCEED}",
+            gate_name(env.config.hook.gate),
+            blocked.join("\n  ")
+        ))
     };
-    Err(Failure::Blocked(format!(
-        "push blocked by hook.gate `{}`:\n  {}\n{decide}{HOW_TO_PROCEED}",
-        gate_name(env.config.hook.gate),
-        blocked.join("\n  ")
-    )))
+    if material.is_some() && cached {
+        printed.key = memo::key(repo, &material, templates.as_ref());
+        memo::write(repo, &printed);
+    } else {
+        memo::forget(repo);
+    }
+    ending(printed.ending)
+}
+
+/// What a push's decision depends on besides the refs ([`memo::key`]); `None` when there
+/// is nothing to judge, or the decision also depends on the time (a wall-clock budget).
+#[derive(serde::Serialize)]
+struct MemoMaterial<'a> {
+    config: &'a crate::config::Config,
+    rules: String,
+    remote: &'a str,
+    updates: Vec<[&'a str; 4]>,
+    json: bool,
+    exit_code: bool,
+    quiet: bool,
+    color: bool,
+}
+
+impl<'a> MemoMaterial<'a> {
+    fn of(
+        env: &'a Env,
+        remote: &'a str,
+        output: &DecisionOutput,
+        quiet: bool,
+        updates: &'a [PushUpdate],
+    ) -> Option<MemoMaterial<'a>> {
+        let limits = &env.config.stopping_criteria.budget_limits;
+        let judged = !updates.is_empty() && limits.wall_clock_minutes.is_none();
+        judged.then(|| MemoMaterial {
+            config: &env.config,
+            rules: format!("{:?}", env.rules),
+            remote,
+            updates: updates
+                .iter()
+                .map(|u| {
+                    [
+                        u.local_ref.as_str(),
+                        u.local_oid.as_str(),
+                        u.remote_ref.as_str(),
+                        u.remote_oid.as_str(),
+                    ]
+                })
+                .collect(),
+            json: output.format == OutputFormat::Json,
+            exit_code: output.exit_code,
+            quiet,
+            color: env.color_stderr,
+        })
+    }
+}
+
+/// Prints what the judged push printed and ends as it did.
+fn replay(memo: memo::Memo) -> Result<(), Failure> {
+    eprint!("{}", memo.stderr);
+    super::print(&memo.stdout)?;
+    eprintln!("itergate: pushed again as judged (nothing changed since): not judged again");
+    ending(memo.ending)
+}
+
+fn ending(ending: memo::Ending) -> Result<(), Failure> {
+    match ending {
+        memo::Ending::Passed => Ok(()),
+        memo::Ending::Decided(code) => Err(Failure::Decided(code)),
+        memo::Ending::Blocked(message) => Err(Failure::Blocked(message)),
+    }
 }
 
 /// pre-commit consumes git's pre-push input and passes the (first) pushed ref in

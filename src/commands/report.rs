@@ -62,7 +62,7 @@ fn iteration_changes(
 }
 
 /// Prints the summary (stderr) and writes the revision prompt, or removes a stale one;
-/// returns the prompt path when one was written.
+/// returns what it printed (a push's memo keeps it, [`crate::hook::memo`]).
 pub fn report(
     env: &Env,
     repo: &Repository,
@@ -70,17 +70,19 @@ pub fn report(
     history: &[IterationRecord],
     evaluation: &Evaluation,
     quiet: bool,
-) -> Result<Option<PathBuf>, Failure> {
+) -> Result<String, Failure> {
+    use std::fmt::Write as _;
     let decision = &evaluation.decision;
+    let mut printed = String::new();
     if !quiet {
         let view = decision_view(history, evaluation);
-        let summary = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
-        eprint!("{summary}");
+        printed = env.renderer_stderr()?.render("decision.txt.j2", &view)?;
         if let Some(notice) = env.rules.unlocked_notice(task.base_branch.as_deref()) {
-            eprintln!("itergate: {notice}");
+            let _ = writeln!(printed, "itergate: {notice}");
         }
         if let Some(moved) = task.base_moved {
-            eprintln!(
+            let _ = writeln!(
+                printed,
                 "itergate: the base branch {} moved since this task started (to {}) and the branch merged it in: the change is judged against the task's base {}, so what the merge brought counts as this branch's work",
                 task.base_branch
                     .as_deref()
@@ -89,6 +91,7 @@ pub fn report(
                 task.merge_base.map(crate::app::local::short).unwrap_or_default()
             );
         }
+        eprint!("{printed}");
     }
     let path = prompt_path(repo);
     if decision.recommendation() != Recommendation::Iterate {
@@ -97,7 +100,7 @@ pub fn report(
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(anyhow::anyhow!("removing {}: {e}", path.display()).into()),
         }
-        return Ok(None);
+        return Ok(printed);
     }
     let prompt = render_prompt(env, history, decision)?;
     if let Some(dir) = path.parent() {
@@ -105,7 +108,9 @@ pub fn report(
     }
     std::fs::write(&path, prompt).with_context(|| format!("writing {}", path.display()))?;
     if !quiet {
-        eprintln!("Revision prompt: {}", path.display());
+        let line = format!("Revision prompt: {}\n", path.display());
+        eprint!("{line}");
+        printed.push_str(&line);
     }
-    Ok(Some(path))
+    Ok(printed)
 }

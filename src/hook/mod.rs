@@ -7,6 +7,7 @@
 //! (`ITERGATE_SKIP=1`, `git push --no-verify`).
 
 pub mod install;
+pub mod memo;
 pub mod protocol;
 
 pub use install::{

@@ -459,6 +459,58 @@ fn block_on_escalate_lets_iterate_through() {
     });
 }
 
+/// A push of what was already judged — the same commits, refs, rules — prints what the
+/// judged push printed and ends as it did, judging nothing (no check runs, no note is
+/// written). Anything that can change the decision judges again: a person's `accept` (a
+/// note), the rules, a wall-clock budget (the time).
+#[test]
+fn a_push_of_what_was_judged_replays_its_decision_until_something_changes() {
+    let f = Fixture::new("block-on-escalate");
+    f.repo.commit_file("results.txt", "3 1\n", "failing");
+    assert!(f.push(&["origin", "feature"]).status.success());
+    f.repo.commit_file("other.txt", "y", "no progress");
+    let judged = f.push(&["origin", "feature"]);
+    assert!(!judged.status.success());
+    let notes = || git(&f.repo.path, &["for-each-ref", "refs/notes/"]);
+    let (runs, written) = (f.runs(), notes());
+    let again = f.push(&["origin", "feature"]);
+    assert_eq!(again.status.code(), judged.status.code());
+    let replayed = stderr(&again);
+    let replay_line =
+        "itergate: pushed again as judged (nothing changed since): not judged again\n";
+    let without_progress: String = stderr(&judged)
+        .lines()
+        .filter(|l| !l.starts_with("itergate: check "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        replayed.replacen(replay_line, "", 1),
+        without_progress,
+        "the judged push's output (but its checks' progress), and one line more"
+    );
+    assert!(replayed.contains(replay_line), "{replayed}");
+    assert_eq!(f.runs(), runs, "no check ran");
+    assert_eq!(notes(), written, "no note was written");
+
+    // A person's decision is a note: the next push is judged, and goes through.
+    let accept = itergate(&f.repo.path, &["accept", "known flake"]);
+    assert!(accept.status.success(), "{}", stderr(&accept));
+    let after = f.push(&["origin", "feature"]);
+    assert!(after.status.success(), "{}", stderr(&after));
+    assert!(!stderr(&after).contains(replay_line), "{}", stderr(&after));
+
+    // Under a wall-clock budget the decision depends on the time: never replayed.
+    let config = std::fs::read_to_string(f.repo.path.join(".itergate.yml")).expect("config");
+    f.on_base(
+        ".itergate.yml",
+        &format!("{config}stopping_criteria:\n  budget_limits:\n    wall_clock_minutes: 600\n"),
+    );
+    for _ in 0..2 {
+        let out = f.push(&["--force", "origin", "feature"]);
+        assert!(!stderr(&out).contains(replay_line), "{}", stderr(&out));
+    }
+}
+
 #[test]
 fn a_chained_hook_that_fails_still_blocks() {
     let f = Fixture::new("warn");

@@ -20,7 +20,7 @@ mod start;
 mod stop;
 mod work;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use git2::{Oid, Repository};
@@ -78,7 +78,8 @@ pub struct LoopOptions {
 /// How the command tells a person what happened (the loop's own flow never prints a
 /// decision itself).
 pub struct Terminal {
-    /// The summary on stderr and the revision prompt file, as `itergate run` reports.
+    /// The summary on stderr and the revision prompt file, as `itergate run` reports;
+    /// returns what it printed.
     #[allow(clippy::type_complexity)] // one signature, named by its field
     pub report: fn(
         &Env,
@@ -87,7 +88,7 @@ pub struct Terminal {
         &[IterationRecord],
         &Evaluation,
         bool,
-    ) -> Result<Option<PathBuf>, Failure>,
+    ) -> Result<String, Failure>,
     /// The revision prompt for the latest iteration of a history.
     pub revision_prompt: fn(&Env, &[IterationRecord], &Decision) -> Result<String, Failure>,
     /// Text on stdout.
