@@ -1,7 +1,11 @@
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
+
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use itergate::cli::Cli;
 use itergate::commands;
@@ -33,19 +37,29 @@ fn init_tracing(verbose: u8, quiet: bool, serving: bool) {
         (false, 2) => "debug",
         _ => "trace",
     };
-    let filter = EnvFilter::try_from_env("ITERGATE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    // Directives by target (`info,itergate=debug`): a filter without regular expressions,
+    // so no process pays for building them at start.
+    let from_env = std::env::var("ITERGATE_LOG").ok();
+    let targets: Targets = from_env
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| level.parse().unwrap_or_default());
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     if serving {
-        use std::io::IsTerminal as _;
-        builder.with_ansi(std::io::stderr().is_terminal()).init();
-    } else {
-        use std::io::IsTerminal as _;
-        builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .without_time()
+        tracing_subscriber::registry()
+            .with(layer)
+            .with(targets)
             .init();
+    } else {
+        tracing_subscriber::registry()
+            .with(layer.without_time())
+            .with(targets)
+            .init();
+    }
+    if let Some(value) = from_env.filter(|v| v.parse::<Targets>().is_err()) {
+        tracing::warn!("ITERGATE_LOG `{value}` is not a list of [target=]level directives; logging at {level}");
     }
 }
 

@@ -243,18 +243,37 @@ pub fn whole_tree_record(config: &Config, commit: Oid, observed: &Observation) -
 }
 
 /// A compiled [`PathFilter`].
+#[derive(Clone)]
 pub struct PathMatcher {
     include: GlobSet,
     exclude: GlobSet,
 }
 
 impl PathMatcher {
-    /// `key` names the filter in errors (`detection.markers`).
+    /// `key` names the filter in errors (`detection.markers`). Compiled once per process
+    /// for each filter: building a glob set's regular expressions is most of what a
+    /// cached push costs.
     pub fn new(key: &str, filter: &PathFilter) -> Result<PathMatcher, Failure> {
-        Ok(PathMatcher {
+        type Compiled = std::collections::HashMap<(Vec<String>, Vec<String>), PathMatcher>;
+        static COMPILED: std::sync::Mutex<Option<Compiled>> = std::sync::Mutex::new(None);
+        let id = (filter.include.clone(), filter.exclude.clone());
+        if let Some(known) = COMPILED
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().and_then(|c| c.get(&id).cloned()))
+        {
+            return Ok(known);
+        }
+        let matcher = PathMatcher {
             include: glob_set(key, &filter.include)?,
             exclude: glob_set(key, &filter.exclude)?,
-        })
+        };
+        if let Ok(mut compiled) = COMPILED.lock() {
+            compiled
+                .get_or_insert_with(Default::default)
+                .insert(id, matcher.clone());
+        }
+        Ok(matcher)
     }
 
     pub fn matches(&self, path: &str) -> bool {
