@@ -59,7 +59,9 @@ fn init_tracing(verbose: u8, quiet: bool, serving: bool) {
             .init();
     }
     if let Some(value) = from_env.filter(|v| v.parse::<Targets>().is_err()) {
-        tracing::warn!("ITERGATE_LOG `{value}` is not a list of [target=]level directives; logging at {level}");
+        tracing::warn!(
+            "ITERGATE_LOG `{value}` is not a list of [target=]level directives; logging at {level}"
+        );
     }
 }
 

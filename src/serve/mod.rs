@@ -471,7 +471,25 @@ fn process_alive(pid: u32) -> bool {
     };
     // SAFETY: signal 0 performs only the existence and permission checks.
     let sent = unsafe { libc::kill(pid, 0) } == 0;
-    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !zombie(pid)
+}
+
+/// A process that ended and was not reaped yet (its parent, a supervisor that has not
+/// waited for it) answers signal 0 but runs nothing. Linux says so in `/proc`; elsewhere
+/// such a replica's jobs wait for their leases.
+fn zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis.
+        stat.rfind(')')
+            .and_then(|end| {
+                stat[end + 1..]
+                    .split_whitespace()
+                    .next()
+                    .map(str::to_string)
+            })
+            .is_some_and(|state| state == "Z")
+    })
 }
 
 async fn shutdown_signal() {
@@ -510,6 +528,26 @@ mod host_tests {
         let pid = child.id();
         child.wait().expect("reaped");
         assert!(!process_alive(pid));
+    }
+
+    /// Killed and not yet reaped (a zombie): dead on Linux, where `/proc` says so.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_killed_process_not_yet_reaped_is_dead() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep runs");
+        let pid = child.id();
+        assert!(process_alive(pid));
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while process_alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!process_alive(pid), "a zombie is not alive");
+        child.wait().expect("reaped");
     }
 
     #[test]

@@ -522,8 +522,9 @@ async fn artifact_file_is_downloaded_without_sending_the_token_to_storage() {
     server.assert_no_violations();
 }
 
-/// An artifact named `<name>-<sha256 of its record>` is preferred to a plain one, and its
-/// record is read only if it still hashes to the name's digest.
+/// An artifact named `<name>-<sha256 of its record>` is read only if its record still
+/// hashes to the name's digest; a run with several artifacts that could be the record is
+/// refused rather than one chosen.
 #[tokio::test]
 async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_was_changed() {
     use sha2::Digest;
@@ -549,9 +550,19 @@ async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_wa
             written,
         ));
         m.artifacts
-            .push(artifact(602, 11, "itergate-record".into(), b"{}"));
-        m.artifacts
             .push(artifact(603, 11, "itergate-recordings".into(), b"{}"));
+        let forged = br#"{"iteration":2,"written":"by the PR"}"#;
+        let forged_digest: String = sha2::Sha256::digest(forged)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let bound = format!("itergate-record-{digest}");
+        m.artifacts.push(artifact(605, 13, bound.clone(), written));
+        let other = format!("itergate-record-{forged_digest}");
+        m.artifacts.push(artifact(606, 13, other, forged));
+        m.artifacts.push(artifact(607, 14, bound, written));
+        m.artifacts
+            .push(artifact(608, 14, "itergate-record".into(), forged));
         let rewritten = br#"{"iteration":2,"written":"by a daemon"}"#;
         m.artifacts.push(artifact(
             604,
@@ -564,7 +575,21 @@ async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_wa
         .download_artifact_file(&repo(), RunId(11), "itergate-record", "record.json")
         .await
         .expect("download");
-    assert_eq!(got, written, "the bound artifact, not the plain one");
+    assert_eq!(got, written);
+    for run in [13, 14] {
+        let ambiguous = forge
+            .download_artifact_file(&repo(), RunId(run), "itergate-record", "record.json")
+            .await;
+        let Err(error @ ForgeError::ArtifactRefused { .. }) = ambiguous else {
+            panic!("two candidates are refused: {ambiguous:?}");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("has 2 artifacts that could be the record"),
+            "{error}"
+        );
+    }
 
     let refused = forge
         .download_artifact_file(&repo(), RunId(12), "itergate-record", "record.json")

@@ -115,9 +115,9 @@ pub(super) async fn completed_pull_request_runs(
 }
 
 impl OctocrabForge {
-    /// The zip of the run's unexpired artifact named `artifact`, or `artifact-<digest>`
-    /// (preferred: the name binds the record to what itergate wrote), read up to the
-    /// download limit while it streams in; `None` when there is none.
+    /// The zip of the run's one unexpired artifact named `artifact` or `artifact-<digest>`
+    /// (the name binds the record to what itergate wrote), read up to the download limit
+    /// while it streams in; `None` when there is none, refused when there are several.
     pub(super) async fn artifact_zip(
         &self,
         repo: &RepoName,
@@ -130,13 +130,27 @@ impl OctocrabForge {
         let artifacts: Vec<ArtifactJson> = self
             .paginate("list workflow run artifacts", &path, Some("artifacts"))
             .await?;
-        let Some((found, digest)) = artifacts
+        let named: Vec<(&ArtifactJson, Option<&str>)> = artifacts
             .iter()
             .filter(|a| !a.expired)
             .filter_map(|a| Some((a, artifact::bound_name(&a.name, artifact)?)))
-            .max_by_key(|(_, digest)| digest.is_some())
-        else {
-            return Ok(None);
+            .collect();
+        // More than one candidate is not a choice to make: whichever is taken, another
+        // upload in the run could have been the record.
+        let (found, digest) = match named.as_slice() {
+            [] => return Ok(None),
+            [one] => *one,
+            several => {
+                let names: Vec<&str> = several.iter().map(|(a, _)| a.name.as_str()).collect();
+                return Err(ForgeError::ArtifactRefused {
+                    operation,
+                    message: format!(
+                        "workflow run {run} has {} artifacts that could be the record ({}): refusing to choose one",
+                        several.len(),
+                        names.join(", ")
+                    ),
+                });
+            }
         };
         let found_artifact = |zip| FoundArtifact {
             name: found.name.clone(),
