@@ -123,7 +123,7 @@ fn upload(server: &FakeGithub, run_id: u64, record: Vec<u8>) {
         m.artifacts.push(FakeArtifact {
             id: run_id + 1000,
             run_id,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", &record),
             zip: zip_with("record.json", &record),
             expired: false,
         })
@@ -1693,7 +1693,7 @@ async fn a_refused_artifact_says_why() {
         m.artifacts.push(FakeArtifact {
             id: 1601,
             run_id: 601,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", b"{}"),
             zip,
             expired: false,
         })
@@ -1702,7 +1702,7 @@ async fn a_refused_artifact_says_why() {
     assert_eq!(serve.deliver("workflow_run", "d-bomb", &run), 202);
     eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
     let outcome = rows_text(&db, "SELECT outcome FROM deliveries");
-    insta::assert_snapshot!(outcome, @"refused: download artifact: artifact `itergate-record` of run 601: the archive lists 10001 entries, more than the 10000 itergate reads");
+    insta::assert_snapshot!(outcome, @"refused: download artifact: artifact `itergate-record-44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a` of run 601: the archive lists 10001 entries, more than the 10000 itergate reads");
 }
 
 fn rows_text(db: &Path, sql: &str) -> String {

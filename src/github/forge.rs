@@ -306,8 +306,9 @@ pub trait Forge: Send + Sync {
         suite: CheckSuiteId,
     ) -> Result<(), ForgeError>;
 
-    /// Downloads the workflow run's artifact named `artifact` and returns the content of
-    /// `file` inside it.
+    /// Downloads the workflow run's one artifact named `<artifact>-<SHA-256 of file>` and
+    /// returns the content of `file` inside it; refused when the name carries no digest,
+    /// the content does not hash to it, or the run has several candidates.
     async fn download_artifact_file(
         &self,
         repo: &RepoName,

@@ -488,3 +488,14 @@ pub fn grant(server: &FakeGithub, login: &str, permission: &str, role: &str) {
 }
 
 pub type Params = BTreeMap<String, String>;
+
+/// The name `itergate ci --score-only`'s workflow gives the artifact of `record`:
+/// `<base>-<its SHA-256>`.
+pub fn bound_name(base: &str, record: &[u8]) -> String {
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(record)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{base}-{digest}")
+}

@@ -582,7 +582,7 @@ async fn a_fork_record_is_published_by_the_workflow_run() {
         m.artifacts.push(fake_github::model::FakeArtifact {
             id: 900,
             run_id: 77,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", &record),
             zip: zip_with("record.json", &record),
             expired: false,
         });
@@ -1066,7 +1066,7 @@ fn fork_run(server: &FakeGithub, c: &Checkout, head: &str) -> Value {
         m.artifacts.push(fake_github::model::FakeArtifact {
             id: 900,
             run_id: 77,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", &record),
             zip: zip_with("record.json", &record),
             expired: false,
         });

@@ -521,14 +521,14 @@ async fn an_artifact_larger_than_the_limit_is_refused() {
         m.artifacts.push(fake_github::model::FakeArtifact {
             id: 601,
             run_id: 9,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", &vec![b' '; 200 * 1024]),
             zip: zip_with("record.json", &vec![b' '; 200 * 1024]),
             expired: false,
         });
         m.artifacts.push(fake_github::model::FakeArtifact {
             id: 602,
             run_id: 10,
-            name: "itergate-record".into(),
+            name: fake_github::bound_name("itergate-record", b"{}"),
             zip: zip_with("record.json", b"{}"),
             expired: false,
         });

@@ -495,6 +495,14 @@ async fn artifact_file_is_downloaded_without_sending_the_token_to_storage() {
         m.artifacts.push(fake_github::model::FakeArtifact {
             id: 502,
             run_id: 9,
+            name: fake_github::bound_name("itergate-record", record),
+            zip: zip_with("record.json", record),
+            expired: false,
+        });
+        // A workflow from before the digest: its record is refused, with what to change.
+        m.artifacts.push(fake_github::model::FakeArtifact {
+            id: 503,
+            run_id: 11,
             name: "itergate-record".into(),
             zip: zip_with("record.json", record),
             expired: false,
@@ -519,6 +527,13 @@ async fn artifact_file_is_downloaded_without_sending_the_token_to_storage() {
     insta::with_settings!({ filters => redact::filters() }, {
         insta::assert_snapshot!(missing.expect_err("no artifact").to_string(), @"download artifact: workflow run 10 has no unexpired artifact named `itergate-record`");
     });
+    let unbound = forge
+        .download_artifact_file(&repo(), RunId(11), "itergate-record", "record.json")
+        .await;
+    let Err(error @ ForgeError::ArtifactRefused { .. }) = unbound else {
+        panic!("an unbound record is refused: {unbound:?}");
+    };
+    insta::assert_snapshot!(error.to_string(), @"download artifact: artifact `itergate-record` of run 11 does not carry its record's digest: name the upload `itergate-record-${{ steps.<itergate's step id>.outputs.record-digest }}` (itergate ci --score-only gives it), so a record changed after itergate wrote it is refused");
     server.assert_no_violations();
 }
 

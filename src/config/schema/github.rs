@@ -29,8 +29,8 @@ pub struct Github {
     pub check_run: bool,
     /// Exit status of `itergate ci`, like `hook.gate`.
     pub gate: Gate,
-    /// Name of the workflow artifact that carries a scored iteration record; an artifact
-    /// named `<name>-<sha256 of the record>` is preferred and its record checked against it.
+    /// Name of the workflow artifact that carries a scored iteration record, uploaded as
+    /// `<name>-<sha256 of the record>`: its record is checked against the digest.
     pub artifact: String,
     /// The App only: reports the project's CI already uploads as workflow artifacts, read
     /// when a completed run has no itergate record (scored as the whole tree: CI ran no

@@ -45,11 +45,23 @@ pub(super) async fn download_artifact_file(
                 _ => ForgeError::ArtifactRefused { operation, message },
             }
         })?;
-    artifact::check_digest(&bytes, found.digest.as_deref()).map_err(|e| {
-        ForgeError::ArtifactRefused {
+    // Bound or refused: a record whose artifact name carries no digest could have been
+    // rewritten after itergate wrote it, and nothing here could tell.
+    let Some(digest) = found.digest.as_deref() else {
+        return Err(ForgeError::ArtifactRefused {
             operation,
-            message: format!("`{file}` of artifact `{}` of run {run}: {e}", found.name),
-        }
+            message: format!(
+                "artifact `{}` of run {run} does not carry its record's digest: name the \
+                 upload `{artifact}-${{{{ steps.<itergate's step id>.outputs.record-digest }}}}` \
+                 (itergate ci --score-only gives it), so a record changed after itergate \
+                 wrote it is refused",
+                found.name
+            ),
+        });
+    };
+    artifact::check_digest(&bytes, Some(digest)).map_err(|e| ForgeError::ArtifactRefused {
+        operation,
+        message: format!("`{file}` of artifact `{}` of run {run}: {e}", found.name),
     })?;
     Ok(bytes)
 }
