@@ -1703,6 +1703,19 @@ async fn a_refused_artifact_says_why() {
     eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
     let outcome = rows_text(&db, "SELECT outcome FROM deliveries");
     insta::assert_snapshot!(outcome, @"refused: download artifact: artifact `itergate-record-44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a` of run 601: the archive lists 10001 entries, more than the 10000 itergate reads");
+    // Said on the head too, so the pull request does not wait for a decision.
+    let refused = server.with(|m| {
+        m.check_runs
+            .iter()
+            .find(|c| c.head_sha == head && c.conclusion.as_deref() == Some("failure"))
+            .map(|c| c.output["summary"].as_str().unwrap_or_default().to_string())
+    });
+    let summary = refused.expect("a failure check run on the head");
+    assert!(
+        summary.contains("workflow run 601") && summary.contains("10001 entries"),
+        "{summary}"
+    );
+    server.assert_no_violations();
 }
 
 fn rows_text(db: &Path, sql: &str) -> String {

@@ -118,12 +118,25 @@ impl Worker {
                 notice: None,
             },
         };
-        let found =
-            match forge_flow::record_from_run(forge, &run, &config.config.github.artifact).await? {
-                Some(found) => Some(found),
-                // No record: the reports the project's CI uploads, if configured.
-                None => forge_flow::record_from_reports(forge, &run, &config.config).await?,
-            };
+        let from_run =
+            forge_flow::record_from_run(forge, &run, &config.config.github.artifact).await;
+        let found = match from_run {
+            Ok(Some(found)) => Some(found),
+            // No record: the reports the project's CI uploads, if configured.
+            Ok(None) => forge_flow::record_from_reports(forge, &run, &config.config).await?,
+            Err(FlowError::Refused(why)) => {
+                // Said on the head it was for, so the PR does not wait for it.
+                let head = first.as_ref().ok().filter(|p| p.head.sha == run.head_sha);
+                if let Some(pull) = head {
+                    if config.config.github.check_run {
+                        let spec = refused_check(&pull.head.sha, run.run_id, &why);
+                        forge.create_check_run(&repo, &spec).await?;
+                    }
+                }
+                return Err(FlowError::Refused(why));
+            }
+            Err(e) => return Err(e),
+        };
         let Some((pull, record)) = found else {
             return Ok(RunRecord::Missing(format!(
                 "workflow run {} uploaded no `{}` artifact and none of github.reports",
@@ -149,5 +162,30 @@ impl Worker {
         let mut actions = forge_flow::catch_up(&handler, pull.number, None).await?;
         actions.extend(handler.handle(input).await?.actions);
         Ok(RunRecord::Applied(pull.number, pull.head.sha, actions))
+    }
+}
+
+/// The check run that says a run's record was refused, and why (the reason is fenced: it
+/// may quote names the run chose).
+fn refused_check(
+    head: &crate::model::CommitSha,
+    run: crate::github::types::RunId,
+    why: &str,
+) -> crate::github::checks::CheckRunSpec {
+    use crate::github::checks::{CheckConclusion, CheckRunSpec, CheckState};
+    CheckRunSpec {
+        name: "itergate".into(),
+        head_sha: head.clone(),
+        state: CheckState::Completed(CheckConclusion::Failure),
+        title: "itergate: CI's record was refused".into(),
+        summary: format!(
+            "The record workflow run {run} uploaded for this commit was not read, so no \
+             decision was made:\n\n{}",
+            crate::markup::fence(why)
+        ),
+        text: None,
+        annotations: Vec::new(),
+        details_url: None,
+        external_id: Some(format!("itergate-refused-{}", head.0)),
     }
 }
