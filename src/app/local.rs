@@ -545,10 +545,23 @@ pub fn open_store<'r>(env: &Env, repo: &'r Repository) -> Result<NotesStore<'r>,
 /// Whether `commit`'s record is cached for `task` (trusted, judged against its base with
 /// this configuration): pushing it again would judge nothing.
 pub fn is_cached(env: &Env, store: &NotesStore, task: &Task, commit: Oid) -> Result<bool, Failure> {
+    Ok(cached_record(env, store, task, commit)?.is_some())
+}
+
+/// `commit`'s record when it is cached for `task` ([`is_cached`]).
+fn cached_record(
+    env: &Env,
+    store: &NotesStore,
+    task: &Task,
+    commit: Oid,
+) -> Result<Option<IterationRecord>, Failure> {
     let key = record_key(env);
     let base = task.merge_base.map(|b| b.to_string());
-    Ok(store.read_record(commit)?.is_some_and(|stored| {
-        stored.trusted && stored.fingerprint.as_deref() == Some(key.as_str()) && stored.base == base
+    Ok(store.read_record(commit)?.and_then(|stored| {
+        let cached = stored.trusted
+            && stored.fingerprint.as_deref() == Some(key.as_str())
+            && stored.base == base;
+        cached.then_some(stored.record)
     }))
 }
 
@@ -562,12 +575,9 @@ pub fn record_commit(
     let key = record_key(env);
     let base = task.merge_base;
     if !options.rescore {
-        if let Some(stored) = store.read_record(commit)? {
-            let same_base = stored.base == base.map(|b| b.to_string());
-            if stored.trusted && stored.fingerprint.as_deref() == Some(key.as_str()) && same_base {
-                // Re-pushing a commit already recorded: nothing to observe or write.
-                return Ok((stored.record, false));
-            }
+        if let Some(record) = cached_record(env, store, task, commit)? {
+            // Re-pushing a commit already recorded: nothing to observe or write.
+            return Ok((record, false));
         }
     }
     // An environment that changed since the start, unexplained: what is observed in it is

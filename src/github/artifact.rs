@@ -11,10 +11,7 @@ use std::io::{Cursor, Read};
 /// an earlier step started) is refused where it is published.
 pub fn record_digest(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", sha2::Sha256::digest(bytes))
 }
 
 /// Whether an artifact's `name` is the one configured (`base`), bare or bound to its

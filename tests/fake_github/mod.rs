@@ -492,10 +492,12 @@ pub type Params = BTreeMap<String, String>;
 /// The name `itergate ci --score-only`'s workflow gives the artifact of `record`:
 /// `<base>-<its SHA-256>`.
 pub fn bound_name(base: &str, record: &[u8]) -> String {
+    format!("{base}-{}", digest(record))
+}
+
+/// The SHA-256 of `bytes` in lowercase hex, as `itergate ci --score-only` outputs a
+/// record's (`record-digest`).
+pub fn digest(bytes: &[u8]) -> String {
     use sha2::Digest;
-    let digest: String = sha2::Sha256::digest(record)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{base}-{digest}")
+    format!("{:x}", sha2::Sha256::digest(bytes))
 }

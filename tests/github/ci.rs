@@ -129,15 +129,6 @@ async fn ci_with_files(
 }
 
 /// `itergate ci` with extra arguments and environment variables.
-/// The SHA-256 of `bytes` in lowercase hex, as the scoring step outputs it.
-fn record_digest(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 async fn run_ci(
     server: &FakeGithub,
     dir: &Path,
@@ -797,7 +788,7 @@ async fn a_daemon_the_checks_start_does_not_outlive_them_to_rewrite_the_record()
     let bytes = std::fs::read(c.repo.path.join("itergate-record/record.json")).expect("record");
     let record: Value = serde_json::from_slice(&bytes).expect("json");
     assert_eq!(record["head_ref"], "feature", "itergate's record: {record}");
-    let digest = record_digest(&bytes);
+    let digest = fake_github::digest(&bytes);
     let outputs = std::fs::read_to_string(files.join("output.txt")).expect("step outputs");
     assert_eq!(outputs, format!("record-digest={digest}\n"));
 }
@@ -836,7 +827,7 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
     let path = downloaded.to_string_lossy().into_owned();
     let publish = ["--publish-record", path.as_str()];
     // The digest the scoring step gave binds the record: the same bytes are published.
-    let digest = record_digest(&std::fs::read(&record_path).expect("record"));
+    let digest = fake_github::digest(&std::fs::read(&record_path).expect("record"));
     let bound = [
         "--publish-record",
         path.as_str(),
@@ -882,7 +873,7 @@ async fn score_only_then_publish_record_publishes_only_a_matching_record() {
         let forged = std::fs::read(&downloaded).expect("forged");
         let message = stderr(&out)
             .replace(&digest, "<digest>")
-            .replace(&record_digest(&forged), "<forged>")
+            .replace(&fake_github::digest(&forged), "<forged>")
             .replace(&format!("its {} bytes", forged.len()), "its <n> bytes");
         insta::assert_snapshot!(message, @"itergate: error: --publish-record [tmp]/download.json: its <n> bytes are not the record itergate wrote in the scoring step (sha256 <forged>, expected <digest>): it was changed after it was written");
     });

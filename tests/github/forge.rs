@@ -542,14 +542,10 @@ async fn artifact_file_is_downloaded_without_sending_the_token_to_storage() {
 /// refused rather than one chosen.
 #[tokio::test]
 async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_was_changed() {
-    use sha2::Digest;
     let server = FakeGithub::start().await;
     let (forge, _) = server.forge();
     let written = br#"{"iteration":2,"written":"by itergate"}"#;
-    let digest: String = sha2::Sha256::digest(written)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = fake_github::digest(written);
     let artifact = |id, run_id, name: String, content: &[u8]| fake_github::model::FakeArtifact {
         id,
         run_id,
@@ -567,10 +563,7 @@ async fn an_artifact_named_with_its_records_digest_is_refused_when_the_record_wa
         m.artifacts
             .push(artifact(603, 11, "itergate-recordings".into(), b"{}"));
         let forged = br#"{"iteration":2,"written":"by the PR"}"#;
-        let forged_digest: String = sha2::Sha256::digest(forged)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let forged_digest = fake_github::digest(forged);
         let bound = format!("itergate-record-{digest}");
         m.artifacts.push(artifact(605, 13, bound.clone(), written));
         let other = format!("itergate-record-{forged_digest}");
