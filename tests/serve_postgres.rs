@@ -797,7 +797,8 @@ async fn a_killed_replicas_job_is_taken_over_by_another_once_its_lease_has_settl
         fake_github::Fault::Timeout(Duration::from_secs(120)),
         1,
     );
-    let took = kill_the_holder_mid_job(&pg, &server, "reactions/create-for-issue-comment").await;
+    let (took, _replicas) =
+        kill_the_holder_mid_job(&pg, &server, "reactions/create-for-issue-comment").await;
     eprintln!("taken over {took:?} after the kill");
     assert!(
         took >= Duration::from_secs(10) && took < Duration::from_secs(20),
@@ -820,7 +821,7 @@ async fn a_killed_replicas_job_with_no_write_in_flight_is_taken_over_within_3_s(
         fake_github::Fault::Timeout(Duration::from_secs(120)),
         1,
     );
-    let took =
+    let (took, _replicas) =
         kill_the_holder_mid_job(&pg, &server, "repos/get-collaborator-permission-level").await;
     eprintln!("taken over {took:?} after the kill");
     assert!(took < Duration::from_secs(3), "taken over after {took:?}");
@@ -851,11 +852,60 @@ async fn a_reply_the_dead_replica_sent_that_lands_after_its_lease_is_not_made_tw
     server.assert_no_violations();
 }
 
+/// The dead replica's reply reaches GitHub 30 s after it was sent, long after the settle:
+/// the replica that took the job over has replied by then. The pull request is watched for
+/// such a reply, and the later of the two is deleted within seconds of landing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_the_dead_replica_sent_that_lands_after_the_takeovers_is_deleted() {
+    let pg = Postgres::start().await;
+    let server = fake().await;
+    grant(&server, "maintainer", "admin", "admin");
+    server.fail_next(
+        "issues/create-comment",
+        fake_github::Fault::Slow(Duration::from_secs(30)),
+        1,
+    );
+    let (_, replicas) = kill_the_holder_mid_job(&pg, &server, "issues/create-comment").await;
+    assert_eq!(replies(&server, 7), 1, "the replica that took over replied");
+    let taker_reply = server.with(|m| m.comments_on(7).iter().map(|c| c.id).max());
+    let mut landed = None;
+    wait_for(
+        Duration::from_secs(40),
+        "the late reply deleted",
+        async || {
+            let now = replies(&server, 7);
+            if now == 2 && landed.is_none() {
+                landed = Some(Instant::now());
+            }
+            landed.is_some() && now == 1
+        },
+    )
+    .await;
+    let removed_after = landed.expect("the late reply landed").elapsed();
+    eprintln!("the late reply was deleted {removed_after:?} after it landed");
+    assert!(
+        removed_after < Duration::from_secs(4),
+        "deleted {removed_after:?} after it landed"
+    );
+    assert_eq!(
+        server.with(|m| m.comments_on(7).iter().map(|c| c.id).max()),
+        taker_reply,
+        "the oldest reply is kept"
+    );
+    assert_eq!(server.count("issues/delete-comment"), 1);
+    server.assert_no_violations();
+    drop(replicas);
+}
+
 /// Two replicas on `pg` with the default lease and settle; a maintainer's `/iterate help` on
 /// pull request 7; the replica holding the job is killed with SIGKILL while its call to
 /// `in_flight` is made, just after a lease renewal. Returns how long after the kill the job
-/// was done.
-async fn kill_the_holder_mid_job(pg: &Postgres, server: &FakeGithub, in_flight: &str) -> Duration {
+/// was done, and the replicas (the one killed, and the one still running).
+async fn kill_the_holder_mid_job(
+    pg: &Postgres,
+    server: &FakeGithub,
+    in_flight: &str,
+) -> (Duration, Vec<Serve>) {
     let default_lease = ["--lease-seconds", "6"];
     let mut replicas: Vec<Serve> = (0..2)
         .map(|_| Serve::start(&server.api_url(), pg.url(), &default_lease))
@@ -891,5 +941,5 @@ async fn kill_the_holder_mid_job(pg: &Postgres, server: &FakeGithub, in_flight: 
             == 1
     })
     .await;
-    killed.elapsed()
+    (killed.elapsed(), replicas)
 }

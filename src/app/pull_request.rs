@@ -230,31 +230,14 @@ impl Handler<'_> {
         Ok((loaded.state, actions))
     }
 
-    /// Deletes the bot's replies that repeat an older one's marker (of `key` alone, when
-    /// given): a reply a dead replica sent that reached GitHub after the job was taken over
-    /// and answered again. A delete that fails is left for the next job.
+    /// [`remove_duplicate_replies`] on this pull request.
     async fn remove_duplicate_replies(
         &self,
         pr: PrNumber,
         comments: &[Comment],
         key: Option<&str>,
     ) -> Option<String> {
-        let duplicates = crate::github::forge::duplicate_replies(comments, &self.bot_login, key);
-        let mut removed = 0;
-        for id in &duplicates {
-            match self.forge.delete_comment(&self.repo, *id).await {
-                Ok(()) => removed += 1,
-                Err(e) => {
-                    tracing::warn!(pr = pr.0, comment = id.0, "removing a duplicate reply: {e}")
-                }
-            }
-        }
-        (removed > 0).then(|| {
-            format!(
-                "removed {removed} duplicate repl{}",
-                if removed == 1 { "y" } else { "ies" }
-            )
-        })
+        remove_duplicate_replies(self.forge, &self.repo, pr, comments, &self.bot_login, key).await
     }
 
     /// Writes the sticky comment (`existing`, or a new one) unless it already says this;
@@ -806,4 +789,32 @@ fn with_notices(visible: &str, state: &StickyState) -> String {
 /// The first seven characters of a commit id, as git shows it.
 fn short(sha: &CommitSha) -> &str {
     sha.0.get(..7).unwrap_or(&sha.0)
+}
+
+/// Deletes the bot's replies on `pr` that repeat an older one's marker (of `key` alone, when
+/// given), the oldest of each kept: a reply a dead replica or a failed attempt sent that
+/// reached GitHub after the job was run again and answered. A delete that fails is left for
+/// the next job. Says what it removed, if anything.
+pub async fn remove_duplicate_replies(
+    forge: &dyn Forge,
+    repo: &RepoName,
+    pr: PrNumber,
+    comments: &[Comment],
+    bot_login: &str,
+    key: Option<&str>,
+) -> Option<String> {
+    let duplicates = crate::github::forge::duplicate_replies(comments, bot_login, key);
+    let mut removed = 0;
+    for id in &duplicates {
+        match forge.delete_comment(repo, *id).await {
+            Ok(()) => removed += 1,
+            Err(e) => tracing::warn!(pr = pr.0, comment = id.0, "removing a duplicate reply: {e}"),
+        }
+    }
+    (removed > 0).then(|| {
+        format!(
+            "removed {removed} duplicate repl{}",
+            if removed == 1 { "y" } else { "ies" }
+        )
+    })
 }

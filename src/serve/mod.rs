@@ -15,6 +15,7 @@
 
 pub mod fair;
 pub mod intake;
+pub mod late_writes;
 pub mod limits;
 pub mod listener;
 pub mod metrics;

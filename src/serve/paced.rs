@@ -170,6 +170,8 @@ pub struct PacedForge {
     pub pacer: Arc<Pacer>,
     /// The job the writes are for, checked before each one.
     pub fence: Option<Fence>,
+    /// The pull requests this forge posted a reply on ([`PacedForge::replied_on`]).
+    pub replied: Mutex<Vec<(RepoName, PrNumber)>>,
 }
 
 /// A claimed job, and who claimed it: a write is made only while the claim holds.
@@ -180,6 +182,18 @@ pub struct Fence {
 }
 
 impl PacedForge {
+    /// The pull requests it posted a reply on (a comment with a reply marker), each once.
+    pub fn replied_on(&self) -> Vec<(RepoName, PrNumber)> {
+        let all = self.replied.lock().map(|r| r.clone()).unwrap_or_default();
+        let mut once = Vec::new();
+        for pull in all {
+            if !once.contains(&pull) {
+                once.push(pull);
+            }
+        }
+        once
+    }
+
     /// Waits for the installation's turn, then writes, if the job is still this worker's,
     /// with the write marked in flight in the store while it is made.
     async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
@@ -234,6 +248,11 @@ impl Forge for PacedForge {
         pr: PrNumber,
         body: &str,
     ) -> Result<Comment, ForgeError> {
+        if crate::github::forge::reply_marker_of(body).is_some() {
+            if let Ok(mut replied) = self.replied.lock() {
+                replied.push((repo.clone(), pr));
+            }
+        }
         self.write(self.inner.create_comment(repo, pr, body)).await
     }
     async fn update_comment(

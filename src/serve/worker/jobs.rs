@@ -12,8 +12,8 @@ use crate::github::types::{PrNumber, RepoName};
 use crate::github::{events, Forge};
 use crate::serve::intake::job_key;
 use crate::serve::paced::{Fence, PacedForge};
-use crate::serve::reconcile;
 use crate::serve::store::{now_ms, Job, NewDelivery};
+use crate::serve::{late_writes, reconcile};
 
 use super::{classify, Applied, Ended, JobError, RunRecord, WaitChange, Work, Worker};
 
@@ -103,6 +103,16 @@ impl Worker {
                 .map_err(|e| JobError::Refused(format!("a reconcile job's repository: {e}")))?;
             let pr = PrNumber(u64::try_from(payload.pull_request.number).unwrap_or(0));
             Work::Reconcile(repo, pr, payload.head_sha)
+        } else if job.event == late_writes::EVENT {
+            let payload: late_writes::Payload = serde_json::from_slice(&job.payload)
+                .map_err(|e| JobError::Refused(format!("a watch job's payload: {e}")))?;
+            let repo = payload
+                .repository
+                .full_name
+                .parse()
+                .map_err(|e| JobError::Refused(format!("a watch job's repository: {e}")))?;
+            let pr = PrNumber(u64::try_from(payload.pull_request.number).unwrap_or(0));
+            Work::LateWrites(repo, pr, payload.since)
         } else {
             match events::parse_event(&job.event, &job.payload) {
                 Ok(Parsed::Event(event)) => Work::Event(Box::new(event)),
@@ -158,12 +168,25 @@ impl Worker {
                 job: job.clone(),
                 owner: self.owner.clone(),
             }),
+            replied: Default::default(),
         };
         let applied = match work {
             Work::Event(event) => self.apply(&forge, *event, job).await,
             Work::Reconcile(repo, pr, head) => self.reconcile(&forge, &repo, pr, &head).await,
+            Work::LateWrites(repo, pr, since) => self.late_writes(&forge, &repo, pr, since).await,
         }
         .map_err(|e| classify(installation, e))?;
+        if job.attempts > 1 {
+            // An earlier attempt's reply may still land: the PR is watched for it.
+            for (repo, pr) in forge.replied_on() {
+                let watch =
+                    late_writes::job(&repo.to_string(), installation as i64, pr.0, now_ms());
+                self.store
+                    .receive(watch)
+                    .await
+                    .map_err(|e| JobError::Retry(e.to_string()))?;
+            }
+        }
         if let Some(handed) = applied.handed {
             self.store
                 .receive(handed)
@@ -272,6 +295,38 @@ impl Worker {
                 RunRecord::Missing(why) => Applied::new(Ended::Ignored(why), None),
             }),
         }
+    }
+
+    /// A watch for late replies: the PR's duplicate replies removed, and the watch run
+    /// again until it has watched long enough.
+    pub(super) async fn late_writes(
+        &self,
+        forge: &dyn Forge,
+        repo: &RepoName,
+        pr: PrNumber,
+        since: i64,
+    ) -> Result<Applied, FlowError> {
+        let comments = forge.list_comments(repo, pr).await?;
+        let removed = crate::app::pull_request::remove_duplicate_replies(
+            forge,
+            repo,
+            pr,
+            &comments,
+            &self.bot_login,
+            None,
+        )
+        .await;
+        if let Some(removed) = &removed {
+            tracing::info!(pr = pr.0, "{removed} that landed late");
+        }
+        let ended = match late_writes::next_look(since, now_ms()) {
+            Some(at) => Ended::Again(
+                at,
+                removed.unwrap_or_else(|| "watching for a reply that lands late".into()),
+            ),
+            None => Ended::Done(removed.unwrap_or_else(|| "no reply landed late".into())),
+        };
+        Ok(Applied::new(ended, None))
     }
 
     /// A comment or a review: the PR's base says which rules apply.

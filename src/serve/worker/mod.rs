@@ -54,6 +54,9 @@ enum Work {
     Event(Box<Event>),
     /// A waiting pull request, checked against GitHub (see [`reconcile`]).
     Reconcile(RepoName, PrNumber, String),
+    /// A pull request watched for a reply that lands late (see [`crate::serve::late_writes`]), since
+    /// the time given.
+    LateWrites(RepoName, PrNumber, i64),
 }
 
 /// How a waiting pull request changed.
@@ -96,6 +99,8 @@ impl Applied {
 enum Ended {
     Done(String),
     Ignored(String),
+    /// Not done yet: run it again at this time (no attempt counted), saying why.
+    Again(i64, String),
 }
 
 /// Why a job did not end.
@@ -200,6 +205,13 @@ impl Worker {
                 store
                     .complete(&job, &self.owner, now_ms(), &format!("ignored: {why}"))
                     .await
+            }
+            Ok(Ended::Again(at, why)) => {
+                tracing::debug!("again at {at}: {why}");
+                store
+                    .reschedule(&job, &self.owner, at, &why, false)
+                    .await
+                    .map(|()| true)
             }
             Err(JobError::Refused(why)) => {
                 tracing::warn!("refused: {why}");
