@@ -208,6 +208,9 @@ pub(crate) struct ReadCache {
     /// A note's place in the notes tree as it was when the store was opened.
     found: RefCell<HashMap<Oid, Option<Oid>>>,
     records: RefCell<HashMap<(Oid, Oid), StoredRecord>>,
+    /// A tree's note read as a cached observation: whether this clone wrote it, and the
+    /// envelope if it is one. A push reads each tree's once, however many commits share it.
+    observations: RefCell<HashMap<(Oid, Oid), std::rc::Rc<envelope::TreeNote>>>,
 }
 
 impl std::fmt::Debug for NotesStore<'_> {

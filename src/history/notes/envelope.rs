@@ -33,6 +33,14 @@ pub(super) struct ObservationEnvelope {
     pub(super) observation: Observation,
 }
 
+/// A tree's note, read once: whether this clone wrote it, and the cached observation it
+/// holds (`None`: not one this version reads).
+#[derive(Debug)]
+pub(super) struct TreeNote {
+    pub(super) written_here: bool,
+    pub(super) envelope: Option<ObservationEnvelope>,
+}
+
 /// Parses a note: an envelope, or a bare record. Envelopes, the common case, are parsed
 /// in one pass; the slower path works out what an unreadable note is.
 pub fn parse_note(bytes: &[u8]) -> Result<StoredRecord> {

@@ -7,7 +7,7 @@ use git2::Oid;
 use crate::model::IterationRecord;
 use crate::signals::observation::Observation;
 
-use super::envelope::{parse_note, ObservationEnvelope};
+use super::envelope::{parse_note, ObservationEnvelope, TreeNote};
 use super::tree::find_note;
 use super::{context, decisions, start};
 use super::{
@@ -91,24 +91,20 @@ impl NotesStore<'_> {
     /// older version's record, another configuration, a broken note, a note this clone did
     /// not write) is a miss.
     pub fn find_observation(&self, tree: Oid, fingerprint: &str) -> Result<Option<Observation>> {
-        let Some(blob) = self.note_blob(tree)? else {
+        let Some(note) = self.tree_note(tree)? else {
             return Ok(None);
         };
-        let blob = self.repo.find_blob(blob)?;
-        if !self.written_here(tree, blob.content()) {
+        if !note.written_here {
             // Fetched, hand-written or forged: never a reason to skip the checks.
             tracing::debug!(%tree, "the tree note was not written by this clone; not a cache hit");
             return Ok(None);
         }
-        match serde_json::from_slice::<ObservationEnvelope>(blob.content()) {
-            Ok(envelope) if envelope.fingerprint == fingerprint => Ok(Some(envelope.observation)),
-            Ok(_) => Ok(None),
-            Err(error) => {
-                // A broken or outdated cache entry costs a re-score, never the push.
-                tracing::debug!(%tree, %error, "the tree note is not a current observation");
-                Ok(None)
-            }
-        }
+        // A broken or outdated cache entry costs a re-score, never the push.
+        Ok(note
+            .envelope
+            .as_ref()
+            .filter(|envelope| envelope.fingerprint == fingerprint)
+            .map(|envelope| envelope.observation.clone()))
     }
 
     /// The observation of `tree` in a note this clone did **not** write (fetched from a
@@ -120,19 +116,40 @@ impl NotesStore<'_> {
         tree: Oid,
         fingerprint: &str,
     ) -> Result<Option<Observation>> {
-        let Some(blob) = self.note_blob(tree)? else {
+        let Some(note) = self.tree_note(tree)? else {
             return Ok(None);
         };
-        let blob = self.repo.find_blob(blob)?;
-        if self.written_here(tree, blob.content()) {
+        if note.written_here {
             return Ok(None);
         }
-        Ok(
-            serde_json::from_slice::<ObservationEnvelope>(blob.content())
-                .ok()
-                .filter(|envelope| envelope.fingerprint == fingerprint)
-                .map(|envelope| envelope.observation),
-        )
+        Ok(note
+            .envelope
+            .as_ref()
+            .filter(|envelope| envelope.fingerprint == fingerprint)
+            .map(|envelope| envelope.observation.clone()))
+    }
+
+    /// `tree`'s note, read and checked once per store.
+    fn tree_note(&self, tree: Oid) -> Result<Option<std::rc::Rc<TreeNote>>> {
+        let Some(blob_id) = self.note_blob(tree)? else {
+            return Ok(None);
+        };
+        let cache = &self.read_cache.observations;
+        if let Some(note) = cache.borrow().get(&(tree, blob_id)) {
+            return Ok(Some(note.clone()));
+        }
+        let blob = self.repo.find_blob(blob_id)?;
+        let envelope = serde_json::from_slice::<ObservationEnvelope>(blob.content())
+            .inspect_err(|error| {
+                tracing::debug!(%tree, %error, "the tree note is not a current observation")
+            })
+            .ok();
+        let note = std::rc::Rc::new(TreeNote {
+            written_here: self.written_here(tree, blob.content()),
+            envelope,
+        });
+        cache.borrow_mut().insert((tree, blob_id), note.clone());
+        Ok(Some(note))
     }
 
     /// The blob of `object`'s note: this store's own write, or the notes tree's entry.
