@@ -1138,6 +1138,12 @@ fn a_maven_project_with_jacoco_and_checkstyle_is_judged_on_every_dimension() {
     assert!(config.contains("checkstyle-result.xml"), "{config}");
     assert!(config.contains("spotbugsSarif.json"), "{config}");
     assert!(config.contains("pmd.sarif.json"), "{config}");
+    // Both read the classes `mvn test` compiles into the same `target/`: never at once.
+    let parsed = itergate::config::Config::from_yaml(&config, &p.join(".itergate.yml"))
+        .expect("the written configuration parses");
+    for reads_classes in ["spotbugs", "pmd"] {
+        assert_eq!(parsed.checks[reads_classes].needs, ["tests"], "{config}");
+    }
     commit(p, "calc");
     git(p, &["checkout", "-q", "-b", "agent"]);
 

@@ -86,29 +86,39 @@ pub(super) fn maven(
     } else {
         ""
     };
+    // SpotBugs reads the compiled classes and PMD resolves types from them: both wait for
+    // the tests' build, which writes `target/classes` in the same checkout (run at once, one
+    // reads a class file the other is writing).
+    let after_the_build = || vec!["tests".to_string()];
     if pom.contains("spotbugs-maven-plugin") {
         checks.insert(
             "spotbugs".into(),
-            check(
-                &format!(
-                    "{mvn} -B -ntp compile spotbugs:spotbugs -Dspotbugs.sarifOutput=true{skip_rat}"
-                ),
-                ReportFormat::Sarif,
-                Some(SPOTBUGS_REPORTS),
-            ),
+            Check {
+                needs: after_the_build(),
+                ..check(
+                    &format!(
+                        "{mvn} -B -ntp compile spotbugs:spotbugs -Dspotbugs.sarifOutput=true{skip_rat}"
+                    ),
+                    ReportFormat::Sarif,
+                    Some(SPOTBUGS_REPORTS),
+                )
+            },
         );
     }
     if pom.contains("maven-pmd-plugin") {
         // The plugin writes SARIF through PMD's renderer class (it knows no `sarif` name).
         checks.insert(
             "pmd".into(),
-            check(
-                &format!(
-                    "{mvn} -B -ntp pmd:pmd -Dformat=net.sourceforge.pmd.renderers.SarifRenderer{skip_rat}"
-                ),
-                ReportFormat::Sarif,
-                Some(PMD_REPORTS),
-            ),
+            Check {
+                needs: after_the_build(),
+                ..check(
+                    &format!(
+                        "{mvn} -B -ntp pmd:pmd -Dformat=net.sourceforge.pmd.renderers.SarifRenderer{skip_rat}"
+                    ),
+                    ReportFormat::Sarif,
+                    Some(PMD_REPORTS),
+                )
+            },
         );
     }
     if pom.contains("maven-checkstyle-plugin") {
