@@ -9,6 +9,7 @@ use crate::model::ReportKind;
 use crate::signals::checks::Progress;
 use crate::signals::observation::{CheckResult, Observation};
 use crate::signals::report::Report;
+use crate::signals::report::ReportFormat;
 
 use super::observe::{observe, ObserveRequest};
 use super::{Env, Failure};
@@ -51,12 +52,91 @@ pub fn run_tests_once(
             "the repository has no commit yet: the first `itergate run` runs them".into(),
         ));
     };
+    match observe_once(env, repo, config, commit, progress)? {
+        Ok((observed, seconds)) => Ok(read(&observed, seconds)),
+        Err(said) => Ok(FirstRun::NotRun(said)),
+    }
+}
+
+/// The types checks (`tsc`, `mypy`, `pyright`: what `init` names `types`) run once on
+/// HEAD's commit, after the tests: their names and how long they took, or what stopped
+/// them. `None` when there are none.
+pub fn time_types_once(
+    env: &Env,
+    repo: &Repository,
+    progress: Progress,
+) -> Result<Option<Timed>, Failure> {
+    let is_types = |name: &str| {
+        name == "types"
+            || env.config.checks[name].report.iter().any(|r| {
+                matches!(
+                    r.format,
+                    ReportFormat::Tsc | ReportFormat::MypyJson | ReportFormat::PyrightJson
+                )
+            })
+    };
+    let config = env.config.only_checks(is_types);
+    let Ok(commit) = crate::git::resolve_commit(repo, "HEAD") else {
+        return Ok(None);
+    };
+    if config.checks.is_empty() {
+        return Ok(None);
+    }
+    let checks: Vec<String> = config.checks.keys().cloned().collect();
+    Ok(Some(
+        match observe_once(env, repo, config, commit, progress)? {
+            Ok((_, seconds)) => Timed::Ran { checks, seconds },
+            Err(said) => Timed::NotRun(said),
+        },
+    ))
+}
+
+/// How a types check's first run went.
+#[derive(Debug, PartialEq)]
+pub enum Timed {
+    Ran { checks: Vec<String>, seconds: f64 },
+    NotRun(String),
+}
+
+/// A types check this much slower than the tests, and at least [`SLOW_TYPES_SECONDS`],
+/// is said once: every decision waits for it.
+const DWARFS: f64 = 3.0;
+const SLOW_TYPES_SECONDS: f64 = 5.0;
+
+/// What `init` says of a types check that took `types_seconds` where the tests took
+/// `tests_seconds`, if it dwarfs them.
+pub fn slow_types_note(
+    checks: &[String],
+    types_seconds: f64,
+    tests_seconds: f64,
+) -> Option<String> {
+    if types_seconds < SLOW_TYPES_SECONDS || types_seconds < DWARFS * tests_seconds {
+        return None;
+    }
+    Some(format!(
+        "`{}` took {types_seconds:.1}s on HEAD, {:.0}x the tests' {tests_seconds:.1}s: every decision waits for it. \
+         Later runs are faster where the checker keeps a cache (mypy's is in itergate's state directory); \
+         to judge without it, remove the check from .itergate.yml and keep it in the project's CI",
+        checks.join("`, `"),
+        types_seconds / tests_seconds.max(0.1),
+    ))
+}
+
+/// `config`'s checks observed once on `commit` in a scratch worktree, and how long that
+/// took; what a check that could not run said.
+fn observe_once(
+    env: &Env,
+    repo: &Repository,
+    config: crate::config::Config,
+    commit: git2::Oid,
+    progress: Progress,
+) -> Result<Result<(Observation, f64), String>, Failure> {
     let env = Env {
         config,
         ..env.clone()
     };
     let started = std::time::Instant::now();
-    let observed = match observe(
+    match observe(
         &env,
         repo,
         &ObserveRequest {
@@ -66,12 +146,11 @@ pub fn run_tests_once(
             label: Some("a first run"),
         },
     ) {
-        Ok(observed) => observed,
-        Err(Failure::Check(said)) => return Ok(FirstRun::NotRun(said)),
-        Err(Failure::Unrunnable(unrunnable)) => return Ok(FirstRun::NotRun(unrunnable.message)),
-        Err(other) => return Err(other),
-    };
-    Ok(read(&observed, started.elapsed().as_secs_f64()))
+        Ok(observed) => Ok(Ok((observed, started.elapsed().as_secs_f64()))),
+        Err(Failure::Check(said)) => Ok(Err(said)),
+        Err(Failure::Unrunnable(unrunnable)) => Ok(Err(unrunnable.message)),
+        Err(other) => Err(other),
+    }
 }
 
 /// What an observation of the tests checks says about them.
@@ -118,5 +197,25 @@ fn read(observed: &Observation, seconds: f64) -> FirstRun {
             "the runner found no test: it may not be the one the project's tests are written for"
                 .into()
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_types_check_is_said_only_when_it_dwarfs_the_tests() {
+        let types = ["types".to_string()];
+        let note = slow_types_note(&types, 10.0, 0.4).expect("mypy 10 s beside tests 0.4 s");
+        assert!(
+            note.starts_with("`types` took 10.0s on HEAD, 25x the tests' 0.4s"),
+            "{note}"
+        );
+        // Slow beside the tests, but quick: not worth a word.
+        assert_eq!(slow_types_note(&types, 4.0, 0.1), None);
+        // Slow, but the tests are slower still.
+        assert_eq!(slow_types_note(&types, 30.0, 12.0), None);
+        assert!(slow_types_note(&types, 36.0, 12.0).is_some());
     }
 }

@@ -228,19 +228,26 @@ pub fn init(env: &Env, args: &InitArgs, quiet: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs the tests checks just written once and says what they counted.
+/// Runs the tests checks just written once and says what they counted; then the types
+/// check, timed, said once if every decision would wait for it.
 fn first_run(env: &Env, repo: &git2::Repository, quiet: bool) -> Result<(), Failure> {
-    use crate::app::first_run::{run_tests_once, FirstRun};
+    use crate::app::first_run::{
+        run_tests_once, slow_types_note, time_types_once, FirstRun, Timed,
+    };
     let written = ".itergate.yml";
+    let mut tests_seconds = None;
     match run_tests_once(env, repo, Progress::from_quiet(quiet))? {
         FirstRun::Counted {
             executed,
             failing,
             seconds,
-        } => eprintln!(
-            "itergate: a first run of the tests on HEAD: {} ran, {failing} failing, in {seconds:.1}s",
-            crate::model::counted(executed as usize, "test")
-        ),
+        } => {
+            tests_seconds = Some(seconds);
+            eprintln!(
+                "itergate: a first run of the tests on HEAD: {} ran, {failing} failing, in {seconds:.1}s",
+                crate::model::counted(executed as usize, "test")
+            )
+        }
         FirstRun::NoTests { checks, why } => eprintln!(
             "itergate: warning: a first run of `{}` on HEAD counted no test ({why}). Until it does, no iteration's behaviour is measured: make its `run:` in {written} run the project's tests (or `itergate init --force` once the runner is installed)",
             checks.join("`, `")
@@ -249,6 +256,21 @@ fn first_run(env: &Env, repo: &git2::Repository, quiet: bool) -> Result<(), Fail
             "itergate: warning: a first run of the tests on HEAD could not run; every iteration would stop here until it can:\n{said}"
         ),
         FirstRun::Nothing(why) => eprintln!("itergate: no first run of the tests: {why}"),
+    }
+    match time_types_once(env, repo, Progress::from_quiet(quiet))? {
+        Some(Timed::Ran { checks, seconds }) => {
+            eprintln!(
+                "itergate: a first run of `{}` on HEAD took {seconds:.1}s",
+                checks.join("`, `")
+            );
+            if let Some(note) = tests_seconds.and_then(|t| slow_types_note(&checks, seconds, t)) {
+                eprintln!("itergate: note: {note}");
+            }
+        }
+        Some(Timed::NotRun(said)) => eprintln!(
+            "itergate: warning: a first run of the types check on HEAD could not run; every iteration would stop here until it can:\n{said}"
+        ),
+        None => {}
     }
     Ok(())
 }

@@ -436,6 +436,23 @@ fn a_python_package_that_configures_mypy_is_measured_on_its_types() {
             .any(|f| f.contains("/3.") && (f.ends_with(".json") || f.ends_with(".db"))),
         "mypy cached the base's module: {cached:?}"
     );
+    // `init` times the types check once, after the tests, so a slow one is said up front.
+    let again = Command::new(env!("CARGO_BIN_EXE_itergate"))
+        .args(["init", "--force"])
+        .current_dir(p)
+        .env("PATH", &path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("itergate init");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{said}");
+    let tests_line = said
+        .find("a first run of the tests on HEAD: 1 test ran")
+        .expect(&said);
+    let types_line = said
+        .find("a first run of `types` on HEAD took ")
+        .expect(&said);
+    assert!(tests_line < types_line, "{said}");
 }
 
 /// A check that sets `CARGO_TARGET_DIR` itself: the base's checkout still builds into its
