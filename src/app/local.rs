@@ -748,13 +748,10 @@ fn beside_the_starts_tests<T>(
     observe: impl FnOnce() -> T,
 ) -> Result<T, Failure> {
     let repo = store.repository();
-    // Cargo builds every scratch checkout in one target directory (`app::scratch`): two
-    // trees building there at once would take each other's artifacts, and one of its own
-    // would start cold, so there the trusted run follows the commit's, warm. Maven and
-    // Gradle build inside each checkout, as the base's run beside HEAD's does.
-    let compiled = env.root.join("Cargo.toml").is_file();
+    // The trusted run builds apart from the commit's: Cargo in a target directory of its
+    // own (`app::scratch`, kept warm between runs), Maven and Gradle inside each checkout.
     let plan = match start {
-        Some(start) if env.sealed.caches() && env.jobs.count() >= 2 && !compiled => {
+        Some(start) if env.sealed.caches() && env.jobs.count() >= 2 => {
             super::trusted::predicted(env, repo, &start, commit)?
         }
         _ => None,
@@ -774,7 +771,7 @@ fn beside_the_starts_tests<T>(
                 commit: plan.commit,
                 in_place: false,
                 progress,
-                label: Some("the start's tests"),
+                label: Some(super::trusted::LABEL),
             };
             super::observe::observe(&plan.env, &repo, &request)
         });

@@ -3,7 +3,7 @@
 //! that could lead them back to the user's work tree is pointed at the checkout instead:
 //!
 //! - Cargo builds into a target directory of its own (`CARGO_TARGET_DIR` is common), the
-//!   base's apart from other commits', as the two may build at once;
+//!   base's and the start's tests' apart from other commits', as they may build at once;
 //! - Python: an editable install (`pip install -e .`: a `.pth` path entry, or an import
 //!   finder) maps the package to the work tree's sources; the checkout's import roots
 //!   (`src/` and its root) go first on `PYTHONPATH`, ahead of both; mypy keeps its
@@ -53,11 +53,15 @@ pub fn prepare(
     install_node: bool,
 ) -> Result<Scratch, Failure> {
     let label = label.unwrap_or("the commit").to_string();
-    // The base's checkout may build while HEAD's does (`local::observe_with_base`): each
-    // has a target directory of its own, since cargo would take one checkout's fresh
-    // artifacts (its dep-info naming files that still exist) for the other's.
+    // The base's checkout, and the start's tests on the commit's code, may build while
+    // HEAD's does (`local::observe_with_base`, `local::beside_the_starts_tests`): each has
+    // a target directory of its own, kept from one run to the next so that it is warm,
+    // since cargo would take one checkout's fresh artifacts (its dep-info naming files that
+    // still exist) for the other's.
     let target_dir = if label.starts_with("base ") {
         "scratch-target-base"
+    } else if label == super::trusted::LABEL {
+        "scratch-target-trusted"
     } else {
         "scratch-target"
     };

@@ -25,6 +25,10 @@ use crate::history::notes::NotesStore;
 
 use super::{Env, Failure};
 
+/// How the trusted run's scratch checkout is named (in progress lines, and to give Cargo a
+/// target directory of its own: `app::scratch`).
+pub const LABEL: &str = "the start's tests";
+
 /// Where the task started: its recorded start, the merge-base with the base branch below
 /// it, and its iterations before the judged commit (commit and observation, oldest first).
 pub struct Start<'a> {
@@ -84,13 +88,7 @@ pub fn observe(
     };
     let observation = match found(env, store, &plan)? {
         Some(observation) => observation,
-        None => cached_observation(
-            &plan.env,
-            store,
-            plan.commit,
-            Some("the start's tests"),
-            options,
-        )?,
+        None => cached_observation(&plan.env, store, plan.commit, Some(LABEL), options)?,
     };
     Ok(Some(Run {
         observation,

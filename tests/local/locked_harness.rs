@@ -857,6 +857,54 @@ fn a_rust_unit_test_reexpected_after_it_passed_again_is_to_confirm() {
     assert!(!text.contains("VOID"), "{text}");
 }
 
+/// A Rust integration test under `tests/` failed, and its helper in `tests/common/` is
+/// weakened so that it passes: the start's tests and helper, built with the commit's code
+/// in a target directory of their own (beside HEAD's build, never in it), still fail, and
+/// the helper's file is named.
+#[test]
+fn a_weakened_rust_test_helper_is_changed_to_pass() {
+    let helper = |body: &str| format!("pub fn sum(a: i32, b: i32) -> i32 {{\n    {body}\n}}\n");
+    let lib = |op: &str| format!("pub fn add(a: i32, b: i32) -> i32 {{\n    a {op} b\n}}\n");
+    let p = Project::new(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", &lib("+")),
+        ("tests/common/mod.rs", &helper("calc::add(a, b)")),
+        (
+            "tests/add.rs",
+            "mod common;\n\n#[test]\nfn adds() {\n    assert_eq!(common::sum(2, 3), 5);\n}\n",
+        ),
+        (".gitignore", "target/\n"),
+        (
+            ".itergate.yml",
+            "checks:\n  tests:\n    run: cargo test --no-fail-fast 2>&1\n    report: { format: libtest, from: stdout }\n",
+        ),
+    ]);
+    let (code, text) = p.iteration(&[("src/lib.rs", &lib("-"))], "agent: subtract");
+    assert_eq!(code, 10, "the broken function is ITERATE: {text}");
+    // The code changes too: the trusted tree is one no iteration had, so it is run.
+    let (code, text) = p.iteration(
+        &[
+            ("src/lib.rs", &lib("*")),
+            ("tests/common/mod.rs", &helper("a + b")),
+        ],
+        "agent: multiply, and the helper",
+    );
+    assert_ne!(code, 0, "never ACCEPT: {text}");
+    assert!(
+        text.contains("test adds was changed to pass") && text.contains("tests/common/mod.rs"),
+        "{text}"
+    );
+    assert!(
+        p.path()
+            .join(".git/itergate/scratch-target-trusted/debug")
+            .is_dir(),
+        "the start's tests built in a target directory of their own"
+    );
+}
+
 /// Production code that asks whether the runner runs it, with the real runners: the failing
 /// test passes under the runner, so only the change's own lines tell. Never accepted, VOID,
 /// the finding naming the runner and the line; the same idiom already on the base is the
