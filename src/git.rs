@@ -670,11 +670,33 @@ pub fn is_ancestor(repo: &Repository, ancestor: Oid, commit: Oid) -> Result<bool
     if let Some(known) = WALKED.with(|w| w.borrow().ancestry.get(&key).copied()) {
         return Ok(known);
     }
-    let found = repo
-        .graph_descendant_of(commit, ancestor)
-        .context("walking the history")?;
+    // Usually a few first parents away (a push of new commits on the last one pushed):
+    // found there without libgit2's walk, which reads the whole history down to a common
+    // commit.
+    let found = first_parent_within(repo, commit, ancestor, FIRST_PARENT_STEPS)
+        || repo
+            .graph_descendant_of(commit, ancestor)
+            .context("walking the history")?;
     if found {
         WALKED.with(|w| w.borrow_mut().ancestry.insert(key, found));
     }
     Ok(found)
+}
+
+/// How many first parents [`is_ancestor`] looks through before it walks the history.
+const FIRST_PARENT_STEPS: usize = 64;
+
+/// Whether `ancestor` is among the first `steps` first parents of `commit`.
+fn first_parent_within(repo: &Repository, commit: Oid, ancestor: Oid, steps: usize) -> bool {
+    let mut at = repo.find_commit(commit).ok();
+    for _ in 0..steps {
+        let Some(parent) = at.and_then(|c| c.parent_ids().next()) else {
+            return false;
+        };
+        if parent == ancestor {
+            return true;
+        }
+        at = repo.find_commit(parent).ok();
+    }
+    false
 }

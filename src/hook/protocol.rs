@@ -189,8 +189,7 @@ pub fn classify(repo: &Repository, update: &PushUpdate) -> anyhow::Result<PushKi
     if repo.find_commit(remote).is_err() {
         return Ok(PushKind::ForcePush);
     }
-    let fast_forward = repo
-        .graph_descendant_of(local, remote)
+    let fast_forward = crate::git::is_ancestor(repo, remote, local)
         .with_context(|| format!("checking whether {local} contains {remote}"))?;
     Ok(if fast_forward {
         PushKind::Update

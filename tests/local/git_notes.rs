@@ -73,6 +73,37 @@ fn opens_from_a_subdirectory_and_a_linked_worktree() {
     );
 }
 
+/// Ancestry found along first parents, through a merge's second parent (the full walk), and
+/// refused for a commit on another line, each as `git merge-base --is-ancestor` says.
+#[test]
+fn ancestry_is_found_along_first_parents_and_through_merges() {
+    let repo = TestRepo::new();
+    let c0 = oid(&repo.commit_file("a.txt", "0\n", "c0"));
+    repo.git(&["checkout", "--quiet", "-b", "side"]);
+    let side = oid(&repo.commit_file("side.txt", "s\n", "side"));
+    repo.git(&["checkout", "--quiet", "main"]);
+    let mut line = vec![c0];
+    for i in 1..70 {
+        line.push(oid(&repo.commit_file("a.txt", &format!("{i}\n"), "step")));
+    }
+    let tip = *line.last().expect("commits");
+    let r = g::open(&repo.path).expect("open");
+    // One first parent away, and further than the first-parent look goes (the full walk).
+    assert!(g::is_ancestor(&r, line[68], tip).expect("walks"));
+    assert!(g::is_ancestor(&r, c0, tip).expect("walks"));
+    assert!(
+        !g::is_ancestor(&r, side, tip).expect("walks"),
+        "another line"
+    );
+    assert!(!g::is_ancestor(&r, tip, c0).expect("walks"), "a descendant");
+    repo.git(&["merge", "--quiet", "--no-ff", "-m", "merge side", "side"]);
+    let merged = oid(&repo.head());
+    assert!(
+        g::is_ancestor(&r, side, merged).expect("walks"),
+        "a second parent"
+    );
+}
+
 #[test]
 fn iterations_follow_first_parents_since_the_merge_base() {
     let repo = TestRepo::new();
