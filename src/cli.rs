@@ -52,7 +52,8 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
     /// At most N check commands at once, the base's and HEAD's together (default: the
-    /// number of cores). With 1, the base's checks wait for HEAD's.
+    /// number of cores), the slowest of the last run first. With 1, the base's checks wait
+    /// for HEAD's.
     #[arg(short = 'j', long, value_name = "N", global = true, env = "ITERGATE_JOBS",
           value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: Option<u16>,

@@ -121,6 +121,7 @@ pub fn observe(
             env: &scratch_env,
             unset: &unset,
             label: request.label,
+            durations: Some(&repo.commondir().join("itergate").join("check-seconds.json")),
         },
         &checks,
     )

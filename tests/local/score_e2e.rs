@@ -585,3 +585,32 @@ fn a_changed_test_file_that_never_runs_is_unmeasured_not_passed() {
     assert!(!text.contains("Tests Passing: 100%"), "{text}");
     assert_eq!(out.status.code(), Some(10), "{text}");
 }
+
+/// With one slot, the checks run one at a time: the first time in name order, then the
+/// slowest of the last run first (so the run is not left waiting on a long check started
+/// last).
+#[test]
+fn the_slowest_check_of_the_last_run_starts_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path();
+    let log = dir.path().join("started.log");
+    git(p, &["init", "-q", "-b", "main"]);
+    let config = format!(
+        "checks:\n  a_quick:\n    run: echo a_quick >> {log}\n  z_slow:\n    run: echo z_slow >> {log}; sleep 1\n",
+        log = log.display()
+    );
+    std::fs::write(p.join(".itergate.yml"), config).expect("write");
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "base"]);
+    let started = || {
+        let o = itergate(p, &["--jobs", "1", "score", "--rescore", "-q"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let order = std::fs::read_to_string(&log).expect("the checks ran");
+        std::fs::remove_file(&log).expect("remove");
+        order.lines().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(started(), ["a_quick", "z_slow"], "never timed: by name");
+    assert_eq!(started(), ["z_slow", "a_quick"], "the slow one first");
+    let kept = std::fs::read_to_string(p.join(".git/itergate/check-seconds.json")).expect("kept");
+    assert!(kept.contains("\"z_slow\":1."), "{kept}");
+}

@@ -17,6 +17,7 @@
 //! Running the commands is `process` (with `env`'s environment), reading their reports
 //! `reports`, the progress line `progress`.
 
+mod durations;
 mod env;
 pub mod leftovers;
 mod process;
@@ -70,6 +71,9 @@ pub struct RunOptions<'a> {
     pub unset: &'a [String],
     /// Shown with each progress line (`base 1a2b3c4`), so runs of several commits are told apart.
     pub label: Option<&'a str>,
+    /// Where each check's last duration is kept ([`durations`]): the checks take their slots
+    /// slowest first, so the run ends soonest. `None`: in name order.
+    pub durations: Option<&'a Path>,
 }
 
 /// How many check commands may run at once in this process (`--jobs`, default the number
@@ -142,10 +146,17 @@ pub fn run_all(
         .keys()
         .map(|name| (name.as_str(), tokio::sync::watch::channel(false).0))
         .collect();
+    // Checks that need none take their slots in turn, the slowest (by its last run) first.
+    let last = options.durations.map(durations::read).unwrap_or_default();
+    let turns = durations::turns(checks, &last);
+    let (turn, _) = tokio::sync::watch::channel(0usize);
     let outputs = runtime.block_on(async {
         let tasks: Vec<_> = checks
             .iter()
             .map(|(name, check)| {
+                let my_turn = turns.get(name.as_str()).copied();
+                let mut turn_now = turn.subscribe();
+                let turn = turn.clone();
                 let bar = display.start(name);
                 let name = name.clone();
                 let check = check.clone();
@@ -172,8 +183,14 @@ pub fn run_all(
                         for mut wait in waits {
                             let _ = wait.wait_for(|finished| *finished).await;
                         }
+                        if let Some(mine) = my_turn {
+                            let _ = turn_now.wait_for(|now| *now >= mine).await;
+                        }
                         // The semaphore is never closed: a permit always comes.
                         let _slot = slots.acquire_owned().await.ok();
+                        if my_turn.is_some() {
+                            turn.send_modify(|now| *now += 1);
+                        }
                         let started = Instant::now();
                         let out = execute(&root, &check, policy, (&env, &unset), &groups).await;
                         if let Some(done) = done {
@@ -207,6 +224,13 @@ pub fn run_all(
             return Err(Interrupted { signal }.into());
         }
     };
+    if let Some(path) = options.durations {
+        let took = outputs
+            .iter()
+            .flatten()
+            .map(|(name, _, _, elapsed, _)| (name.clone(), elapsed.as_secs_f64()));
+        durations::write(path, last, took);
+    }
     let mut results = Vec::new();
     for joined in outputs {
         let (name, check, out, elapsed, bar) =
