@@ -22,7 +22,8 @@ pub const EVENT: &str = "itergate.late-writes";
 pub const CLOSELY: Duration = Duration::from_secs(30);
 /// Then every [`LATER_EVERY`] until this long after the job replied.
 pub const WATCH_FOR: Duration = Duration::from_secs(120);
-const LATER_EVERY: Duration = Duration::from_secs(10);
+/// How often it looks after [`CLOSELY`].
+pub const LATER_EVERY: Duration = Duration::from_secs(10);
 
 /// A watch job's payload.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]

@@ -71,7 +71,7 @@ pub struct RunOptions<'a> {
     pub unset: &'a [String],
     /// Shown with each progress line (`base 1a2b3c4`), so runs of several commits are told apart.
     pub label: Option<&'a str>,
-    /// Where each check's last duration is kept ([`durations`]): the checks take their slots
+    /// Where each check's last duration is kept (`durations.rs`): the checks take their slots
     /// slowest first, so the run ends soonest. `None`: in name order.
     pub durations: Option<&'a Path>,
 }
