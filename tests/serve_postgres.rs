@@ -685,9 +685,13 @@ async fn three_replicas_process_every_acknowledged_delivery_once_through_a_kill_
     assert_eq!(progress(), total, "every delivery acknowledged in the end");
 
     let living: Vec<&Serve> = replicas[1..].iter().collect();
+    // The App's own jobs (the watches for late replies, which a job run twice queues and
+    // which run for two minutes) are not deliveries.
     let deadline = Instant::now() + Duration::from_secs(90);
     while pg
-        .scalar("SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL")
+        .scalar(
+            "SELECT COUNT(*) FROM deliveries WHERE done_at IS NULL AND event NOT LIKE 'itergate.%'",
+        )
         .await
         > 0
     {
@@ -699,7 +703,8 @@ async fn three_replicas_process_every_acknowledged_delivery_once_through_a_kill_
     }
     // Each delivery stored once, whichever replicas received it and however often.
     assert_eq!(
-        pg.scalar("SELECT COUNT(*) FROM deliveries").await,
+        pg.scalar("SELECT COUNT(*) FROM deliveries WHERE event NOT LIKE 'itergate.%'")
+            .await,
         total as i64
     );
     // Each comment answered once: nothing lost, nothing done twice.
@@ -868,24 +873,18 @@ async fn a_reply_the_dead_replica_sent_that_lands_after_the_takeovers_is_deleted
     let (_, replicas) = kill_the_holder_mid_job(&pg, &server, "issues/create-comment").await;
     assert_eq!(replies(&server, 7), 1, "the replica that took over replied");
     let taker_reply = server.with(|m| m.comments_on(7).iter().map(|c| c.id).max());
-    let mut landed = None;
+    let taken_over = Instant::now();
+    // The late reply lands about 17 s from now; the watch looks every second until 30 s
+    // after the takeover, then every 10 s until 2 minutes.
     wait_for(
-        Duration::from_secs(40),
+        Duration::from_secs(60),
         "the late reply deleted",
-        async || {
-            let now = replies(&server, 7);
-            if now == 2 && landed.is_none() {
-                landed = Some(Instant::now());
-            }
-            landed.is_some() && now == 1
-        },
+        async || server.count("issues/delete-comment") == 1 && replies(&server, 7) == 1,
     )
     .await;
-    let removed_after = landed.expect("the late reply landed").elapsed();
-    eprintln!("the late reply was deleted {removed_after:?} after it landed");
-    assert!(
-        removed_after < Duration::from_secs(4),
-        "deleted {removed_after:?} after it landed"
+    eprintln!(
+        "the late reply was deleted {:?} after the takeover",
+        taken_over.elapsed()
     );
     assert_eq!(
         server.with(|m| m.comments_on(7).iter().map(|c| c.id).max()),
