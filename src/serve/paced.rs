@@ -5,7 +5,9 @@
 //! at once, then one every `60 s / writes_per_minute`. A write that would wait up to
 //! [`MAX_INLINE_WAIT`] waits; a longer wait is not slept inside the worker (which other
 //! installations' jobs need): the job ends with [`ForgeError::Paced`] and is rescheduled for
-//! when its installation may write again, without counting an attempt. Nothing is dropped.
+//! when its installation may write again, without counting an attempt. Nothing is dropped,
+//! and nothing is read twice for the wait: what the job read since its last write is kept
+//! for its next attempt (`Reads`).
 //! With N replicas live on one database, each paces at its share (`--writes-per-minute` / N,
 //! the burst too), so the installation's writes stay under the limit together.
 
@@ -38,7 +40,24 @@ pub struct Pacer {
     turns: Mutex<Turns>,
     /// Reactions made lately: a job run again does not react (and pay a turn) twice.
     reacted: Mutex<Recent>,
+    /// What each job read from GitHub since its last write ([`Reads`]).
+    reads: Mutex<HashMap<i64, Reads>>,
 }
+
+/// A job's reads since its last write, kept across its reschedule for a write turn: the job
+/// runs again from the start, and reads again only what changed since (nothing, when it
+/// waited for its turn alone). A write clears them; any other end of the job drops them.
+#[derive(Default)]
+struct Reads {
+    /// Set when the job's attempt ended waiting for its write turn: only then are the reads
+    /// kept for its next attempt.
+    paced: bool,
+    since: Option<Instant>,
+    answers: HashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Reads kept for a job's next attempt at most this long.
+const READS_KEPT: Duration = Duration::from_secs(300);
 
 #[derive(Default)]
 struct Turns {
@@ -62,6 +81,7 @@ impl Pacer {
             share: Mutex::new((alone, BURST)),
             turns: Mutex::new(Turns::default()),
             reacted: Mutex::new(Recent::default()),
+            reads: Mutex::new(HashMap::new()),
         }
     }
 
@@ -125,6 +145,49 @@ impl Pacer {
         let n = replicas.max(1);
         let mut share = self.share.lock().unwrap_or_else(|p| p.into_inner());
         *share = (self.alone * n, BURST.div_ceil(n));
+    }
+
+    /// What `job` read as `key` since its last write, if it was kept.
+    fn read_before<T: Clone + 'static>(&self, job: i64, key: &str) -> Option<T> {
+        let reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = reads.get(&job)?;
+        if kept.since.is_none_or(|since| since.elapsed() > READS_KEPT) {
+            return None;
+        }
+        kept.answers.get(key)?.downcast_ref::<T>().cloned()
+    }
+
+    fn keep_read<T: Send + Sync + 'static>(&self, job: i64, key: String, answer: T) {
+        let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = reads.entry(job).or_default();
+        kept.since.get_or_insert_with(Instant::now);
+        kept.answers.insert(key, Arc::new(answer));
+    }
+
+    /// `job` wrote (or tried to, `paced`: it waits for its turn): what it read before a
+    /// write is forgotten, and after a wait for its turn it is kept for the next attempt.
+    fn wrote(&self, job: i64, paced: bool) {
+        let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = reads.entry(job).or_default();
+        if paced {
+            kept.paced = true;
+        } else {
+            kept.answers.clear();
+            kept.since = None;
+        }
+    }
+
+    /// `job`'s attempt ended: its reads are kept only if it waits for a write turn.
+    pub fn attempt_ended(&self, job: i64) {
+        let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        match reads.get_mut(&job) {
+            Some(kept) if kept.paced => kept.paced = false,
+            Some(_) => {
+                reads.remove(&job);
+            }
+            None => {}
+        }
+        reads.retain(|_, kept| kept.since.is_none_or(|since| since.elapsed() <= READS_KEPT));
     }
 
     /// Whether this reaction was made lately (by any job of this process).
@@ -194,17 +257,53 @@ impl PacedForge {
         once
     }
 
+    /// A read, answered from what this job read before its wait for a write turn
+    /// ([`Reads`]) when it was kept.
+    async fn read<T, F>(&self, key: String, call: F) -> Result<T, ForgeError>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: std::future::Future<Output = Result<T, ForgeError>>,
+    {
+        let Some(job) = self.fence.as_ref().map(|f| f.job.seq) else {
+            return call.await;
+        };
+        if let Some(answer) = self.pacer.read_before::<T>(job, &key) {
+            return Ok(answer);
+        }
+        let answer = call.await?;
+        self.pacer.keep_read(job, key, answer.clone());
+        Ok(answer)
+    }
+
     /// Waits for the installation's turn, then writes, if the job is still this worker's,
     /// with the write marked in flight in the store while it is made.
     async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
+        self.write_changing(true, call).await
+    }
+
+    /// [`PacedForge::write`]; `changes_reads: false` for a write no read here sees (a
+    /// reaction), which keeps what the job read before it.
+    async fn write_changing<T, F>(&self, changes_reads: bool, call: F) -> Result<T, ForgeError>
+    where
+        F: std::future::Future<Output = Result<T, ForgeError>>,
+    {
         let job = self.fence.as_ref().map(|f| f.job.seq);
-        self.pacer
+        if let Err(wait) = self
+            .pacer
             .acquire(self.installation, MAX_INLINE_WAIT, job)
             .await
-            .map_err(|wait| ForgeError::Paced { wait })?;
+        {
+            if let Some(job) = job {
+                self.pacer.wrote(job, true);
+            }
+            return Err(ForgeError::Paced { wait });
+        }
+        if let Some(job) = job.filter(|_| changes_reads) {
+            self.pacer.wrote(job, false);
+        }
         let Some(fence) = &self.fence else {
             return call.await;
         };
@@ -240,7 +339,11 @@ impl Forge for PacedForge {
         repo: &RepoName,
         pr: PrNumber,
     ) -> Result<Vec<Comment>, ForgeError> {
-        self.inner.list_comments(repo, pr).await
+        self.read(
+            format!("comments {repo}#{}", pr.0),
+            self.inner.list_comments(repo, pr),
+        )
+        .await
     }
     async fn create_comment(
         &self,
@@ -278,7 +381,7 @@ impl Forge for PacedForge {
         if self.pacer.reacted(&key) {
             return Ok(());
         }
-        self.write(self.inner.add_reaction(repo, comment, reaction))
+        self.write_changing(false, self.inner.add_reaction(repo, comment, reaction))
             .await?;
         self.pacer.remember_reaction(key);
         Ok(())
@@ -305,20 +408,36 @@ impl Forge for PacedForge {
         pr: PrNumber,
         name: &str,
     ) -> Result<Option<String>, ForgeError> {
-        self.inner.label_added_by(repo, pr, name).await
+        self.read(
+            format!("label {repo}#{} {name}", pr.0),
+            self.inner.label_added_by(repo, pr, name),
+        )
+        .await
     }
     async fn permission(&self, repo: &RepoName, user: &str) -> Result<Permission, ForgeError> {
-        self.inner.permission(repo, user).await
+        self.read(
+            format!("permission {repo} {user}"),
+            self.inner.permission(repo, user),
+        )
+        .await
     }
     async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
-        self.inner.pull_request(repo, pr).await
+        self.read(
+            format!("pull {repo}#{}", pr.0),
+            self.inner.pull_request(repo, pr),
+        )
+        .await
     }
     async fn pull_request_commits(
         &self,
         repo: &RepoName,
         pr: PrNumber,
     ) -> Result<Vec<PrCommit>, ForgeError> {
-        self.inner.pull_request_commits(repo, pr).await
+        self.read(
+            format!("commits {repo}#{}", pr.0),
+            self.inner.pull_request_commits(repo, pr),
+        )
+        .await
     }
     async fn create_check_run(
         &self,
@@ -341,7 +460,11 @@ impl Forge for PacedForge {
         repo: &RepoName,
         git_ref: &str,
     ) -> Result<Vec<CheckRun>, ForgeError> {
-        self.inner.list_check_runs(repo, git_ref).await
+        self.read(
+            format!("check runs {repo} {git_ref}"),
+            self.inner.list_check_runs(repo, git_ref),
+        )
+        .await
     }
     async fn rerequest_check_suite(
         &self,
@@ -379,7 +502,11 @@ impl Forge for PacedForge {
         git_ref: &str,
         path: &str,
     ) -> Result<Option<Vec<u8>>, ForgeError> {
-        self.inner.file_content(repo, git_ref, path).await
+        self.read(
+            format!("file {repo} {git_ref} {path}"),
+            self.inner.file_content(repo, git_ref, path),
+        )
+        .await
     }
     async fn compare(
         &self,
@@ -387,7 +514,11 @@ impl Forge for PacedForge {
         base: &str,
         head: &str,
     ) -> Result<crate::github::compare::Comparison, ForgeError> {
-        self.inner.compare(repo, base, head).await
+        self.read(
+            format!("compare {repo} {base}...{head}"),
+            self.inner.compare(repo, base, head),
+        )
+        .await
     }
     async fn rerun_pull_request_runs(
         &self,
@@ -402,7 +533,11 @@ impl Forge for PacedForge {
         repo: &RepoName,
         head_sha: &str,
     ) -> Result<Vec<crate::github::events::WorkflowRunEvent>, ForgeError> {
-        self.inner.completed_pull_request_runs(repo, head_sha).await
+        self.read(
+            format!("runs {repo} {head_sha}"),
+            self.inner.completed_pull_request_runs(repo, head_sha),
+        )
+        .await
     }
     async fn dispatch_workflow(
         &self,
@@ -462,6 +597,31 @@ mod tests {
         assert!(still <= second, "{still:?} after {second:?}");
         // Another installation has turns of its own.
         pacer.acquire(2, Duration::ZERO, Some(9)).await.unwrap();
+    }
+
+    #[test]
+    fn a_jobs_reads_are_kept_only_across_its_waits_for_a_turn() {
+        let pacer = Pacer::new(60);
+        let key = "pull acme/widgets#1";
+        pacer.keep_read(7, key.into(), 41_u32);
+        assert_eq!(
+            pacer.read_before::<u32>(7, key),
+            Some(41),
+            "within the attempt"
+        );
+        assert_eq!(pacer.read_before::<u32>(8, key), None, "another job's");
+        assert_eq!(pacer.read_before::<String>(7, key), None, "another type");
+        // It waits for a write turn: its next attempt reads nothing again.
+        pacer.wrote(7, true);
+        pacer.attempt_ended(7);
+        assert_eq!(pacer.read_before::<u32>(7, key), Some(41));
+        // That attempt ends otherwise (done, or a failure): forgotten.
+        pacer.attempt_ended(7);
+        assert_eq!(pacer.read_before::<u32>(7, key), None);
+        // A write a read may see forgets what was read before it.
+        pacer.keep_read(7, key.into(), 42_u32);
+        pacer.wrote(7, false);
+        assert_eq!(pacer.read_before::<u32>(7, key), None);
     }
 
     /// Two replicas live: each writes half as often, and bursts half as much.

@@ -186,6 +186,8 @@ impl Worker {
                 }
             }
         };
+        // What it read is kept for its next attempt only if it waits for a write turn.
+        self.pacer.attempt_ended(job.seq);
         let latency = u64::try_from(now_ms() - job.received_at).ok();
         let store = &self.store;
         let finished = match result {
