@@ -39,6 +39,25 @@ pub(super) fn handed_to(
     })
 }
 
+/// The payload of one of the App's own jobs (`what`, for the error).
+fn own_payload<T: serde::de::DeserializeOwned>(job: &Job, what: &str) -> Result<T, JobError> {
+    serde_json::from_slice(&job.payload)
+        .map_err(|e| JobError::Refused(format!("{what}'s payload: {e}")))
+}
+
+/// The pull request an own job's payload names.
+fn pull_of(
+    repository: &reconcile::FullName,
+    number: &reconcile::Number,
+    what: &str,
+) -> Result<(RepoName, PrNumber), JobError> {
+    let repo = repository
+        .full_name
+        .parse()
+        .map_err(|e| JobError::Refused(format!("{what}'s repository: {e}")))?;
+    Ok((repo, PrNumber(u64::try_from(number.number).unwrap_or(0))))
+}
+
 /// [`app_config`] for the base of `pull`, as the API has it now.
 pub(super) async fn pull_rules(
     forge: &dyn Forge,
@@ -94,24 +113,16 @@ impl Worker {
             return self.installation(job).await;
         }
         let work = if job.event == reconcile::EVENT {
-            let payload: reconcile::Payload = serde_json::from_slice(&job.payload)
-                .map_err(|e| JobError::Refused(format!("a reconcile job's payload: {e}")))?;
-            let repo = payload
-                .repository
-                .full_name
-                .parse()
-                .map_err(|e| JobError::Refused(format!("a reconcile job's repository: {e}")))?;
-            let pr = PrNumber(u64::try_from(payload.pull_request.number).unwrap_or(0));
+            let payload: reconcile::Payload = own_payload(job, "a reconcile job")?;
+            let (repo, pr) = pull_of(
+                &payload.repository,
+                &payload.pull_request,
+                "a reconcile job",
+            )?;
             Work::Reconcile(repo, pr, payload.head_sha)
         } else if job.event == late_writes::EVENT {
-            let payload: late_writes::Payload = serde_json::from_slice(&job.payload)
-                .map_err(|e| JobError::Refused(format!("a watch job's payload: {e}")))?;
-            let repo = payload
-                .repository
-                .full_name
-                .parse()
-                .map_err(|e| JobError::Refused(format!("a watch job's repository: {e}")))?;
-            let pr = PrNumber(u64::try_from(payload.pull_request.number).unwrap_or(0));
+            let payload: late_writes::Payload = own_payload(job, "a watch job")?;
+            let (repo, pr) = pull_of(&payload.repository, &payload.pull_request, "a watch job")?;
             Work::LateWrites(repo, pr, payload.since)
         } else {
             match events::parse_event(&job.event, &job.payload) {
