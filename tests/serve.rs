@@ -918,6 +918,23 @@ async fn iterate_re_runs_the_heads_pull_request_workflow_runs() {
 /// pace lets through: a job whose reply must wait for a later turn keeps that turn, and a
 /// job run again does not react twice, so every command gets its one 👀 and its reply in
 /// about writes ÷ pace (before, the retries' reactions took the replies' turns).
+/// Pull request `pr` with a head of its own, and `body` commented on it by `(login, its
+/// author_association)`, delivered.
+fn command_on_own_pull(server: &FakeGithub, serve: &Serve, pr: u64, by: (&str, &str), body: &str) {
+    let (login, association) = by;
+    let head = format!("{:040x}", 0xabc0 + pr);
+    fake_github::seed_pull(server, pr, &[(&head, "the change")]);
+    let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
+    let id = server.with(|m| m.add_comment(pr, login, "User", body));
+    comment["issue"]["number"] = json!(pr);
+    comment["comment"]["id"] = json!(id);
+    comment["comment"]["body"] = json!(body);
+    comment["comment"]["user"]["login"] = json!(login);
+    comment["comment"]["author_association"] = json!(association);
+    let delivery = format!("d-{pr}-{id}");
+    assert_eq!(serve.deliver("issue_comment", &delivery, &comment), 202);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_commands_on_many_pull_requests_each_react_once_and_all_get_replies() {
     const PRS: u64 = 16;
@@ -934,19 +951,8 @@ async fn paced_commands_on_many_pull_requests_each_react_once_and_all_get_replie
     grant(&server, "maintainer", "write", "write");
     let started = Instant::now();
     for n in 0..PRS {
-        let pr = 100 + n;
-        let head = format!("{:040x}", 0xabc0 + n);
-        fake_github::seed_pull(&server, pr, &[(&head, "the change")]);
-        let mut comment = webhook("derived.issue_comment.created.on_pull_request.json");
-        let id = server.with(|m| m.add_comment(pr, "maintainer", "User", "/iterate help"));
-        comment["issue"]["number"] = json!(pr);
-        comment["comment"]["id"] = json!(id);
-        comment["comment"]["body"] = json!("/iterate help");
-        comment["comment"]["user"]["login"] = json!("maintainer");
-        assert_eq!(
-            serve.deliver("issue_comment", &format!("d-{n}"), &comment),
-            202
-        );
+        let by = ("maintainer", "MEMBER");
+        command_on_own_pull(&server, &serve, 100 + n, by, "/iterate help");
     }
     let replied = |m: &fake_github::model::Model| {
         (100..100 + PRS)
@@ -991,6 +997,65 @@ async fn paced_commands_on_many_pull_requests_each_react_once_and_all_get_replie
     }
     // 3 writes a command at 5 a second after the burst of 10: about 7.6 s.
     assert!(took < Duration::from_secs(20), "took {took:?}");
+    server.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_maintainers_command_is_answered_ahead_of_replies_to_a_reader_on_many_pull_requests() {
+    const PRS: u64 = 20;
+    let server = fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("itergate.db");
+    // One write every 200 ms after a burst of 10.
+    let serve = Serve::start(
+        &server.api_url(),
+        &db,
+        &["--workers", "16", "--writes-per-minute", "300"],
+    );
+    grant(&server, "stranger", "read", "read");
+    grant(&server, "maintainer", "write", "write");
+    // A reader without the permission asks on every pull request: each gets its refusal
+    // (the reply limit is per pull request), two writes each, 40 in all.
+    for n in 0..PRS {
+        let by = ("stranger", "NONE");
+        command_on_own_pull(&server, &serve, 100 + n, by, "/iterate accept");
+    }
+    let answered = |m: &fake_github::model::Model, prs: std::ops::Range<u64>| {
+        prs.filter(|pr| m.comments_on(*pr).iter().any(|c| c.author == BOT))
+            .count() as u64
+    };
+    eventually(&serve, 30, "the first refusals", || {
+        server.with(|m| answered(m, 100..100 + PRS) >= 3)
+    })
+    .await;
+    command_on_own_pull(
+        &server,
+        &serve,
+        500,
+        ("maintainer", "MEMBER"),
+        "/iterate help",
+    );
+    eventually(&serve, 60, "the maintainer's reply", || {
+        server.with(|m| answered(m, 500..501) == 1)
+    })
+    .await;
+    // Its writes took the turns kept for the refusals: the readers still wait for theirs.
+    let refused = server.with(|m| answered(m, 100..100 + PRS));
+    assert!(
+        refused + 5 <= PRS,
+        "{refused} of {PRS} refusals went before the maintainer's reply"
+    );
+    // Every refusal gets its 😕, a job run again after its reply was posted too.
+    let confused = |m: &fake_github::model::Model| {
+        m.reactions
+            .iter()
+            .filter(|r| r.content == "confused")
+            .count() as u64
+    };
+    eventually(&serve, 60, "every refusal and its reaction", || {
+        server.with(|m| answered(m, 100..100 + PRS) == PRS && confused(m) == PRS)
+    })
+    .await;
     server.assert_no_violations();
 }
 
@@ -1207,6 +1272,8 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
              ALTER TABLE deliveries DROP COLUMN body_sha;
              ALTER TABLE deliveries DROP COLUMN guid;
              ALTER TABLE deliveries DROP COLUMN write_settle_ms;
+             DROP INDEX deliveries_claim_order;
+             ALTER TABLE deliveries DROP COLUMN yields;
              DROP TABLE state_revisions;
              DROP TABLE replicas;
              INSERT INTO deliveries (delivery_id, event, job_key, payload, received_at, run_at)
@@ -1230,9 +1297,10 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 10);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 11);
     for name in [
         "deliveries_unfinished",
+        "deliveries_claim_order",
         "waiting",
         "deliveries_finished",
         "replicas",
@@ -1298,6 +1366,12 @@ async fn the_ledger_of_state_revisions_only_rises() {
 async fn a_claim_can_pass_over_the_installations_that_run_the_most() {
     let (_dir, store) = sqlite_store().await;
     app_server::check_claims_avoid_installations(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readers_commands_are_claimed_after_everyone_elses_work() {
+    let (_dir, store) = sqlite_store().await;
+    app_server::check_claims_yield(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -319,6 +319,12 @@ async fn a_claim_can_pass_over_the_installations_that_run_the_most() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readers_commands_are_claimed_after_everyone_elses_work() {
+    let pg = Postgres::start().await;
+    app_server::check_claims_yield(&open(&pg).await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_of_state_revisions_only_rises() {
     let pg = Postgres::start().await;
     app_server::check_state_revision_rules(&open(&pg).await).await;
@@ -343,7 +349,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             (7, 7),
             (8, 8),
             (9, 9),
-            (10, 10)
+            (10, 10),
+            (11, 11)
         ]
     );
     for store in [a, b, c] {
@@ -360,6 +367,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
              DROP INDEX deliveries_finished; DROP TABLE waiting; ALTER TABLE deliveries DROP COLUMN payload_encoding;
              ALTER TABLE deliveries DROP COLUMN body_sha; ALTER TABLE deliveries DROP COLUMN guid;
              ALTER TABLE deliveries DROP COLUMN write_settle_ms;
+             ALTER TABLE deliveries DROP COLUMN yields;
              DROP TABLE state_revisions; DROP TABLE replicas;",
         )
         .execute(&mut conn)
@@ -369,7 +377,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        10
+        11
     );
     for table in ["waiting", "replicas"] {
         assert_eq!(
@@ -381,7 +389,11 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             "{table}"
         );
     }
-    for index in ["deliveries_unfinished", "deliveries_finished"] {
+    for index in [
+        "deliveries_unfinished",
+        "deliveries_finished",
+        "deliveries_claim_order",
+    ] {
         assert_eq!(
             pg.scalar(&format!(
                 "SELECT COUNT(*) FROM pg_indexes WHERE indexname = '{index}'"

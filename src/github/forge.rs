@@ -214,6 +214,10 @@ pub trait Forge: Send + Sync {
     /// that may not read it (`GITHUB_TOKEN`, App installation tokens).
     async fn identity(&self) -> Result<Identity, ForgeError>;
 
+    /// The writes that follow are for someone without the permission (the reply to a
+    /// reader, its reaction): a forge that paces writes lets everyone else's go first.
+    fn courtesy(&self) {}
+
     /// All comments of the PR's conversation, oldest first (every page).
     async fn list_comments(
         &self,

@@ -228,6 +228,17 @@ struct Envelope {
     check_run: Option<WithPulls>,
     #[serde(default)]
     check_suite: Option<WithPulls>,
+    #[serde(default)]
+    comment: Option<CommentHead>,
+}
+
+/// What intake reads of a comment: whether its job yields ([`Envelope::yields`]).
+#[derive(Deserialize)]
+struct CommentHead {
+    #[serde(default)]
+    body: String,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -252,6 +263,23 @@ struct WithPulls {
 }
 
 impl Envelope {
+    /// Whether the job of this `event` yields to every other ([`NewDelivery::yields`]): an
+    /// `/iterate` command from someone GitHub does not call an owner, member or collaborator
+    /// of the repository (in the signed payload). Such a command is usually refused; a
+    /// reader's comments on many pull requests then wait behind the work of the people who
+    /// may decide, not before it. The order only: permission is asked for when the job runs.
+    fn yields(&self, event: &str) -> bool {
+        let Some(comment) = self.comment.as_ref().filter(|_| event == "issue_comment") else {
+            return false;
+        };
+        // GitHub always says; a payload that does not keeps its place.
+        let outsider = comment
+            .author_association
+            .as_deref()
+            .is_some_and(|a| !matches!(a, "OWNER" | "MEMBER" | "COLLABORATOR"));
+        outsider && !crate::github::commands::parse_comment(&comment.body).is_empty()
+    }
+
     fn pull_number(&self) -> Option<u64> {
         let first = |w: &Option<WithPulls>| {
             w.as_ref()
@@ -362,6 +390,7 @@ pub async fn webhook(
         ),
         repository,
         body_sha: Some(NewDelivery::body_sha(event, &digest)),
+        yields: envelope.yields(event),
         payload: body.to_vec(),
     };
     match intake.store.receive(delivery).await {
@@ -448,5 +477,35 @@ mod tests {
             "octo/hello"
         );
         assert_eq!(key(r#"{"installation": {"id": 9}}"#), "installation:9");
+    }
+
+    #[test]
+    fn a_command_from_someone_not_a_member_yields() {
+        let yields = |event: &str, association: &str, body: &str| {
+            let json = serde_json::json!({
+                "comment": {"body": body, "author_association": association}
+            });
+            let e: Envelope = serde_json::from_value(json).unwrap();
+            e.yields(event)
+        };
+        for association in ["NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "MANNEQUIN"] {
+            assert!(yields("issue_comment", association, "/iterate accept"));
+        }
+        for association in ["OWNER", "MEMBER", "COLLABORATOR"] {
+            assert!(!yields("issue_comment", association, "/iterate accept"));
+        }
+        // Without a command (a gap report, a remark) it keeps its place; so does any other
+        // event.
+        assert!(!yields("issue_comment", "NONE", "looks good"));
+        assert!(!yields(
+            "pull_request_review_comment",
+            "NONE",
+            "/iterate accept"
+        ));
+        let e: Envelope = serde_json::from_str("{}").unwrap();
+        assert!(!e.yields("issue_comment"));
+        let json = r#"{"comment": {"body": "/iterate accept"}}"#;
+        let e: Envelope = serde_json::from_str(json).unwrap();
+        assert!(!e.yields("issue_comment"), "no association given");
     }
 }

@@ -57,6 +57,7 @@ pub fn job(repository: &str, installation: i64, pr: u64, now: i64) -> NewDeliver
         job_key: format!("{pr_key} {EVENT}"),
         payload: serde_json::to_vec(&payload).unwrap_or_default(),
         body_sha: None,
+        yields: false,
     }
 }
 

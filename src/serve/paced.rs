@@ -63,10 +63,43 @@ const READS_KEPT: Duration = Duration::from_secs(300);
 struct Turns {
     /// Installation → the theoretical arrival time of the next write.
     next: HashMap<u64, Instant>,
-    /// Turns taken for jobs that could not wait for them (job → when it comes): the job
-    /// rescheduled to that instant writes then without queueing again, so jobs waiting
-    /// for an installation's turns cannot take them from each other forever.
-    reserved: HashMap<i64, Instant>,
+    /// Turns taken for jobs that could not wait for them: the job rescheduled to that
+    /// instant writes then without queueing again, so jobs waiting for an installation's
+    /// turns cannot take them from each other forever.
+    reserved: HashMap<i64, Kept>,
+}
+
+/// Whose turn a write takes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// Everything the App writes for the people who may decide, and for CI's records.
+    First,
+    /// A reply (and its reaction) to someone without the permission: it yields its turn.
+    Courtesy,
+}
+
+/// A turn kept for a job.
+#[derive(Clone, Copy)]
+struct Kept {
+    installation: u64,
+    at: Instant,
+    turn: Turn,
+}
+
+impl Turns {
+    /// A write that would go at `at` takes the earliest courtesy turn kept before it on the
+    /// installation, if there is one; that job's turn becomes `at`. Returns the turn taken.
+    fn yielded(&mut self, installation: u64, at: Instant) -> Instant {
+        let earliest = self
+            .reserved
+            .values_mut()
+            .filter(|k| k.installation == installation && k.turn == Turn::Courtesy && k.at < at)
+            .min_by_key(|k| k.at);
+        match earliest {
+            Some(kept) => std::mem::replace(&mut kept.at, at),
+            None => at,
+        }
+    }
 }
 
 /// A reservation a job never came back for (its lease went elsewhere) is dropped after
@@ -88,19 +121,27 @@ impl Pacer {
     /// Waits until `installation` may write once more, if that is at most `max_wait`;
     /// otherwise says how long it would be. For a `job`, that later turn is taken and kept
     /// for it: when the job comes back then, its write goes without queueing again.
+    ///
+    /// A [`Turn::Courtesy`] write (a reply to someone without the permission) yields: a
+    /// write of any other kind that would wait takes the earliest turn kept for a courtesy
+    /// write instead, and that job gets the later turn. The installation's pace is the same;
+    /// a reader commenting on forty pull requests delays a maintainer's command by nothing.
     pub async fn acquire(
         &self,
         installation: u64,
         max_wait: Duration,
         job: Option<i64>,
+        turn: Turn,
     ) -> Result<(), Duration> {
         let (interval, burst) = *self.share.lock().unwrap_or_else(|p| p.into_inner());
         let wait = {
             let mut turns = self.turns.lock().unwrap_or_else(|p| p.into_inner());
             let now = Instant::now();
-            turns.reserved.retain(|_, at| *at + RESERVATION_KEPT > now);
-            if let Some(at) = job.and_then(|job| turns.reserved.get(&job).copied()) {
-                let wait = at.saturating_duration_since(now);
+            turns
+                .reserved
+                .retain(|_, kept| kept.at + RESERVATION_KEPT > now);
+            if let Some(kept) = job.and_then(|job| turns.reserved.get(&job).copied()) {
+                let wait = kept.at.saturating_duration_since(now);
                 if wait > max_wait {
                     return Err(wait);
                 }
@@ -113,16 +154,24 @@ impl Pacer {
                     .copied()
                     .unwrap_or(now)
                     .max(now);
-                let allowed_at = tat
+                let mut allowed_at = tat
                     .checked_sub(interval * burst.saturating_sub(1))
                     .unwrap_or(now);
+                if allowed_at > now && turn == Turn::First {
+                    allowed_at = turns.yielded(installation, allowed_at);
+                }
                 let wait = allowed_at.saturating_duration_since(now);
                 if wait > max_wait && job.is_none() {
                     return Err(wait);
                 }
                 turns.next.insert(installation, tat + interval);
                 if wait > max_wait {
-                    turns.reserved.insert(job.unwrap_or_default(), allowed_at);
+                    let kept = Kept {
+                        installation,
+                        at: allowed_at,
+                        turn,
+                    };
+                    turns.reserved.insert(job.unwrap_or_default(), kept);
                     return Err(wait);
                 }
                 wait
@@ -233,8 +282,18 @@ pub struct PacedForge {
     pub pacer: Arc<Pacer>,
     /// The job the writes are for, checked before each one.
     pub fence: Option<Fence>,
-    /// The pull requests this forge posted a reply on ([`PacedForge::replied_on`]).
-    pub replied: Mutex<Vec<(RepoName, PrNumber)>>,
+    /// What this job's writes were so far.
+    pub written: Mutex<Written>,
+}
+
+/// What a job wrote, as far as the worker and the pacer care.
+#[derive(Default)]
+pub struct Written {
+    /// The pull requests it posted a reply on ([`PacedForge::replied_on`]).
+    replied: Vec<(RepoName, PrNumber)>,
+    /// It writes for someone without the permission ([`Forge::courtesy`]): its writes
+    /// from then on are [`Turn::Courtesy`].
+    courtesy: bool,
 }
 
 /// A claimed job, and who claimed it: a write is made only while the claim holds.
@@ -247,7 +306,11 @@ pub struct Fence {
 impl PacedForge {
     /// The pull requests it posted a reply on (a comment with a reply marker), each once.
     pub fn replied_on(&self) -> Vec<(RepoName, PrNumber)> {
-        let all = self.replied.lock().map(|r| r.clone()).unwrap_or_default();
+        let all = self
+            .written
+            .lock()
+            .map(|w| w.replied.clone())
+            .unwrap_or_default();
         let mut once = Vec::new();
         for pull in all {
             if !once.contains(&pull) {
@@ -291,9 +354,13 @@ impl PacedForge {
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
         let job = self.fence.as_ref().map(|f| f.job.seq);
+        let turn = match self.written.lock().map(|w| w.courtesy) {
+            Ok(true) => Turn::Courtesy,
+            _ => Turn::First,
+        };
         if let Err(wait) = self
             .pacer
-            .acquire(self.installation, MAX_INLINE_WAIT, job)
+            .acquire(self.installation, MAX_INLINE_WAIT, job, turn)
             .await
         {
             if let Some(job) = job {
@@ -334,6 +401,11 @@ impl Forge for PacedForge {
     async fn identity(&self) -> Result<Identity, ForgeError> {
         self.inner.identity().await
     }
+    fn courtesy(&self) {
+        if let Ok(mut written) = self.written.lock() {
+            written.courtesy = true;
+        }
+    }
     async fn list_comments(
         &self,
         repo: &RepoName,
@@ -352,8 +424,8 @@ impl Forge for PacedForge {
         body: &str,
     ) -> Result<Comment, ForgeError> {
         if crate::github::forge::reply_marker_of(body).is_some() {
-            if let Ok(mut replied) = self.replied.lock() {
-                replied.push((repo.clone(), pr));
+            if let Ok(mut written) = self.written.lock() {
+                written.replied.push((repo.clone(), pr));
             }
         }
         self.write(self.inner.create_comment(repo, pr, body)).await
@@ -575,28 +647,96 @@ mod tests {
         // One write every 100 ms after the burst.
         let pacer = Pacer::new(600);
         for _ in 0..BURST {
-            pacer.acquire(1, Duration::ZERO, None).await.unwrap();
+            pacer
+                .acquire(1, Duration::ZERO, None, Turn::First)
+                .await
+                .unwrap();
         }
         // Job 7 cannot write now: the next turn is taken for it; job 8 queues behind it.
-        let first = pacer.acquire(1, Duration::ZERO, Some(7)).await.unwrap_err();
-        let second = pacer.acquire(1, Duration::ZERO, Some(8)).await.unwrap_err();
+        let first = pacer
+            .acquire(1, Duration::ZERO, Some(7), Turn::First)
+            .await
+            .unwrap_err();
+        let second = pacer
+            .acquire(1, Duration::ZERO, Some(8), Turn::First)
+            .await
+            .unwrap_err();
         assert!(
             second >= first + Duration::from_millis(90),
             "{first:?} then {second:?}"
         );
         // A caller without a job takes no turn when it cannot wait.
-        let third = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
-        let fourth = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        let third = pacer
+            .acquire(1, Duration::ZERO, None, Turn::First)
+            .await
+            .unwrap_err();
+        let fourth = pacer
+            .acquire(1, Duration::ZERO, None, Turn::First)
+            .await
+            .unwrap_err();
         assert!(fourth.abs_diff(third) < Duration::from_millis(20));
         // Job 7 back at its turn writes without queueing again; job 8's turn stands.
         pacer
-            .acquire(1, first + Duration::from_millis(50), Some(7))
+            .acquire(1, first + Duration::from_millis(50), Some(7), Turn::First)
             .await
             .unwrap();
-        let still = pacer.acquire(1, Duration::ZERO, Some(8)).await.unwrap_err();
+        let still = pacer
+            .acquire(1, Duration::ZERO, Some(8), Turn::First)
+            .await
+            .unwrap_err();
         assert!(still <= second, "{still:?} after {second:?}");
         // Another installation has turns of its own.
-        pacer.acquire(2, Duration::ZERO, Some(9)).await.unwrap();
+        pacer
+            .acquire(2, Duration::ZERO, Some(9), Turn::First)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_courtesy_write_yields_its_turn_to_a_maintainers() {
+        // One write every 100 ms after the burst.
+        let pacer = Pacer::new(600);
+        for _ in 0..BURST {
+            pacer
+                .acquire(1, Duration::ZERO, None, Turn::First)
+                .await
+                .unwrap();
+        }
+        // Replies to three readers take the next three turns.
+        let mut readers = Vec::new();
+        for job in 1..=3 {
+            let wait = pacer
+                .acquire(1, Duration::ZERO, Some(job), Turn::Courtesy)
+                .await;
+            readers.push(wait.unwrap_err());
+        }
+        // A maintainer's write then goes at the first of them, not after the third.
+        let maintainer = pacer
+            .acquire(1, Duration::ZERO, Some(10), Turn::First)
+            .await
+            .unwrap_err();
+        assert!(
+            maintainer.abs_diff(readers[0]) < Duration::from_millis(20),
+            "{maintainer:?}, readers at {readers:?}"
+        );
+        // The first reader's turn moved to the end; the others keep theirs.
+        let moved = pacer
+            .acquire(1, Duration::ZERO, Some(1), Turn::Courtesy)
+            .await;
+        assert!(moved.unwrap_err() >= readers[2] + Duration::from_millis(80));
+        let kept = pacer
+            .acquire(1, Duration::ZERO, Some(2), Turn::Courtesy)
+            .await;
+        assert!(kept.unwrap_err() <= readers[1]);
+        // A courtesy write never takes a turn from another.
+        let late = pacer
+            .acquire(1, Duration::ZERO, Some(4), Turn::Courtesy)
+            .await;
+        assert!(late.unwrap_err() > readers[2] + Duration::from_millis(80));
+        let kept = pacer
+            .acquire(1, Duration::ZERO, Some(3), Turn::Courtesy)
+            .await;
+        assert!(kept.unwrap_err() <= readers[2]);
     }
 
     #[test]
@@ -630,16 +770,25 @@ mod tests {
         let pacer = Pacer::new(600);
         pacer.share_with(2);
         for _ in 0..BURST.div_ceil(2) {
-            pacer.acquire(1, Duration::ZERO, None).await.unwrap();
+            pacer
+                .acquire(1, Duration::ZERO, None, Turn::First)
+                .await
+                .unwrap();
         }
-        let wait = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        let wait = pacer
+            .acquire(1, Duration::ZERO, None, Turn::First)
+            .await
+            .unwrap_err();
         assert!(
             wait > Duration::from_millis(150) && wait <= Duration::from_millis(200),
             "{wait:?}"
         );
         // Alone again: the full rate.
         pacer.share_with(1);
-        let wait = pacer.acquire(1, Duration::ZERO, None).await.unwrap_err();
+        let wait = pacer
+            .acquire(1, Duration::ZERO, None, Turn::First)
+            .await
+            .unwrap_err();
         assert!(wait <= Duration::from_millis(200), "{wait:?}");
     }
 }

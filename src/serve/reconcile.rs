@@ -117,6 +117,7 @@ fn job(waiting: &Waiting, now: i64) -> NewDelivery {
         job_key: waiting.job_key.clone(),
         payload: serde_json::to_vec(&payload).unwrap_or_default(),
         body_sha: None,
+        yields: false,
     }
 }
 

@@ -354,6 +354,7 @@ pub fn stored_delivery(id: &str, key: &str) -> itergate::serve::store::NewDelive
         job_key: key.into(),
         payload: b"{}".to_vec(),
         body_sha: None,
+        yields: false,
     }
 }
 
@@ -702,6 +703,42 @@ pub async fn check_claims_avoid_installations(store: &itergate::serve::store::St
     assert_eq!(claim(&[1, 2]).await.as_deref(), Some("no-installation"));
     assert_eq!(claim(&[]).await.as_deref(), Some("flood-0"));
     assert_eq!(claim(&[2]).await.as_deref(), Some("flood-1"));
+}
+
+/// Jobs that yield (commands of people who are not members) are claimed after every other,
+/// however many came first, unless a later job of their key does not yield.
+pub async fn check_claims_yield(store: &itergate::serve::store::Store) {
+    use itergate::serve::store::{now_ms, NewDelivery};
+    let of = |id: &str, key: &str, yields: bool| NewDelivery {
+        yields,
+        ..stored_delivery(id, &format!("{REPO}#{key}"))
+    };
+    // More readers than a claim looks at near the front, each on a pull request of its own.
+    for i in 0..70 {
+        let id = format!("reader-{i}");
+        store.receive(of(&id, &id, true)).await.unwrap();
+    }
+    store.receive(of("maintainer", "m", false)).await.unwrap();
+    // A maintainer's command behind a reader's on one pull request lifts the reader's.
+    store.receive(of("reader-on-p", "p", true)).await.unwrap();
+    store
+        .receive(of("maintainer-on-p", "p", false))
+        .await
+        .unwrap();
+    let owner = "lanes";
+    let lease = Duration::from_secs(60);
+    let next = async || {
+        let job = store.claim(owner, now_ms(), lease).await.unwrap().unwrap();
+        assert!(store.complete(&job, owner, now_ms(), "done").await.unwrap());
+        job.delivery_id
+    };
+    assert_eq!(next().await, "maintainer");
+    assert_eq!(next().await, "reader-on-p");
+    assert_eq!(next().await, "maintainer-on-p");
+    // Then the readers, in arrival order.
+    for i in 0..70 {
+        assert_eq!(next().await, format!("reader-{i}"));
+    }
 }
 
 /// A job whose lease ran out is taken over at once, unless its worker had a write to

@@ -129,6 +129,8 @@ impl Handler<'_> {
             self.forge
                 .add_reaction(repo, event.comment_id, Reaction::Eyes)
                 .await?;
+        } else {
+            self.forge.courtesy();
         }
         let comments = self.forge.list_comments(repo, event.pr).await?;
         let (mut state, mut actions) = self.load(event.pr, &comments).await?;
@@ -187,9 +189,9 @@ impl Handler<'_> {
         } else {
             Reaction::PlusOne
         };
-        let answer = self.answer(&event, &commenter, &reply, &comments, &mut actions);
+        let key = format!("comment-{}", event.comment_id);
+        let answer = self.answer(&event, &commenter, &reply, &comments, &key, &mut actions);
         if let Some(text) = &answer {
-            let key = format!("comment-{}", event.comment_id);
             self.reply(event.pr, &comments, &key, text).await?;
         }
         // Someone without the permission changes nothing: a reply (rate-limited) is all
@@ -222,11 +224,14 @@ impl Handler<'_> {
         commenter: &Commenter,
         reply: &CommandReply,
         comments: &[Comment],
+        key: &str,
         actions: &mut Vec<String>,
     ) -> Option<String> {
         let permission_name = self.config.github.permission.as_str();
         let text = command_reply(reply, commenter.login, permission_name)?;
-        if commenter.privileged {
+        // A job run again after its reply was posted: that reply stands (and is not
+        // posted twice); the reaction that follows it is still owed.
+        if commenter.privileged || crate::github::forge::has_reply(comments, &self.bot_login, key) {
             return Some(text);
         }
         match take_reply(comments, &self.bot_login, commenter.login, self.now) {

@@ -36,6 +36,22 @@ macro_rules! job_columns {
     };
 }
 
+/// The order of runnable jobs a claim takes: those that do not yield first, then by
+/// arrival. A job that does not yield clears the flag of its key's unfinished jobs when it
+/// is stored: it would otherwise wait behind them.
+macro_rules! claim_order {
+    () => {
+        "d.yields, d.seq"
+    };
+}
+
+/// The unfinished jobs a claim looks at first, in [`claim_order`].
+macro_rules! claim_window {
+    () => {
+        "SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY yields, seq"
+    };
+}
+
 mod payload;
 mod postgres;
 mod schema;
@@ -157,6 +173,10 @@ pub struct NewDelivery {
     /// nor the event header is signed: the same signed body under a new id is a replay,
     /// stored once.
     pub body_sha: Option<String>,
+    /// Claimed after every job that does not yield, until a job of its key that does not is
+    /// stored: a command from someone who is not a member or collaborator of the repository.
+    /// Only the order changes; the job is run all the same.
+    pub yields: bool,
 }
 
 impl NewDelivery {

@@ -40,12 +40,16 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Claims retried at once when another replica took the key meanwhile.
 const CLAIM_TRIES: usize = 3;
 
-/// A runnable job among the [`super::CLAIM_NEAR`] oldest unfinished ones: not done, due, not
+/// A runnable job among the first [`super::CLAIM_NEAR`] unfinished ones in claim order (jobs
+/// that yield last, then by arrival; `claim_order`): not done, due, not
 /// leased (or its lease ran out before `$4`, with its settle if a write was in flight), no
 /// earlier unfinished job of its key and no other job of its key leased, of none of the
 /// installations in `$3`. One is usually there; [`CANDIDATE_BY_KEY`] looks further.
-const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
-    WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL ORDER BY seq LIMIT $2)
+const CANDIDATE_NEAR: &str = concat!(
+    "SELECT d.seq, d.job_key FROM deliveries d
+    WHERE d.seq IN (",
+    claim_window!(),
+    " LIMIT $2)
       AND d.done_at IS NULL AND d.run_at <= $1
       AND (d.lease_until IS NULL OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $4)
       AND (d.installation_id IS NULL OR d.installation_id <> ALL($3::int8[]))
@@ -53,13 +57,17 @@ const CANDIDATE_NEAR: &str = "SELECT d.seq, d.job_key FROM deliveries d
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
           AND (e.seq < d.seq OR e.lease_until + COALESCE(e.write_settle_ms, 0) >= $4))
-    ORDER BY d.seq LIMIT 1
-    FOR UPDATE OF d SKIP LOCKED";
+    ORDER BY ",
+    claim_order!(),
+    " LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED"
+);
 
 /// The same rule over every key with unfinished jobs, walked one index seek at a time (a
 /// loose index scan): when no job near the front is runnable, a claim does not read the
 /// deliveries that wait behind a running job, however many.
-const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
+const CANDIDATE_BY_KEY: &str = concat!(
+    "WITH RECURSIVE keys (job_key) AS (
         (SELECT job_key FROM deliveries WHERE done_at IS NULL ORDER BY job_key LIMIT 1)
         UNION ALL
         SELECT (SELECT e.job_key FROM deliveries e
@@ -77,8 +85,11 @@ const CANDIDATE_BY_KEY: &str = "WITH RECURSIVE keys (job_key) AS (
         SELECT 1 FROM deliveries e
         WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq <> d.seq
           AND e.lease_until + COALESCE(e.write_settle_ms, 0) >= $3)
-    ORDER BY d.seq LIMIT 1
-    FOR UPDATE OF d SKIP LOCKED";
+    ORDER BY ",
+    claim_order!(),
+    " LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED"
+);
 
 /// The candidate's key, checked again under the key's lock with a fresh snapshot: every
 /// claim of the key committed before is visible now.
@@ -241,14 +252,14 @@ pub(super) async fn insert_batch(
     };
     let inserted: Vec<String> = sqlx::query_scalar(
         "INSERT INTO deliveries (delivery_id, event, action, installation_id, repository,
-            job_key, payload, received_at, run_at, guid)
+            job_key, payload, received_at, run_at, guid, yields)
          SELECT id, event, action, installation_id, repository, job_key, payload, $8, $8,
-                guid
+                guid, yields
          FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[], $6::text[],
-                     $7::bytea[], $9::text[])
+                     $7::bytea[], $9::text[], $10::bool[])
               WITH ORDINALITY
               AS t(id, event, action, installation_id, repository, job_key, payload, guid,
-                   ord)
+                   yields, ord)
          ORDER BY ord
          ON CONFLICT DO NOTHING
          RETURNING delivery_id",
@@ -267,7 +278,21 @@ pub(super) async fn insert_batch(
     )
     .bind(now)
     .bind(column(NewDelivery::guid))
+    .bind(batch.iter().map(|d| d.yields).collect::<Vec<_>>())
     .fetch_all(&mut *tx)
+    .await?;
+    let keys: Vec<&str> = batch
+        .iter()
+        .filter(|d| !d.yields)
+        .map(|d| d.job_key.as_str())
+        .collect();
+    // Their keys' earlier jobs no longer wait behind every other (`claim_order`).
+    sqlx::query(
+        "UPDATE deliveries SET yields = FALSE
+         WHERE job_key = ANY($1) AND done_at IS NULL AND yields",
+    )
+    .bind(keys)
+    .execute(&mut *tx)
     .await?;
     tx.commit().await?;
     // A delivery is new where its key was inserted, the first time it is in the batch.

@@ -1,6 +1,6 @@
 //! The database's schema, written once for both backends: step `i` brings a database to
 //! version `i + 1`. Only ever append, and only steps that older versions can run beside
-//! (new tables, nullable columns, indexes). Where the two dialects differ a step says so
+//! (new tables, columns that are nullable or have a default, indexes). Where the two dialects differ a step says so
 //! with a word in braces, which [`steps`] writes out for each.
 
 /// Where the two dialects differ.
@@ -97,6 +97,11 @@ const STEPS: &[&str] = &[
     // Version 10: a write to GitHub in flight, as the settle its job's lease waits after
     // it ends (NULL: none in flight; the job is taken over as soon as its lease ends).
     "ALTER TABLE deliveries {add column} write_settle_ms {int};",
+    // Version 11: a job that yields to every other (a command from someone who is not a
+    // member or collaborator, `NewDelivery::yields`), and the unfinished jobs in claim order.
+    "ALTER TABLE deliveries {add column} yields {bool} NOT NULL DEFAULT {false};
+    CREATE INDEX IF NOT EXISTS deliveries_claim_order ON deliveries (yields, seq)
+        WHERE done_at IS NULL;",
 ];
 
 /// The two dialects.

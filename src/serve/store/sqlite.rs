@@ -246,8 +246,9 @@ fn insert_group(
     {
         let mut insert = tx.prepare_cached(
             "INSERT OR IGNORE INTO deliveries (delivery_id, event, action, installation_id,
-                repository, job_key, payload, payload_encoding, received_at, run_at, guid)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
+                repository, job_key, payload, payload_encoding, received_at, run_at, guid,
+                yields)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)",
         )?;
         for (d, _) in batch {
             let changed = insert.execute(rusqlite::params![
@@ -261,7 +262,16 @@ fn insert_group(
                 super::payload::LZ4,
                 now,
                 d.guid(),
+                d.yields,
             ])?;
+            if !d.yields {
+                // Its key's earlier jobs no longer wait behind every other (`claim_order`).
+                tx.prepare_cached(
+                    "UPDATE deliveries SET yields = 0
+                     WHERE job_key = ?1 AND done_at IS NULL AND yields",
+                )?
+                .execute([&d.job_key])?;
+            }
             results.push(if changed == 1 {
                 Received::New
             } else {
@@ -334,8 +344,9 @@ pub(super) async fn claim(
 ) -> Result<Option<JobRow>, StoreError> {
     // The runnable job is the first unfinished one of its key (one job at a time per pull
     // request, in order), due and not leased. The claim runs under the write lock, so
-    // intake's commits wait for it: it looks first among the oldest unfinished jobs (one
-    // is usually runnable there), and only when none is does it walk the keys with
+    // intake's commits wait for it: it looks first among the first unfinished jobs in
+    // claim order (`claim_order`: jobs that yield last; one is usually runnable there), and
+    // only when none is does it walk the keys with
     // unfinished jobs, one index seek each (a loose index scan), instead of reading every
     // delivery queued behind a running job. COALESCE runs the walk only when needed.
     // `avoid` is a JSON array of installations whose jobs are passed over. A lease that ran
@@ -351,8 +362,9 @@ pub(super) async fn claim(
              attempts = attempts + 1
          WHERE seq = COALESCE(
             (SELECT d.seq FROM deliveries d
-             WHERE d.seq IN (SELECT seq FROM deliveries WHERE done_at IS NULL
-                             ORDER BY seq LIMIT $4)
+             WHERE d.seq IN (",
+        claim_window!(),
+        " LIMIT $4)
                AND d.run_at <= $3 AND (d.lease_until IS NULL
                     OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $6)
                AND (d.installation_id IS NULL
@@ -360,7 +372,9 @@ pub(super) async fn claim(
                AND NOT EXISTS (
                  SELECT 1 FROM deliveries e
                  WHERE e.job_key = d.job_key AND e.done_at IS NULL AND e.seq < d.seq)
-             ORDER BY d.seq LIMIT 1),
+             ORDER BY ",
+        claim_order!(),
+        " LIMIT 1),
             (SELECT d.seq FROM keys
              JOIN deliveries d ON d.seq = (
                  SELECT MIN(h.seq) FROM deliveries h
@@ -369,7 +383,9 @@ pub(super) async fn claim(
                     OR d.lease_until + COALESCE(d.write_settle_ms, 0) < $6)
                AND (d.installation_id IS NULL
                     OR d.installation_id NOT IN (SELECT value FROM json_each($5)))
-             ORDER BY d.seq LIMIT 1))
+             ORDER BY ",
+        claim_order!(),
+        " LIMIT 1))
          RETURNING ",
         job_columns!()
     ))

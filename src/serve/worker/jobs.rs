@@ -36,6 +36,7 @@ pub(super) fn handed_to(
         repository: Some(repository),
         payload: serde_json::to_vec(&payload)?,
         body_sha: None,
+        yields: false,
     })
 }
 
@@ -179,7 +180,7 @@ impl Worker {
                 job: job.clone(),
                 owner: self.owner.clone(),
             }),
-            replied: Default::default(),
+            written: Default::default(),
         };
         let applied = match work {
             Work::Event(event) => self.apply(&forge, *event, job).await,
