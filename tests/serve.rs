@@ -1273,6 +1273,7 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
              ALTER TABLE deliveries DROP COLUMN guid;
              ALTER TABLE deliveries DROP COLUMN write_settle_ms;
              DROP INDEX deliveries_claim_order;
+             DROP INDEX deliveries_yielding;
              ALTER TABLE deliveries DROP COLUMN yields;
              DROP TABLE state_revisions;
              DROP TABLE replicas;
@@ -1297,10 +1298,11 @@ async fn a_database_of_an_older_version_is_upgraded_at_start_and_keeps_its_deliv
     assert_eq!(job.payload, br#"{"number": 7}"#);
     assert_eq!(job.damaged, None);
     store.close().await;
-    assert_eq!(rows(&db, "PRAGMA user_version").await, 11);
+    assert_eq!(rows(&db, "PRAGMA user_version").await, 12);
     for name in [
         "deliveries_unfinished",
         "deliveries_claim_order",
+        "deliveries_yielding",
         "waiting",
         "deliveries_finished",
         "replicas",

@@ -350,7 +350,8 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
             (8, 8),
             (9, 9),
             (10, 10),
-            (11, 11)
+            (11, 11),
+            (12, 12)
         ]
     );
     for store in [a, b, c] {
@@ -377,7 +378,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
     let store = open(&pg).await;
     assert_eq!(
         pg.scalar("SELECT MAX(version) FROM schema_version").await,
-        11
+        12
     );
     for table in ["waiting", "replicas"] {
         assert_eq!(
@@ -393,6 +394,7 @@ async fn replicas_starting_together_migrate_once_and_an_older_schema_is_upgraded
         "deliveries_unfinished",
         "deliveries_finished",
         "deliveries_claim_order",
+        "deliveries_yielding",
     ] {
         assert_eq!(
             pg.scalar(&format!(

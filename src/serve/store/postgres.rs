@@ -281,11 +281,13 @@ pub(super) async fn insert_batch(
     .bind(batch.iter().map(|d| d.yields).collect::<Vec<_>>())
     .fetch_all(&mut *tx)
     .await?;
-    let keys: Vec<&str> = batch
+    let mut keys: Vec<&str> = batch
         .iter()
         .filter(|d| !d.yields)
         .map(|d| d.job_key.as_str())
         .collect();
+    keys.sort_unstable();
+    keys.dedup();
     // Their keys' earlier jobs no longer wait behind every other (`claim_order`).
     sqlx::query(
         "UPDATE deliveries SET yields = FALSE

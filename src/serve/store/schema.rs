@@ -102,6 +102,10 @@ const STEPS: &[&str] = &[
     "ALTER TABLE deliveries {add column} yields {bool} NOT NULL DEFAULT {false};
     CREATE INDEX IF NOT EXISTS deliveries_claim_order ON deliveries (yields, seq)
         WHERE done_at IS NULL;",
+    // Version 12: a key's jobs that yield, found without reading the key's others (intake
+    // clears their flag when a job of the key that does not yield arrives).
+    "CREATE INDEX IF NOT EXISTS deliveries_yielding ON deliveries (job_key)
+        WHERE done_at IS NULL AND yields;",
 ];
 
 /// The two dialects.

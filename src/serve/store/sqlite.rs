@@ -236,6 +236,11 @@ fn retry_soon(tries: i32) -> bool {
     true
 }
 
+/// A key's unfinished jobs no longer yield. It reads the key's yielding jobs only
+/// (`deliveries_yielding`): a PR with thousands of jobs waiting costs intake nothing.
+const PROMOTE: &str =
+    "UPDATE deliveries SET yields = 0 WHERE job_key = ?1 AND done_at IS NULL AND yields";
+
 fn insert_group(
     conn: &mut rusqlite::Connection,
     batch: &[(NewDelivery, Reply)],
@@ -264,19 +269,24 @@ fn insert_group(
                 d.guid(),
                 d.yields,
             ])?;
-            if !d.yields {
-                // Its key's earlier jobs no longer wait behind every other (`claim_order`).
-                tx.prepare_cached(
-                    "UPDATE deliveries SET yields = 0
-                     WHERE job_key = ?1 AND done_at IS NULL AND yields",
-                )?
-                .execute([&d.job_key])?;
-            }
             results.push(if changed == 1 {
                 Received::New
             } else {
                 Received::Duplicate
             });
+        }
+        // The keys of jobs that do not yield: their unfinished jobs no longer wait behind
+        // every other (`claim_order`); once per key and group.
+        let mut keys: Vec<&str> = batch
+            .iter()
+            .filter(|(d, _)| !d.yields)
+            .map(|(d, _)| d.job_key.as_str())
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut promote = tx.prepare_cached(PROMOTE)?;
+        for key in keys {
+            promote.execute([key])?;
         }
     }
     tx.commit()?;
@@ -400,4 +410,21 @@ pub(super) async fn claim(
     )
     .bind(times.lapsed_before);
     sqlite.fetch_optional::<JobRow>(statement).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promoting_a_keys_jobs_reads_only_those_that_yield() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        let plan: String = conn
+            .query_row(&format!("EXPLAIN QUERY PLAN {PROMOTE}"), ["k"], |row| {
+                row.get(3)
+            })
+            .unwrap();
+        assert!(plan.contains("deliveries_yielding"), "{plan}");
+    }
 }
