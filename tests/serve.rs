@@ -1741,6 +1741,15 @@ async fn the_apps_own_comment_costs_no_api_call() {
         serve.log().contains("workers started")
     })
     .await;
+    // The start's own calls are made: the sweep of recent deliveries comes after the
+    // workers start.
+    eventually(&serve, 10, "the start's sweep", || {
+        server
+            .operations()
+            .iter()
+            .any(|op| op == "apps/list-webhook-deliveries")
+    })
+    .await;
     let before = server.operations().len();
     assert_eq!(serve.deliver("issue_comment", "d-own", &payload), 202);
     eventually(&serve, 20, "the job", || rows_now(&db, DONE) == 1).await;
