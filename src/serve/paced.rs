@@ -6,8 +6,10 @@
 //! [`MAX_INLINE_WAIT`] waits; a longer wait is not slept inside the worker (which other
 //! installations' jobs need): the job ends with [`ForgeError::Paced`] and is rescheduled for
 //! when its installation may write again, without counting an attempt. Nothing is dropped,
-//! and nothing is read twice for the wait: what the job read since its last write is kept
-//! for its next attempt (`Reads`).
+//! and nothing is read twice for the wait: what the job read is kept for its next attempt
+//! (`Reads`), less what its writes can change (a reply: the comments).
+//! Replies to people without the permission yield their turns to every other write
+//! ([`Turn::Courtesy`]).
 //! With N replicas live on one database, each paces at its share (`--writes-per-minute` / N,
 //! the burst too), so the installation's writes stay under the limit together.
 
@@ -55,6 +57,13 @@ struct Reads {
     since: Option<Instant>,
     answers: HashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
 }
+
+/// The kinds of read a write can change (each read's key starts with its kind and a space).
+const COMMENTS: &str = "comments";
+const LABELS: &str = "label";
+const PULL: &str = "pull";
+const CHECK_RUNS: &str = "check runs";
+const RUNS: &str = "runs";
 
 /// Reads kept for a job's next attempt at most this long.
 const READS_KEPT: Duration = Duration::from_secs(300);
@@ -213,16 +222,23 @@ impl Pacer {
         kept.answers.insert(key, Arc::new(answer));
     }
 
-    /// `job` wrote (or tried to, `paced`: it waits for its turn): what it read before a
-    /// write is forgotten, and after a wait for its turn it is kept for the next attempt.
-    fn wrote(&self, job: i64, paced: bool) {
+    /// `job` wrote (or tried to, `paced`: it waits for its turn): what it read of the kinds
+    /// the write `changes` is forgotten, and after a wait for its turn the rest is kept for
+    /// the next attempt.
+    fn wrote(&self, job: i64, paced: bool, changes: &[&str]) {
         let mut reads = self.reads.lock().unwrap_or_else(|p| p.into_inner());
         let kept = reads.entry(job).or_default();
         if paced {
             kept.paced = true;
         } else {
-            kept.answers.clear();
-            kept.since = None;
+            kept.answers.retain(|key, _| {
+                !changes
+                    .iter()
+                    .any(|kind| key.strip_prefix(kind).is_some_and(|r| r.starts_with(' ')))
+            });
+            if kept.answers.is_empty() {
+                kept.since = None;
+            }
         }
     }
 
@@ -339,17 +355,9 @@ impl PacedForge {
     }
 
     /// Waits for the installation's turn, then writes, if the job is still this worker's,
-    /// with the write marked in flight in the store while it is made.
-    async fn write<T, F>(&self, call: F) -> Result<T, ForgeError>
-    where
-        F: std::future::Future<Output = Result<T, ForgeError>>,
-    {
-        self.write_changing(true, call).await
-    }
-
-    /// [`PacedForge::write`]; `changes_reads: false` for a write no read here sees (a
-    /// reaction), which keeps what the job read before it.
-    async fn write_changing<T, F>(&self, changes_reads: bool, call: F) -> Result<T, ForgeError>
+    /// with the write marked in flight in the store while it is made. `changes`: the kinds
+    /// of read the write can change (what the job read of them is read again after it).
+    async fn write<T, F>(&self, changes: &[&str], call: F) -> Result<T, ForgeError>
     where
         F: std::future::Future<Output = Result<T, ForgeError>>,
     {
@@ -364,12 +372,12 @@ impl PacedForge {
             .await
         {
             if let Some(job) = job {
-                self.pacer.wrote(job, true);
+                self.pacer.wrote(job, true, changes);
             }
             return Err(ForgeError::Paced { wait });
         }
-        if let Some(job) = job.filter(|_| changes_reads) {
-            self.pacer.wrote(job, false);
+        if let Some(job) = job {
+            self.pacer.wrote(job, false, changes);
         }
         let Some(fence) = &self.fence else {
             return call.await;
@@ -412,7 +420,7 @@ impl Forge for PacedForge {
         pr: PrNumber,
     ) -> Result<Vec<Comment>, ForgeError> {
         self.read(
-            format!("comments {repo}#{}", pr.0),
+            format!("{COMMENTS} {repo}#{}", pr.0),
             self.inner.list_comments(repo, pr),
         )
         .await
@@ -428,7 +436,8 @@ impl Forge for PacedForge {
                 written.replied.push((repo.clone(), pr));
             }
         }
-        self.write(self.inner.create_comment(repo, pr, body)).await
+        self.write(&[COMMENTS], self.inner.create_comment(repo, pr, body))
+            .await
     }
     async fn update_comment(
         &self,
@@ -436,10 +445,12 @@ impl Forge for PacedForge {
         id: CommentId,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        self.write(self.inner.update_comment(repo, id, body)).await
+        self.write(&[COMMENTS], self.inner.update_comment(repo, id, body))
+            .await
     }
     async fn delete_comment(&self, repo: &RepoName, id: CommentId) -> Result<(), ForgeError> {
-        self.write(self.inner.delete_comment(repo, id)).await
+        self.write(&[COMMENTS], self.inner.delete_comment(repo, id))
+            .await
     }
     async fn add_reaction(
         &self,
@@ -453,7 +464,7 @@ impl Forge for PacedForge {
         if self.pacer.reacted(&key) {
             return Ok(());
         }
-        self.write_changing(false, self.inner.add_reaction(repo, comment, reaction))
+        self.write(&[], self.inner.add_reaction(repo, comment, reaction))
             .await?;
         self.pacer.remember_reaction(key);
         Ok(())
@@ -464,7 +475,8 @@ impl Forge for PacedForge {
         pr: PrNumber,
         label: &LabelSpec,
     ) -> Result<(), ForgeError> {
-        self.write(self.inner.add_label(repo, pr, label)).await
+        self.write(&[LABELS, PULL], self.inner.add_label(repo, pr, label))
+            .await
     }
     async fn remove_label(
         &self,
@@ -472,7 +484,8 @@ impl Forge for PacedForge {
         pr: PrNumber,
         name: &str,
     ) -> Result<(), ForgeError> {
-        self.write(self.inner.remove_label(repo, pr, name)).await
+        self.write(&[LABELS, PULL], self.inner.remove_label(repo, pr, name))
+            .await
     }
     async fn label_added_by(
         &self,
@@ -481,7 +494,7 @@ impl Forge for PacedForge {
         name: &str,
     ) -> Result<Option<String>, ForgeError> {
         self.read(
-            format!("label {repo}#{} {name}", pr.0),
+            format!("{LABELS} {repo}#{} {name}", pr.0),
             self.inner.label_added_by(repo, pr, name),
         )
         .await
@@ -495,7 +508,7 @@ impl Forge for PacedForge {
     }
     async fn pull_request(&self, repo: &RepoName, pr: PrNumber) -> Result<PullRequest, ForgeError> {
         self.read(
-            format!("pull {repo}#{}", pr.0),
+            format!("{PULL} {repo}#{}", pr.0),
             self.inner.pull_request(repo, pr),
         )
         .await
@@ -516,7 +529,8 @@ impl Forge for PacedForge {
         repo: &RepoName,
         spec: &CheckRunSpec,
     ) -> Result<CheckRunId, ForgeError> {
-        self.write(self.inner.create_check_run(repo, spec)).await
+        self.write(&[CHECK_RUNS], self.inner.create_check_run(repo, spec))
+            .await
     }
     async fn update_check_run(
         &self,
@@ -524,7 +538,7 @@ impl Forge for PacedForge {
         id: CheckRunId,
         spec: &CheckRunSpec,
     ) -> Result<(), ForgeError> {
-        self.write(self.inner.update_check_run(repo, id, spec))
+        self.write(&[CHECK_RUNS], self.inner.update_check_run(repo, id, spec))
             .await
     }
     async fn list_check_runs(
@@ -533,7 +547,7 @@ impl Forge for PacedForge {
         git_ref: &str,
     ) -> Result<Vec<CheckRun>, ForgeError> {
         self.read(
-            format!("check runs {repo} {git_ref}"),
+            format!("{CHECK_RUNS} {repo} {git_ref}"),
             self.inner.list_check_runs(repo, git_ref),
         )
         .await
@@ -543,7 +557,7 @@ impl Forge for PacedForge {
         repo: &RepoName,
         suite: CheckSuiteId,
     ) -> Result<(), ForgeError> {
-        self.write(self.inner.rerequest_check_suite(repo, suite))
+        self.write(&[CHECK_RUNS], self.inner.rerequest_check_suite(repo, suite))
             .await
     }
     async fn download_artifact_file(
@@ -597,8 +611,11 @@ impl Forge for PacedForge {
         repo: &RepoName,
         head_sha: &str,
     ) -> Result<Vec<RunId>, ForgeError> {
-        self.write(self.inner.rerun_pull_request_runs(repo, head_sha))
-            .await
+        self.write(
+            &[RUNS, CHECK_RUNS],
+            self.inner.rerun_pull_request_runs(repo, head_sha),
+        )
+        .await
     }
     async fn completed_pull_request_runs(
         &self,
@@ -606,7 +623,7 @@ impl Forge for PacedForge {
         head_sha: &str,
     ) -> Result<Vec<crate::github::events::WorkflowRunEvent>, ForgeError> {
         self.read(
-            format!("runs {repo} {head_sha}"),
+            format!("{RUNS} {repo} {head_sha}"),
             self.inner.completed_pull_request_runs(repo, head_sha),
         )
         .await
@@ -619,6 +636,7 @@ impl Forge for PacedForge {
         inputs: &BTreeMap<String, String>,
     ) -> Result<(), ForgeError> {
         self.write(
+            &[RUNS, CHECK_RUNS],
             self.inner
                 .dispatch_workflow(repo, workflow, git_ref, inputs),
         )
@@ -631,6 +649,7 @@ impl Forge for PacedForge {
         client_payload: &serde_json::Value,
     ) -> Result<(), ForgeError> {
         self.write(
+            &[RUNS, CHECK_RUNS],
             self.inner
                 .repository_dispatch(repo, event_type, client_payload),
         )
@@ -752,16 +771,28 @@ mod tests {
         assert_eq!(pacer.read_before::<u32>(8, key), None, "another job's");
         assert_eq!(pacer.read_before::<String>(7, key), None, "another type");
         // It waits for a write turn: its next attempt reads nothing again.
-        pacer.wrote(7, true);
+        pacer.wrote(7, true, &[PULL]);
         pacer.attempt_ended(7);
         assert_eq!(pacer.read_before::<u32>(7, key), Some(41));
         // That attempt ends otherwise (done, or a failure): forgotten.
         pacer.attempt_ended(7);
         assert_eq!(pacer.read_before::<u32>(7, key), None);
-        // A write a read may see forgets what was read before it.
+        // A write forgets what was read of the kinds it can change, and only that: a
+        // reply changes the comments, not the pull request.
+        let comments = "comments acme/widgets#1";
         pacer.keep_read(7, key.into(), 42_u32);
-        pacer.wrote(7, false);
+        pacer.keep_read(7, comments.into(), 3_u32);
+        pacer.wrote(7, false, &[COMMENTS]);
+        assert_eq!(pacer.read_before::<u32>(7, comments), None);
+        assert_eq!(pacer.read_before::<u32>(7, key), Some(42));
+        // A label changes the pull request (its labels); "runs" is not "check runs".
+        pacer.keep_read(7, "check runs acme/widgets abc".into(), 1_u32);
+        pacer.wrote(7, false, &[LABELS, PULL, RUNS]);
         assert_eq!(pacer.read_before::<u32>(7, key), None);
+        assert_eq!(
+            pacer.read_before::<u32>(7, "check runs acme/widgets abc"),
+            Some(1)
+        );
     }
 
     /// Two replicas live: each writes half as often, and bursts half as much.
