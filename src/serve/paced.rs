@@ -661,9 +661,8 @@ impl Forge for PacedForge {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_job_that_cannot_wait_keeps_the_turn_it_was_given() {
-        // One write every 100 ms after the burst.
+    /// A pacer of one write every 100 ms whose installation 1 has spent its burst.
+    async fn after_the_burst() -> Pacer {
         let pacer = Pacer::new(600);
         for _ in 0..BURST {
             pacer
@@ -671,6 +670,12 @@ mod tests {
                 .await
                 .unwrap();
         }
+        pacer
+    }
+
+    #[tokio::test]
+    async fn a_job_that_cannot_wait_keeps_the_turn_it_was_given() {
+        let pacer = after_the_burst().await;
         // Job 7 cannot write now: the next turn is taken for it; job 8 queues behind it.
         let first = pacer
             .acquire(1, Duration::ZERO, Some(7), Turn::First)
@@ -713,14 +718,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_courtesy_write_yields_its_turn_to_a_maintainers() {
-        // One write every 100 ms after the burst.
-        let pacer = Pacer::new(600);
-        for _ in 0..BURST {
-            pacer
-                .acquire(1, Duration::ZERO, None, Turn::First)
-                .await
-                .unwrap();
-        }
+        let pacer = after_the_burst().await;
         // Replies to three readers take the next three turns.
         let mut readers = Vec::new();
         for job in 1..=3 {
