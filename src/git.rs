@@ -99,6 +99,40 @@ pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
     Ok(commit.id())
 }
 
+/// The tree of `commit`, read through the walking handle (see [`with_walker`]): a branch's
+/// commits are read once for its walks and its trees together.
+pub fn commit_tree(repo: &Repository, commit: Oid) -> Result<Oid> {
+    commit_header(repo, commit, b"tree ")?.ok_or_else(|| anyhow!("commit {commit} names no tree"))
+}
+
+/// The first `name` header of `commit` (`tree `, `parent `), read raw through the walking
+/// handle: a commit looked up parsed there would be read from disk again by every walk.
+fn commit_header(repo: &Repository, commit: Oid, name: &[u8]) -> Result<Option<Oid>> {
+    with_walker(repo, |walker| {
+        let odb = walker.odb().context("opening the object database")?;
+        let object = odb
+            .read(commit)
+            .with_context(|| format!("reading commit {commit}"))?;
+        if object.kind() != git2::ObjectType::Commit {
+            bail!("{commit} is a {}, not a commit", object.kind());
+        }
+        // The headers end at the first empty line; `tree` comes first, then the parents.
+        let found = object
+            .data()
+            .split(|b| *b == b'\n')
+            .take_while(|line| !line.is_empty())
+            .find_map(|line| line.strip_prefix(name));
+        found
+            .map(|hex| {
+                std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|hex| Oid::from_str(hex).ok())
+                    .ok_or_else(|| anyhow!("commit {commit} has a malformed header"))
+            })
+            .transpose()
+    })
+}
+
 /// The best common ancestor of two commits, or `None` when their histories are unrelated.
 pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Result<Option<Oid>> {
     let key = (repo.path().to_path_buf(), a.min(b), a.max(b));
@@ -108,7 +142,7 @@ pub fn merge_base(repo: &Repository, a: Oid, b: Oid) -> Result<Option<Oid>> {
     {
         return Ok(known);
     }
-    let found = match repo.merge_base(a, b) {
+    let found = match with_walker(repo, |walker| walker.merge_base(a, b)) {
         Ok(oid) => Some(oid),
         Err(e) if e.code() == git2::ErrorCode::NotFound => None,
         Err(e) => return Err(e).with_context(|| format!("finding the merge-base of {a} and {b}")),
@@ -131,6 +165,25 @@ struct Walked {
 
 thread_local! {
     static WALKED: std::cell::RefCell<Walked> = std::cell::RefCell::new(Walked::default());
+    static WALKER: std::cell::RefCell<Option<Repository>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs a history walk through this thread's walking handle of `repo`. libgit2 caches
+/// objects per handle, and its walks read from disk again every commit the handle also
+/// holds parsed (`find_commit` does): on `repo` itself, each walk of a branch re-read all of
+/// its commits. A handle that only walks keeps the raw commits the first walk read. The
+/// handle of the last repository walked is kept; `repo` is used when a second cannot open.
+fn with_walker<T>(repo: &Repository, walk: impl FnOnce(&Repository) -> T) -> T {
+    WALKER.with(|cell| {
+        let mut kept = cell.borrow_mut();
+        if kept.as_ref().is_none_or(|w| w.path() != repo.path()) {
+            *kept = Repository::open(repo.path()).ok();
+        }
+        match kept.as_ref() {
+            Some(walker) => walk(walker),
+            None => walk(repo),
+        }
+    })
 }
 
 /// The iterations of a task, oldest first: the commits reachable from `tip` along first
@@ -138,6 +191,10 @@ thread_local! {
 /// the task count as one iteration each; the commits they bring in do not. Without a base,
 /// the whole first-parent history up to the root.
 pub fn first_parent_commits(repo: &Repository, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
+    with_walker(repo, |walker| first_parents(walker, tip, base))
+}
+
+fn first_parents(repo: &Repository, tip: Oid, base: Option<Oid>) -> Result<Vec<Oid>> {
     let mut walk = repo.revwalk().context("starting a history walk")?;
     walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
         .context("sorting the history walk")?;
@@ -209,7 +266,9 @@ pub fn default_base_branch(
 /// Whether the local branch (`local`) rather than its remote-tracking one (`remote`) is
 /// the base: it contains the remote one, or its merge-base with `tip` is the newer.
 fn nearer_base(repo: &Repository, local: Oid, remote: Oid, tip: Option<Oid>) -> bool {
-    if local == remote || repo.graph_descendant_of(local, remote).unwrap_or(false) {
+    if local == remote
+        || with_walker(repo, |w| w.graph_descendant_of(local, remote)).unwrap_or(false)
+    {
         return true;
     }
     let Some(tip) = tip else {
@@ -219,7 +278,9 @@ fn nearer_base(repo: &Repository, local: Oid, remote: Oid, tip: Option<Oid>) -> 
         merge_base(repo, tip, local).ok().flatten(),
         merge_base(repo, tip, remote).ok().flatten(),
     ) {
-        (Some(l), Some(r)) => l != r && repo.graph_descendant_of(l, r).unwrap_or(false),
+        (Some(l), Some(r)) => {
+            l != r && with_walker(repo, |w| w.graph_descendant_of(l, r)).unwrap_or(false)
+        }
         (Some(_), None) => true,
         _ => false,
     }
@@ -674,8 +735,7 @@ pub fn is_ancestor(repo: &Repository, ancestor: Oid, commit: Oid) -> Result<bool
     // found there without libgit2's walk, which reads the whole history down to a common
     // commit.
     let found = first_parent_within(repo, commit, ancestor, FIRST_PARENT_STEPS)
-        || repo
-            .graph_descendant_of(commit, ancestor)
+        || with_walker(repo, |walker| walker.graph_descendant_of(commit, ancestor))
             .context("walking the history")?;
     if found {
         WALKED.with(|w| w.borrow_mut().ancestry.insert(key, found));
@@ -688,15 +748,15 @@ const FIRST_PARENT_STEPS: usize = 64;
 
 /// Whether `ancestor` is among the first `steps` first parents of `commit`.
 fn first_parent_within(repo: &Repository, commit: Oid, ancestor: Oid, steps: usize) -> bool {
-    let mut at = repo.find_commit(commit).ok();
+    let mut at = commit;
     for _ in 0..steps {
-        let Some(parent) = at.and_then(|c| c.parent_ids().next()) else {
+        let Ok(Some(parent)) = commit_header(repo, at, b"parent ") else {
             return false;
         };
         if parent == ancestor {
             return true;
         }
-        at = repo.find_commit(parent).ok();
+        at = parent;
     }
     false
 }

@@ -11,6 +11,7 @@ use itergate::cli::Cli;
 use itergate::commands;
 
 fn main() -> ExitCode {
+    cache_git_objects();
     let cli = Cli::parse();
     let serving = matches!(cli.command, itergate::cli::Command::Serve(_));
     init_tracing(cli.global.verbose, cli.global.quiet, serving);
@@ -24,6 +25,20 @@ fn main() -> ExitCode {
             );
             ExitCode::from(failure.exit_code())
         }
+    }
+}
+
+/// libgit2 caches commits and trees of up to 4 KiB: a notes tree of some 60 notes is
+/// larger, and every note read inflated it again. A branch's notes tree and long commit
+/// messages fit in these.
+fn cache_git_objects() {
+    for (kind, size) in [
+        (git2::ObjectType::Tree, 4 << 20),
+        (git2::ObjectType::Commit, 256 << 10),
+    ] {
+        // SAFETY: libgit2's limits are globals written without a lock; no other thread
+        // exists yet.
+        let _ = unsafe { git2::opts::set_cache_object_limit(kind, size) };
     }
 }
 

@@ -497,10 +497,7 @@ pub fn cached_observation(
 }
 
 pub(super) fn tree_of(repo: &Repository, commit: Oid) -> Result<Oid, Failure> {
-    Ok(repo
-        .find_commit(commit)
-        .map_err(anyhow::Error::from)?
-        .tree_id())
+    Ok(crate::git::commit_tree(repo, commit)?)
 }
 
 /// Whether `commit` is HEAD and the work tree has tracked changes (which are not judged).

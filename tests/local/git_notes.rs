@@ -104,6 +104,50 @@ fn ancestry_is_found_along_first_parents_and_through_merges() {
     );
 }
 
+/// Trees and first parents are read from the raw commit (its headers): a message that
+/// looks like a header is never one.
+#[test]
+fn a_commits_tree_and_first_parent_come_from_its_headers_only() {
+    let repo = TestRepo::new();
+    let c0 = oid(&repo.commit_file("a.txt", "0\n", "c0"));
+    repo.git(&["checkout", "--quiet", "--orphan", "other"]);
+    repo.git(&["rm", "--quiet", "-rf", "."]);
+    let fake_parent = format!("root\n\nparent {c0}\ntree {c0}\n");
+    let orphan = oid(&repo.commit_file("b.txt", "b\n", &fake_parent));
+    repo.git(&["checkout", "--quiet", "main"]);
+    let c1 = oid(&repo.commit_file("a.txt", "1\n", "c1"));
+    repo.git(&[
+        "merge",
+        "--quiet",
+        "--no-ff",
+        "--allow-unrelated-histories",
+        "-m",
+        "merge",
+        "other",
+    ]);
+    let merged = oid(&repo.head());
+    let r = g::open(&repo.path).expect("open");
+    for commit in [c0, orphan, c1, merged] {
+        let tree = oid(&repo.git(&["rev-parse", &format!("{commit}^{{tree}}")]));
+        assert_eq!(g::commit_tree(&r, commit).expect("a commit"), tree);
+    }
+    assert!(
+        g::is_ancestor(&r, c1, merged).expect("walks"),
+        "the first parent"
+    );
+    assert!(
+        g::is_ancestor(&r, orphan, merged).expect("walks"),
+        "the second parent"
+    );
+    assert!(
+        !g::is_ancestor(&r, c0, orphan).expect("walks"),
+        "a `parent` line in a message is no parent"
+    );
+    let blob = oid(&repo.git(&["rev-parse", "HEAD:a.txt"]));
+    let error = g::commit_tree(&r, blob).expect_err("a blob");
+    assert!(error.to_string().contains("not a commit"), "{error}");
+}
+
 #[test]
 fn iterations_follow_first_parents_since_the_merge_base() {
     let repo = TestRepo::new();
