@@ -99,7 +99,7 @@ pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
     Ok(commit.id())
 }
 
-/// The tree of `commit`, read through the walking handle (see [`with_walker`]): a branch's
+/// The tree of `commit`, read through the walking handle (see `with_walker`): a branch's
 /// commits are read once for its walks and its trees together.
 pub fn commit_tree(repo: &Repository, commit: Oid) -> Result<Oid> {
     commit_header(repo, commit, b"tree ")?.ok_or_else(|| anyhow!("commit {commit} names no tree"))
