@@ -3,7 +3,9 @@
 
 Uses benches/hook_overhead.py's repositories and timing (CPU of a whole `git push` to a local
 bare remote, every push a new commit whose tree was scored before), with only the variants
-that compare builds: a plain `exit 0` hook and, per binary given, itergate with a cached tree.
+that compare builds: a plain `exit 0` hook; the floor of any hook that reads the history, a
+hook that reads the pushed commit's note with git itself (`git notes show`, one process); and,
+per binary given, itergate with a cached tree.
 
 Usage: scripts/hook_overhead_compare.py ROUNDS LABEL=BINARY [LABEL=BINARY ...]
 """
@@ -19,6 +21,15 @@ spec = importlib.util.spec_from_file_location(
     "hook_overhead", os.path.join(HERE, "..", "benches", "hook_overhead.py"))
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
+
+
+# Reads the note of each pushed commit (none there: the read is what is measured).
+NOTE_HOOK = """#!/bin/sh
+while read -r local_ref local_oid remote_ref remote_oid; do
+  git notes --ref=itergate show "$local_oid" >/dev/null 2>&1
+done
+exit 0
+"""
 
 
 def itergate_repo(root, name, binary):
@@ -40,6 +51,9 @@ def main():
         repo = bench.make_repo(root, "exit0")
         bench.write_hook(repo, "#!/bin/sh\nexit 0\n")
         variants["exit 0 hook"] = (repo, False)
+        repo = bench.make_repo(root, "note")
+        bench.write_hook(repo, NOTE_HOOK)
+        variants["git: read one note"] = (repo, False)
         for i, (label, binary) in enumerate(builds):
             variants[f"itergate {label}"] = (itergate_repo(root, f"b{i}", os.path.abspath(binary)), True)
         samples = {name: [] for name in variants}
