@@ -102,35 +102,36 @@ pub fn resolve_commit(repo: &Repository, rev: &str) -> Result<Oid> {
 /// The tree of `commit`, read through the walking handle (see `with_walker`): a branch's
 /// commits are read once for its walks and its trees together.
 pub fn commit_tree(repo: &Repository, commit: Oid) -> Result<Oid> {
-    commit_header(repo, commit, b"tree ")?.ok_or_else(|| anyhow!("commit {commit} names no tree"))
-}
-
-/// The first `name` header of `commit` (`tree `, `parent `), read raw through the walking
-/// handle: a commit looked up parsed there would be read from disk again by every walk.
-fn commit_header(repo: &Repository, commit: Oid, name: &[u8]) -> Result<Option<Oid>> {
     with_walker(repo, |walker| {
         let odb = walker.odb().context("opening the object database")?;
-        let object = odb
-            .read(commit)
-            .with_context(|| format!("reading commit {commit}"))?;
-        if object.kind() != git2::ObjectType::Commit {
-            bail!("{commit} is a {}, not a commit", object.kind());
-        }
-        // The headers end at the first empty line; `tree` comes first, then the parents.
-        let found = object
-            .data()
-            .split(|b| *b == b'\n')
-            .take_while(|line| !line.is_empty())
-            .find_map(|line| line.strip_prefix(name));
-        found
-            .map(|hex| {
-                std::str::from_utf8(hex)
-                    .ok()
-                    .and_then(|hex| Oid::from_str(hex).ok())
-                    .ok_or_else(|| anyhow!("commit {commit} has a malformed header"))
-            })
-            .transpose()
+        commit_header(&odb, commit, b"tree ")?
+            .ok_or_else(|| anyhow!("commit {commit} names no tree"))
     })
+}
+
+/// The first `name` header of `commit` (`tree `, `parent `), read raw: a commit looked up
+/// parsed on the walking handle would be read from disk again by every walk.
+fn commit_header(odb: &git2::Odb<'_>, commit: Oid, name: &[u8]) -> Result<Option<Oid>> {
+    let object = odb
+        .read(commit)
+        .with_context(|| format!("reading commit {commit}"))?;
+    if object.kind() != git2::ObjectType::Commit {
+        bail!("{commit} is a {}, not a commit", object.kind());
+    }
+    // The headers end at the first empty line; `tree` comes first, then the parents.
+    let found = object
+        .data()
+        .split(|b| *b == b'\n')
+        .take_while(|line| !line.is_empty())
+        .find_map(|line| line.strip_prefix(name));
+    found
+        .map(|hex| {
+            std::str::from_utf8(hex)
+                .ok()
+                .and_then(|hex| Oid::from_str(hex).ok())
+                .ok_or_else(|| anyhow!("commit {commit} has a malformed header"))
+        })
+        .transpose()
 }
 
 /// The best common ancestor of two commits, or `None` when their histories are unrelated.
@@ -748,15 +749,20 @@ const FIRST_PARENT_STEPS: usize = 64;
 
 /// Whether `ancestor` is among the first `steps` first parents of `commit`.
 fn first_parent_within(repo: &Repository, commit: Oid, ancestor: Oid, steps: usize) -> bool {
-    let mut at = commit;
-    for _ in 0..steps {
-        let Ok(Some(parent)) = commit_header(repo, at, b"parent ") else {
+    with_walker(repo, |walker| {
+        let Ok(odb) = walker.odb() else {
             return false;
         };
-        if parent == ancestor {
-            return true;
+        let mut at = commit;
+        for _ in 0..steps {
+            let Ok(Some(parent)) = commit_header(&odb, at, b"parent ") else {
+                return false;
+            };
+            if parent == ancestor {
+                return true;
+            }
+            at = parent;
         }
-        at = parent;
-    }
-    false
+        false
+    })
 }
